@@ -1,0 +1,50 @@
+/* DESIGN: see log.h. */
+#include "base/log.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+
+static _Atomic int level = -1;
+static _Atomic int out_fd = 2;
+
+int ck_log_parse_level(const char *s) {
+  static const char *names[] = {"off", "error", "warn", "info", "debug"};
+  for (int i = 0; i < 5; i++)
+    if (ck_streq_i(s, names[i])) return i;
+  return -1;
+}
+
+ck_log_level_t ck_log_level(void) {
+  int l = atomic_load(&level);
+  if (l < 0) {
+    const char *env = getenv("CLINK_LOG_LEVEL");
+    l = env ? ck_log_parse_level(env) : -1;
+    if (l < 0) l = CK_LOG_INFO;
+    atomic_store(&level, l);
+  }
+  return (ck_log_level_t)l;
+}
+
+void ck_log_set_level(ck_log_level_t l) { atomic_store(&level, (int)l); }
+void ck_log_set_fd(int fd) { atomic_store(&out_fd, fd < 0 ? 2 : fd); }
+
+void ck_log(ck_log_level_t l, const char *subsystem, const char *fmt, ...) {
+  if (l == CK_LOG_OFF || l > ck_log_level()) return;
+  char line[2048];
+  int n = snprintf(line, sizeof line, "[%s] %s", subsystem,
+                   l == CK_LOG_ERROR ? "error: " : l == CK_LOG_WARN ? "warning: " : "");
+  va_list ap;
+  va_start(ap, fmt);
+  if (n < (int)sizeof line) n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  va_end(ap);
+  if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  ssize_t w = write(atomic_load(&out_fd), line, (size_t)n);
+  (void)w;
+}

@@ -1,0 +1,49 @@
+/*
+ * DESIGN: the `clink` command line.
+ *
+ * One table of subcommands (main.c) and, per subcommand, one table of options; `--help` text
+ * and the usage errors are generated from those tables so they cannot drift from the parser.
+ * Exit status: 0 success, 1 the work failed, 2 bad usage.
+ */
+#ifndef CK_CLI_CLI_H
+#define CK_CLI_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct ck_cli_opt {
+  const char *name;  /* long name without dashes; "e" is written -e */
+  const char *arg;   /* metavariable ("DIR"), or NULL for a flag */
+  const char *help;
+} ck_cli_opt_t;
+
+typedef struct ck_cli_cmd {
+  const char *name;
+  const char *summary;
+  const char *usage;             /* after "clink NAME " */
+  const ck_cli_opt_t *opts;      /* terminated by a {NULL} entry */
+  int (*main)(int argc, char **argv); /* argv[0] is the subcommand name */
+} ck_cli_cmd_t;
+
+/* Parsed arguments: values indexed like the option table, plus positional arguments. */
+typedef struct ck_cli_args {
+  const char *values[32];   /* NULL when absent; flags get "1" */
+  const char *positional[16];
+  int npositional;
+} ck_cli_args_t;
+
+/* Parses argv[1..] against cmd's table. Prints the error and returns 2 on bad usage,
+ * prints help and returns -1 for --help, 0 on success. */
+int ck_cli_parse(const ck_cli_cmd_t *cmd, int argc, char **argv, ck_cli_args_t *args);
+const char *ck_cli_get(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args, const char *name);
+bool ck_cli_flag(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args, const char *name);
+void ck_cli_print_help(const ck_cli_cmd_t *cmd);
+
+const ck_cli_cmd_t *ck_cli_find(const char *name);
+
+#define CK_CLI_DECLARE(id) extern const ck_cli_cmd_t ck_cli_cmd_##id
+CK_CLI_DECLARE(run);
+CK_CLI_DECLARE(version);
+CK_CLI_DECLARE(connectors);
+
+#endif
