@@ -1,0 +1,106 @@
+/*
+ * DESIGN: columnar batches, laid out like Arrow.
+ *
+ * A batch is the unit that travels between operators: up to CK_BATCH_ROWS rows, one column per
+ * field. Each column has a validity bitmap (bit i set = row i is not NULL; the bitmap may be
+ * NULL when every row is valid), a fixed-width value array (see types.h) and, for STRING,
+ * int32 offsets[n+1] into a byte buffer — the Arrow layout, so a column can be exported through
+ * the Arrow C Data Interface without copying.
+ *
+ * A batch may carry a row-kind array (changelog streams: insert / update-before / update-after /
+ * delete); NULL means every row is an insert.
+ *
+ * Memory: a batch owns every buffer of its columns (ck_malloc'd); ck_batch_free releases all.
+ * A batch belongs to one thread at a time; it changes hands through a channel.
+ */
+#ifndef CK_RUNTIME_BATCH_H
+#define CK_RUNTIME_BATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/types.h"
+
+#define CK_BATCH_ROWS 1024
+
+typedef enum ck_row_kind {
+  CK_ROW_INSERT = 0,
+  CK_ROW_UPDATE_BEFORE = 1,
+  CK_ROW_UPDATE_AFTER = 2,
+  CK_ROW_DELETE = 3,
+} ck_row_kind_t;
+
+typedef struct ck_col {
+  ck_type_t type;
+  size_t len;          /* rows */
+  size_t cap;          /* rows the value/validity arrays can hold */
+  uint8_t *validity;   /* NULL = all valid; else (cap+7)/8 bytes */
+  void *values;        /* cap * width bytes; STRING: int32 offsets, cap+1 entries */
+  char *data;          /* STRING bytes */
+  size_t data_len, data_cap;
+} ck_col_t;
+
+typedef struct ck_batch {
+  int ncols;
+  size_t nrows;
+  ck_col_t *cols;
+  uint8_t *kinds; /* NULL = all CK_ROW_INSERT; else nrows entries of ck_row_kind_t */
+} ck_batch_t;
+
+/* Columns */
+void ck_col_init(ck_col_t *col, ck_type_t type, size_t cap);
+void ck_col_fini(ck_col_t *col);
+void ck_col_reserve(ck_col_t *col, size_t rows);
+void ck_col_clear(ck_col_t *col); /* len = 0, memory kept */
+static inline bool ck_col_valid(const ck_col_t *col, size_t i) {
+  return !col->validity || (col->validity[i >> 3] >> (i & 7)) & 1;
+}
+void ck_col_set_null(ck_col_t *col, size_t i); /* materialises the bitmap if needed */
+/* Appending (grows as needed). */
+void ck_col_append_null(ck_col_t *col);
+void ck_col_append_bool(ck_col_t *col, bool v);
+void ck_col_append_i32(ck_col_t *col, int32_t v);
+void ck_col_append_i64(ck_col_t *col, int64_t v); /* INT64, TIMESTAMP */
+void ck_col_append_f32(ck_col_t *col, float v);
+void ck_col_append_f64(ck_col_t *col, double v);
+void ck_col_append_dec(ck_col_t *col, ck_i128 v);
+void ck_col_append_str(ck_col_t *col, const char *s, size_t n);
+void ck_col_append_value(ck_col_t *col, const ck_value_t *v); /* v->type must match col */
+/* Appends row i of src (same type) to dst. */
+void ck_col_append_from(ck_col_t *dst, const ck_col_t *src, size_t i);
+/* Typed access (no NULL check). */
+static inline int32_t ck_col_i32(const ck_col_t *c, size_t i) { return ((const int32_t *)c->values)[i]; }
+static inline int64_t ck_col_i64(const ck_col_t *c, size_t i) { return ((const int64_t *)c->values)[i]; }
+static inline double ck_col_f64(const ck_col_t *c, size_t i) { return ((const double *)c->values)[i]; }
+static inline float ck_col_f32(const ck_col_t *c, size_t i) { return ((const float *)c->values)[i]; }
+static inline bool ck_col_bool(const ck_col_t *c, size_t i) { return ((const uint8_t *)c->values)[i] != 0; }
+static inline ck_i128 ck_col_dec(const ck_col_t *c, size_t i) {
+  ck_i128 v;
+  __builtin_memcpy(&v, (const char *)c->values + i * 16, 16);
+  return v;
+}
+static inline const char *ck_col_str(const ck_col_t *c, size_t i, size_t *len) {
+  const int32_t *off = c->values;
+  *len = (size_t)(off[i + 1] - off[i]);
+  return c->data + off[i];
+}
+/* Row i as a value (strings point into the column). */
+void ck_col_get_value(const ck_col_t *col, size_t i, ck_value_t *out);
+
+/* Batches */
+ck_batch_t *ck_batch_new(int ncols, const ck_type_t *types, size_t cap);
+void ck_batch_free(ck_batch_t *batch);
+void ck_batch_clear(ck_batch_t *batch); /* every column emptied, memory kept */
+/* Sets nrows from the columns (they must agree) after appending column-wise. */
+void ck_batch_seal(ck_batch_t *batch);
+void ck_batch_set_kind(ck_batch_t *batch, size_t row, ck_row_kind_t kind); /* after seal */
+static inline ck_row_kind_t ck_batch_kind(const ck_batch_t *b, size_t i) {
+  return b->kinds ? (ck_row_kind_t)b->kinds[i] : CK_ROW_INSERT;
+}
+/* A new batch holding the rows of src whose sel[i] is true (same columns). */
+ck_batch_t *ck_batch_filter(const ck_batch_t *src, const uint8_t *sel);
+/* Appends row i of src to dst (same column types), with its row kind. */
+void ck_batch_append_row(ck_batch_t *dst, const ck_batch_t *src, size_t i);
+
+#endif

@@ -1,0 +1,48 @@
+/* DESIGN: the connector registry and the options every source/sink shares; see connector.h.
+ * Registration happens once at start-up, before any thread runs, so the table has no lock. */
+#include "runtime/connector.h"
+
+#include <string.h>
+
+#include "base/alloc.h"
+
+static const ck_connector_t *registry[64];
+static int nregistered;
+
+void ck_connector_register(const ck_connector_t *conn) {
+  for (int i = 0; i < nregistered; i++)
+    if (registry[i] == conn || strcmp(registry[i]->name, conn->name) == 0) return;
+  ck_assert(nregistered < (int)CK_ARRAY_LEN(registry));
+  registry[nregistered++] = conn;
+}
+
+const ck_connector_t *ck_connector_find(const char *name) {
+  for (int i = 0; i < nregistered; i++)
+    if (strcmp(registry[i]->name, name) == 0) return registry[i];
+  return NULL;
+}
+
+int ck_connector_count(void) { return nregistered; }
+const ck_connector_t *ck_connector_at(int i) { return i < nregistered ? registry[i] : NULL; }
+
+const ck_opt_def_t ck_source_common_options[] = {
+    {"format", CK_OPT_STRING, NULL, NULL, false, "record format (json, csv, raw; per connector)"},
+    {"event_time_column", CK_OPT_STRING, NULL, NULL, false,
+     "column holding event time in epoch milliseconds; enables watermarks and windows"},
+    {"watermark_lag_ms", CK_OPT_INT, "0", NULL, false,
+     "how far out of order events may be: the watermark trails the largest event time by this"},
+    {"allowed_lateness_ms", CK_OPT_INT, "0", NULL, false,
+     "extra time a window waits after the watermark passes its end before it fires"},
+    {"idle_timeout_ms", CK_OPT_INT, "0", NULL, false,
+     "a partition with no records for this long stops holding the watermark back (0: never)"},
+    {"on_decode_error", CK_OPT_ENUM, "fail", "fail|skip", false,
+     "a record that cannot be decoded stops the job (fail) or is counted and skipped (skip)"},
+    {NULL, 0, NULL, NULL, false, NULL},
+};
+
+const ck_opt_def_t ck_sink_common_options[] = {
+    {"format", CK_OPT_STRING, NULL, NULL, false, "record format (json, csv; per connector)"},
+    {"delivery_guarantee", CK_OPT_ENUM, "at_least_once", "at_least_once|exactly_once", false,
+     "the delivery guarantee asked of this sink; refused when the sink cannot give it"},
+    {NULL, 0, NULL, NULL, false, NULL},
+};
