@@ -19,6 +19,7 @@ static _Noreturn void oom(size_t n) {
 }
 
 void *ck_malloc(size_t n) {
+  if (n > SIZE_MAX - CK_HDR) oom(n); /* n + CK_HDR would wrap to a tiny block */
   unsigned char *p = malloc(n + CK_HDR);
   if (!p) oom(n);
   memcpy(p, &n, sizeof n);
@@ -37,6 +38,7 @@ void *ck_calloc(size_t count, size_t n) {
 
 void *ck_realloc(void *p, size_t n) {
   if (!p) return ck_malloc(n);
+  if (n > SIZE_MAX - CK_HDR) oom(n);
   unsigned char *base = (unsigned char *)p - CK_HDR;
   size_t old;
   memcpy(&old, base, sizeof old);

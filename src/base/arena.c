@@ -32,16 +32,22 @@ void ck_arena_fini(ck_arena_t *arena) {
 }
 
 void ck_arena_reset(ck_arena_t *arena) {
+  /* keep the oldest block of the default size; oversized blocks can sit anywhere in the chain
+   * (even behind the first block), so the tail alone is not a safe choice */
+  ck_arena_block_t *keep = NULL;
+  for (ck_arena_block_t *b = arena->head; b; b = b->next)
+    if (b->cap == arena->block_size) keep = b;
   ck_arena_block_t *b = arena->head;
-  if (!b) return;
-  /* keep the oldest block: it is the one of the default size in the common case */
-  while (b->next) {
+  while (b) {
     ck_arena_block_t *next = b->next;
-    ck_free(b);
+    if (b != keep) ck_free(b);
     b = next;
   }
-  b->used = 0;
-  arena->head = b;
+  if (keep) {
+    keep->next = NULL;
+    keep->used = 0;
+  }
+  arena->head = keep;
   arena->used_bytes = 0;
 }
 

@@ -20,7 +20,7 @@ typedef struct ck_arena {
 
 void ck_arena_init(ck_arena_t *arena, size_t block_size);
 void ck_arena_fini(ck_arena_t *arena);
-/* Frees every block but the first, which is kept for reuse. */
+/* Frees every block but the first one of the default size, which is kept for reuse. */
 void ck_arena_reset(ck_arena_t *arena);
 void *ck_arena_alloc(ck_arena_t *arena, size_t n);
 void *ck_arena_zalloc(ck_arena_t *arena, size_t n);

@@ -109,8 +109,8 @@ bool ck_streq_i(const char *a, const char *b) { return ck_str_ieq(ck_str_of(a), 
 
 int ck_edit_distance(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
-  if (la > 64 || lb > 64) return (int)(la > lb ? la : lb);
-  int row[65];
+  int stack_row[65];
+  int *row = lb < CK_ARRAY_LEN(stack_row) ? stack_row : ck_malloc((lb + 1) * sizeof *row);
   for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
   for (size_t i = 1; i <= la; i++) {
     int prev = row[0];
@@ -125,7 +125,9 @@ int ck_edit_distance(const char *a, const char *b) {
       prev = cur;
     }
   }
-  return row[lb];
+  int d = row[lb];
+  if (row != stack_row) ck_free(row);
+  return d;
 }
 
 const char *ck_closest(const char *word, const char *const *candidates, size_t n) {

@@ -72,7 +72,7 @@ static ck_hmap_entry_t *find(const ck_hmap_t *map, uint64_t h, const void *key, 
   size_t j = h & (map->cap - 1);
   while (map->slots[j].hash) {
     ck_hmap_entry_t *e = &map->slots[j];
-    if (e->hash == h && e->key_len == len && memcmp(e->key, key, len) == 0) return e;
+    if (e->hash == h && e->key_len == len && (!len || memcmp(e->key, key, len) == 0)) return e;
     j = (j + 1) & (map->cap - 1);
   }
   return NULL;
@@ -91,7 +91,7 @@ void **ck_hmap_put(ck_hmap_t *map, const void *key, size_t key_len, bool *create
   e = &map->slots[j];
   e->hash = h;
   e->key = ck_malloc(key_len ? key_len : 1);
-  memcpy(e->key, key, key_len);
+  if (key_len) memcpy(e->key, key, key_len); /* an empty key may come with a NULL pointer */
   e->key_len = key_len;
   e->value = NULL;
   map->count++;
