@@ -30,7 +30,11 @@ void ck_error_clear(ck_error_t *err) {
 }
 
 static int vset(ck_error_t *err, int code, int line, int col, const char *fmt, va_list ap) {
-  if (!err || err->code) return code;
+  if (!err) return code;
+  if (err->code) {
+    err->frozen = true;
+    return code;
+  }
   err->code = code;
   err->line = line;
   err->column = col;
@@ -55,7 +59,7 @@ int ck_error_set_at(ck_error_t *err, int code, int line, int column, const char 
 }
 
 void ck_error_detail(ck_error_t *err, const char *fmt, ...) {
-  if (!err || err->detail[0]) return;
+  if (!err || err->frozen || err->detail[0]) return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err->detail, sizeof err->detail, fmt, ap);
@@ -63,7 +67,7 @@ void ck_error_detail(ck_error_t *err, const char *fmt, ...) {
 }
 
 void ck_error_hint(ck_error_t *err, const char *fmt, ...) {
-  if (!err || err->hint[0]) return;
+  if (!err || err->frozen || err->hint[0]) return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err->hint, sizeof err->hint, fmt, ap);

@@ -5,7 +5,8 @@
  * also gives each code its name and a default message. A rich error (message, detail, hint,
  * source position, origin system with its native code, retriable flag) travels in a
  * ck_error_t out-parameter across module boundaries. The first error recorded wins: later
- * ck_error_set calls on an error that is already set are ignored, so the root cause survives.
+ * ck_error_set calls on an error that is already set are ignored, so the root cause survives;
+ * the detail and hint that follow an ignored call are ignored with it.
  *
  * Messages are for the reader: lower case, "could not X: reason", no C function names.
  */
@@ -58,6 +59,7 @@ typedef struct ck_error {
   char origin[32];           /* the system that reported it ("kafka", "clickhouse", …) */
   int origin_code;           /* that system's own code */
   bool retriable;
+  bool frozen; /* a later ck_error_set was ignored: its detail/hint must not land here */
 } ck_error_t;
 
 void ck_error_clear(ck_error_t *err);

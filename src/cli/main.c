@@ -11,6 +11,8 @@
 
 static const ck_cli_cmd_t *const commands[] = {
     /* keep in the order `clink --help` lists them */
+    &ck_cli_cmd_run,
+    &ck_cli_cmd_connectors,
     &ck_cli_cmd_version,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

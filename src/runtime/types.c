@@ -71,43 +71,76 @@ void ck_decimal_format(ck_i128 v, int scale, ck_buf_t *out) {
   }
 }
 
+/* Grammar: [sign] digits [. digits] [e|E [sign] digits], surrounded by optional blanks, with at
+ * least one mantissa digit. The value is M × 10^shift at the target scale; digits beyond the
+ * scale are dropped, rounding half away from zero on the first dropped digit. */
 bool ck_decimal_parse(const char *s, size_t n, int precision, int scale, ck_i128 *out) {
   size_t i = 0;
   while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
   while (n > i && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
   bool neg = false;
   if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
-  ck_i128 v = 0;
-  int frac = 0, digits = 0, intdigits = 0;
-  bool seen_dot = false, any = false, round_up = false, dropped = false;
+  size_t first = SIZE_MAX; /* index in s of the first significant (non-zero) mantissa digit */
+  long sig = 0;            /* significant digits from `first` on */
+  long frac = 0;           /* mantissa digits after the point */
+  bool seen_dot = false, any = false;
+  size_t mant_end = i;
   for (; i < n; i++) {
     char c = s[i];
     if (c == '.' && !seen_dot) {
       seen_dot = true;
       continue;
     }
-    if (c < '0' || c > '9') return false;
+    if (c < '0' || c > '9') break;
     any = true;
-    if (seen_dot && frac >= scale) {
-      if (!dropped) round_up = c >= '5';
-      dropped = true;
-      continue;
-    }
     if (seen_dot) frac++;
-    else if (v != 0 || c != '0') intdigits++;
-    v = v * 10 + (c - '0');
-    if (v != 0) digits++;
-    if (intdigits > precision - scale) return false;
+    if (first == SIZE_MAX && c != '0') first = i;
+    if (first != SIZE_MAX) sig++;
   }
+  mant_end = i;
   if (!any) return false;
-  (void)digits;
-  while (frac < scale) v *= 10, frac++;
+  long exp = 0;
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    bool eneg = false;
+    if (i < n && (s[i] == '-' || s[i] == '+')) eneg = s[i++] == '-';
+    if (i >= n) return false;
+    for (; i < n; i++) {
+      if (s[i] < '0' || s[i] > '9') return false;
+      if (exp < 100000) exp = exp * 10 + (s[i] - '0');
+    }
+    if (eneg) exp = -exp;
+  }
+  if (i != n) return false;
+  if (first == SIZE_MAX) { /* zero */
+    *out = 0;
+    return true;
+  }
+  long shift = exp - frac + scale; /* unscaled = M × 10^shift */
+  long keep = sig + (shift < 0 ? shift : 0);
+  if (keep + (shift > 0 ? shift : 0) > precision) return false;
+  ck_i128 v = 0;
+  long taken = 0;
+  bool round_up = false;
+  for (size_t j = first; j < mant_end && keep >= 0; j++) {
+    if (s[j] == '.') continue;
+    if (taken < keep) {
+      v = v * 10 + (s[j] - '0');
+    } else {
+      round_up = s[j] >= '5'; /* the first dropped digit decides */
+      break;
+    }
+    taken++;
+  }
   if (round_up) v += 1;
+  for (long k = 0; k < shift; k++) v *= 10;
   if (v >= ck_pow10_i128(precision)) return false;
   *out = neg ? -v : v;
   return true;
 }
 
+/* Shortest round-trip digits, laid out as JavaScript's Number#toString does: plain decimal
+ * notation for 1e-7 < |d| < 1e21, exponent notation ("1e+21", "1.5e-7") outside. */
 void ck_double_format(double d, ck_buf_t *out) {
   if (isnan(d)) {
     ck_buf_puts(out, "NaN");
@@ -122,9 +155,117 @@ void ck_double_format(double d, ck_buf_t *out) {
     return;
   }
   char tmp[40];
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+  for (int prec = 0; prec <= 16; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*e", prec, d);
     if (strtod(tmp, NULL) == d) break;
   }
-  ck_buf_puts(out, tmp);
+  /* tmp is "[-]D[.DDD]e±XX": collect the digits and the exponent */
+  const char *p = tmp;
+  if (*p == '-') {
+    ck_buf_putc(out, '-');
+    p++;
+  }
+  char digits[24];
+  int k = 0;
+  for (; *p && *p != 'e'; p++)
+    if (*p != '.') digits[k++] = *p;
+  while (k > 1 && digits[k - 1] == '0') k--;
+  int e10 = atoi(p + 1); /* d = D.DDD × 10^e10 */
+  int nexp = e10 + 1;    /* d = 0.DDDD × 10^nexp */
+  if (k <= nexp && nexp <= 21) {
+    ck_buf_append(out, digits, (size_t)k);
+    for (int z = k; z < nexp; z++) ck_buf_putc(out, '0');
+  } else if (0 < nexp && nexp <= 21) {
+    ck_buf_append(out, digits, (size_t)nexp);
+    ck_buf_putc(out, '.');
+    ck_buf_append(out, digits + nexp, (size_t)(k - nexp));
+  } else if (-6 < nexp && nexp <= 0) {
+    ck_buf_puts(out, "0.");
+    for (int z = 0; z < -nexp; z++) ck_buf_putc(out, '0');
+    ck_buf_append(out, digits, (size_t)k);
+  } else {
+    ck_buf_putc(out, digits[0]);
+    if (k > 1) {
+      ck_buf_putc(out, '.');
+      ck_buf_append(out, digits + 1, (size_t)(k - 1));
+    }
+    ck_buf_printf(out, "e%c%d", e10 < 0 ? '-' : '+', e10 < 0 ? -e10 : e10);
+  }
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back (H. Hinnant's algorithms). */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
+  z += 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+  *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+  *y = yoe + era * 400 + (*m <= 2);
+}
+
+void ck_timestamp_format(int64_t ms, ck_buf_t *out) {
+  int64_t days = ms / 86400000, rem = ms % 86400000;
+  if (rem < 0) rem += 86400000, days--;
+  int64_t y;
+  int m, d;
+  civil_from_days(days, &y, &m, &d);
+  ck_buf_printf(out, "%04lld-%02d-%02d %02d:%02d:%02d.%03d", (long long)y, m, d,
+                (int)(rem / 3600000), (int)(rem / 60000 % 60), (int)(rem / 1000 % 60),
+                (int)(rem % 1000));
+}
+
+static bool take_digits(const char *s, size_t n, size_t *i, int min, int max, int64_t *v) {
+  int k = 0;
+  *v = 0;
+  while (*i < n && k < max && s[*i] >= '0' && s[*i] <= '9') *v = *v * 10 + (s[(*i)++] - '0'), k++;
+  return k >= min;
+}
+
+bool ck_timestamp_parse(const char *s, size_t n, int64_t *out) {
+  size_t i = 0;
+  while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+  while (n > i && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+  int64_t y, mo, d, h = 0, mi = 0, sec = 0, ms = 0;
+  if (!take_digits(s, n, &i, 4, 6, &y) || i >= n || s[i++] != '-') return false;
+  if (!take_digits(s, n, &i, 1, 2, &mo) || i >= n || s[i++] != '-') return false;
+  if (!take_digits(s, n, &i, 1, 2, &d)) return false;
+  if (i < n && (s[i] == ' ' || s[i] == 'T')) {
+    i++;
+    if (!take_digits(s, n, &i, 1, 2, &h) || i >= n || s[i++] != ':') return false;
+    if (!take_digits(s, n, &i, 1, 2, &mi)) return false;
+    if (i < n && s[i] == ':') {
+      i++;
+      if (!take_digits(s, n, &i, 1, 2, &sec)) return false;
+      if (i < n && s[i] == '.') {
+        i++;
+        int64_t frac;
+        size_t at = i;
+        if (!take_digits(s, n, &i, 1, 9, &frac)) return false;
+        for (size_t k = i - at; k < 3; k++) frac *= 10;
+        for (size_t k = i - at; k > 3; k--) frac /= 10; /* TIMESTAMP(3): truncate */
+        ms = frac;
+      }
+    }
+    if (i < n && s[i] == 'Z') i++;
+  }
+  if (i != n) return false;
+  static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || sec > 59)
+    return false;
+  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (mo == 2 && d == 29 && !leap) return false;
+  *out = ((days_from_civil(y, (int)mo, (int)d) * 24 + h) * 60 + mi) * 60000 + sec * 1000 + ms;
+  return true;
 }

@@ -78,4 +78,10 @@ bool ck_decimal_parse(const char *s, size_t n, int precision, int scale, ck_i128
  * Writes NaN/Infinity as null is the caller's choice; this writes "NaN", "Infinity". */
 void ck_double_format(double d, ck_buf_t *out);
 
+/* TIMESTAMP(3) text as SQL prints it: "2024-01-02 03:04:05.678" (UTC, three fraction digits). */
+void ck_timestamp_format(int64_t epoch_ms, ck_buf_t *out);
+/* Parses "2024-01-02", "2024-01-02 03:04[:05[.678]]", with 'T' for the blank and an optional
+ * trailing 'Z' (UTC); fraction digits beyond milliseconds are truncated. False when malformed. */
+bool ck_timestamp_parse(const char *s, size_t n, int64_t *epoch_ms);
+
 #endif

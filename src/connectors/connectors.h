@@ -1,0 +1,34 @@
+/*
+ * DESIGN: the built-in connectors, as seen from outside src/connectors/.
+ *
+ * ck_connectors_register_all() puts every connector below into the runtime's registry
+ * (runtime/connector.h); the CLI calls it once at start-up, before any thread runs. After
+ * that the planner and runtime find connectors by name only.
+ *
+ *   file       bounded source over files / a directory / a glob; at-least-once file sink
+ *   datagen    deterministic seeded row generator (source)
+ *   print      NDJSON (or CSV) rows on standard output (sink); 'stdout' is an alias
+ *   blackhole  discards rows, counting them (sink)
+ *
+ * Record formats (json, csv) live in connectors/format.h, shared with broker connectors.
+ */
+#ifndef CK_CONNECTORS_CONNECTORS_H
+#define CK_CONNECTORS_CONNECTORS_H
+
+#include <stdint.h>
+
+#include "runtime/connector.h"
+
+/* Registers every built-in connector; calling it again changes nothing. */
+void ck_connectors_register_all(void);
+
+extern const ck_connector_t ck_file_connector;
+extern const ck_connector_t ck_datagen_connector;
+extern const ck_connector_t ck_print_connector;
+extern const ck_connector_t ck_stdout_connector;
+extern const ck_connector_t ck_blackhole_connector;
+
+/* Rows a blackhole sink instance has discarded so far (a metric; tests). */
+int64_t ck_blackhole_rows(const ck_sink_t *sink);
+
+#endif

@@ -1,0 +1,684 @@
+/*
+ * DESIGN: connector='file' — a bounded source over local files and an at-least-once sink.
+ *
+ * Source. `path` is a file, a directory (every non-hidden regular file in it) or a glob
+ * pattern; the matching regular files, sorted by name (byte order), are the partitions, and
+ * file i belongs to subtask i mod parallelism. A subtask reads its files one after another
+ * (never several at once: one read buffer, one descriptor), a record per line — for CSV a
+ * record ends at a line break outside a quoted field. Reading goes through one large buffer
+ * (FILE_READ_BUF), scanning with memchr for '\n'; a record longer than CK_FORMAT_MAX_RECORD
+ * is a decode error like any other and, when skipped, is discarded without being buffered.
+ * Blank lines are not records. A poll returns rows of one file only.
+ *
+ * The position of every owned file is the byte offset and line number of its next record,
+ * plus a done flag; it advances only past records handed out (or skipped), so a snapshot
+ * taken between polls is an exact cut. Snapshot encoding (version 1):
+ *   u8 version, uvarint nfiles, then per file: uvarint path length, path bytes,
+ *   uvarint offset, uvarint lines before the offset, u8 done.
+ * Restore matches files by path: a file that is no longer there is ignored (with a warning),
+ * a new file starts at its beginning. Restore may come before or after open.
+ *
+ * on_decode_error: 'fail' returns CK_EDECODE "could not decode record at FILE:LINE: reason";
+ * 'skip' counts the record (skipped()), logs the first few and then every 10000th, and goes on.
+ *
+ * Sink. Each subtask writes `path` (parallelism 1) or `path-<subtask>` (parallelism > 1).
+ * open(restored=false) truncates, open(restored=true) appends — output after a restore is
+ * never thrown away, so rows between the last checkpoint and a failure are written again:
+ * at least once. Rows are encoded into a buffer that is written out at 1 MiB, at every
+ * barrier (prepare: write + fsync, and the directory once after creation) and at finish.
+ *
+ * Threads: each instance belongs to one subtask's thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "connectors/connectors.h"
+#include "connectors/format.h"
+#include "connectors/util.h"
+#include "runtime/connector.h"
+
+#define FILE_READ_BUF (CK_FORMAT_MAX_RECORD * 2 + 65536)
+#define FILE_SINK_FLUSH ((size_t)1 << 20)
+#define FILE_SNAP_VERSION 1
+#define FILE_SKIP_LOG_FIRST 10
+
+static const ck_opt_def_t file_source_options[] = {
+    {"path", CK_OPT_STRING, NULL, NULL, true,
+     "file, directory or glob pattern to read (e.g. '/data/readings-*.json'); the matching "
+     "files are read in sorted name order, each file is a partition and file i is read by "
+     "source subtask i mod parallelism. format is 'json' (default, one object per line) or "
+     "'csv'"},
+    CK_FORMAT_OPTION_DEFS,
+    {NULL, 0, NULL, NULL, false, NULL},
+};
+
+static const ck_opt_def_t file_sink_options[] = {
+    {"path", CK_OPT_STRING, NULL, NULL, true,
+     "file to write, one record per line in the table's format ('json', the default, or "
+     "'csv'). A fresh job truncates it; a job restored from a checkpoint appends to it. With "
+     "parallelism > 1, subtask s writes '<path>-<s>'"},
+    CK_FORMAT_OPTION_DEFS,
+    {NULL, 0, NULL, NULL, false, NULL},
+};
+
+/* ============================================================ listing the files ====== */
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void free_list(char **files, int n) {
+  for (int i = 0; i < n; i++) ck_free(files[i]);
+  ck_free(files);
+}
+
+/* The regular files `path` names (file, directory or glob), sorted. */
+static int list_files(const char *path, char ***out, int *nout, ck_error_t *err) {
+  struct stat st;
+  ck_buf_t pattern;
+  ck_buf_init(&pattern);
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ck_buf_puts(&pattern, path);
+    if (pattern.len && pattern.data[pattern.len - 1] != '/') ck_buf_putc(&pattern, '/');
+    ck_buf_putc(&pattern, '*');
+  } else {
+    ck_buf_puts(&pattern, path);
+  }
+  glob_t g;
+  memset(&g, 0, sizeof g);
+  int rc = glob(pattern.data, GLOB_NOSORT, NULL, &g);
+  ck_buf_fini(&pattern);
+  if (rc != 0 && rc != GLOB_NOMATCH) {
+    globfree(&g);
+    return ck_error_set(err, CK_EIO, "could not list the files matching '%s'", path);
+  }
+  char **files = ck_calloc(g.gl_pathc ? g.gl_pathc : 1, sizeof *files);
+  int n = 0;
+  for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++)
+    if (stat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode))
+      files[n++] = ck_strdup(g.gl_pathv[i]);
+  globfree(&g);
+  qsort(files, (size_t)n, sizeof *files, cmp_str);
+  *out = files;
+  *nout = n;
+  return 0;
+}
+
+static int file_check(const ck_schema_t *schema, const ck_options_t *opts, bool as_sink,
+                      ck_error_t *err) {
+  ck_format_kind_t fmt;
+  int rc = ck_format_parse(ck_options_get(opts, "format"), "the file connector", &fmt, err);
+  if (rc) return rc;
+  const char *path = ck_options_get(opts, "path");
+  if (!path || !*path)
+    return ck_error_set(err, CK_EOPTION, "the file connector needs option 'path'");
+  if (as_sink) {
+    char *copy = ck_strdup(path);
+    const char *dir = dirname(copy);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      ck_error_set(err, CK_ENOTFOUND, "could not write file '%s': directory '%s' does not exist",
+                   path, dir);
+      ck_free(copy);
+      return CK_ENOTFOUND;
+    }
+    ck_free(copy);
+    return 0;
+  }
+  char **files;
+  int n;
+  if ((rc = list_files(path, &files, &n, err))) return rc;
+  free_list(files, n);
+  if (n == 0) {
+    ck_error_set(err, CK_ENOTFOUND, "no file matches path '%s'", path);
+    ck_error_hint(err, "path may name a file, a directory or a glob pattern such as "
+                       "'/data/*.json'");
+    return CK_ENOTFOUND;
+  }
+  return 0;
+}
+
+/* ==================================================================== source ====== */
+
+typedef struct file_part {
+  char *path;
+  int64_t offset; /* byte offset of the next record */
+  int64_t lines;  /* line breaks before it: the next record starts on line lines+1 */
+  bool done;
+} file_part_t;
+
+typedef struct file_src {
+  ck_decoder_t *dec;
+  bool multiline;
+  bool skip_errors;
+  int64_t skipped;
+  file_part_t *parts;
+  int nparts;
+  int cur;          /* the file being read */
+  ck_buf_t pending; /* restore() before open(): the state, applied at open */
+  bool opened;
+  /* reading parts[cur] */
+  int fd;
+  char *buf;
+  size_t start, end; /* unconsumed bytes: buf[start..end) */
+  int64_t buf_off;   /* file offset of buf[0] */
+  bool eof;
+  /* the record being found at buf[start]: bytes scanned, CSV state there, line breaks */
+  size_t scan;
+  int csv_state;
+  int64_t rec_lines;
+  size_t rec_len, rec_used; /* a found record: its length, and bytes to consume */
+} file_src_t;
+
+enum { REC_EOF = 0, REC_OK = 1, REC_TOO_BIG = 2 };
+
+/* CSV record-end scanning states (RFC 4180): a line break ends a record unless it is inside
+ * a quoted field, and a quote opens a quoted field only at the start of a field. */
+enum { CSV_FIELD_START = 0, CSV_UNQUOTED, CSV_QUOTED, CSV_QUOTE_IN_QUOTED };
+
+static void src_close_file(file_src_t *fs) {
+  if (fs->fd >= 0) close(fs->fd);
+  fs->fd = -1;
+  fs->start = fs->end = 0;
+  fs->buf_off = 0;
+  fs->eof = false;
+  fs->scan = 0;
+  fs->csv_state = CSV_FIELD_START;
+  fs->rec_lines = 0;
+}
+
+static int read_more(file_src_t *fs, ck_error_t *err) {
+  if (fs->start > 0) {
+    memmove(fs->buf, fs->buf + fs->start, fs->end - fs->start);
+    fs->end -= fs->start;
+    fs->buf_off += (int64_t)fs->start;
+    fs->start = 0;
+  }
+  for (;;) {
+    ssize_t r = read(fs->fd, fs->buf + fs->end, FILE_READ_BUF - fs->end);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0)
+      return ck_error_set(err, CK_EIO, "could not read file '%s': %s", fs->parts[fs->cur].path,
+                          strerror(errno));
+    if (r == 0) fs->eof = true;
+    fs->end += (size_t)r;
+    return 0;
+  }
+}
+
+/* Scans unscanned bytes of the current record for its end; true when found (rec_len and
+ * rec_used are set). */
+static bool scan_record(file_src_t *fs) {
+  const char *base = fs->buf + fs->start;
+  size_t avail = fs->end - fs->start;
+  if (!fs->multiline) {
+    const char *nl = memchr(base + fs->scan, '\n', avail - fs->scan);
+    if (!nl) {
+      fs->scan = avail;
+      return false;
+    }
+    fs->rec_len = (size_t)(nl - base);
+    fs->rec_used = fs->rec_len + 1;
+    fs->scan = fs->rec_used;
+    fs->rec_lines = 1;
+    return true;
+  }
+  int st = fs->csv_state;
+  size_t i = fs->scan;
+  while (i < avail) {
+    char c = base[i];
+    if (st == CSV_QUOTED) { /* jump to the next quote, counting the line breaks passed */
+      const char *q = memchr(base + i, '"', avail - i);
+      size_t stop = q ? (size_t)(q - base) : avail;
+      for (const char *nl = base + i; (nl = memchr(nl, '\n', (size_t)(base + stop - nl))); nl++)
+        fs->rec_lines++;
+      i = stop;
+      if (q) st = CSV_QUOTE_IN_QUOTED, i++;
+      continue;
+    }
+    i++;
+    if (c == '\n') {
+      fs->rec_lines++;
+      fs->csv_state = CSV_FIELD_START;
+      fs->scan = i;
+      fs->rec_len = i - 1;
+      fs->rec_used = i;
+      return true;
+    }
+    if (c == ',') st = CSV_FIELD_START;
+    else if (c == '"') st = st == CSV_FIELD_START || st == CSV_QUOTE_IN_QUOTED ? CSV_QUOTED : st;
+    else if (st != CSV_UNQUOTED) st = CSV_UNQUOTED;
+  }
+  fs->csv_state = st;
+  fs->scan = avail;
+  return false;
+}
+
+/* Finds the next record of the open file: REC_OK (at buf+start, rec_len bytes), REC_EOF,
+ * REC_TOO_BIG (no end within CK_FORMAT_MAX_RECORD bytes), or a negative error. */
+static int next_record(file_src_t *fs, ck_error_t *err) {
+  for (;;) {
+    if (scan_record(fs)) return REC_OK;
+    size_t avail = fs->end - fs->start;
+    if (avail > CK_FORMAT_MAX_RECORD) return REC_TOO_BIG;
+    if (fs->eof) {
+      if (avail == 0) return REC_EOF;
+      fs->rec_len = fs->rec_used = avail; /* a last line without '\n' */
+      return REC_OK;
+    }
+    int rc = read_more(fs, err);
+    if (rc) return rc;
+  }
+}
+
+static void consume(file_src_t *fs) {
+  file_part_t *part = &fs->parts[fs->cur];
+  fs->start += fs->rec_used;
+  part->offset = fs->buf_off + (int64_t)fs->start;
+  part->lines += fs->rec_lines;
+  fs->scan = 0;
+  fs->csv_state = CSV_FIELD_START;
+  fs->rec_lines = 0;
+}
+
+/* Drops an oversized record: reads on to its end without keeping its bytes. */
+static int discard_record(file_src_t *fs, ck_error_t *err) {
+  for (;;) {
+    if (scan_record(fs)) {
+      consume(fs);
+      return 0;
+    }
+    if (fs->eof) {
+      fs->rec_used = fs->end - fs->start;
+      consume(fs);
+      return 0;
+    }
+    /* everything buffered is part of the record: drop it, keep the scan state */
+    fs->buf_off += (int64_t)fs->end;
+    fs->start = fs->end = fs->scan = 0;
+    int rc = read_more(fs, err);
+    if (rc) return rc;
+  }
+}
+
+static int open_file(file_src_t *fs, ck_error_t *err) {
+  file_part_t *part = &fs->parts[fs->cur];
+  src_close_file(fs);
+  fs->fd = open(part->path, O_RDONLY | O_CLOEXEC);
+  if (fs->fd < 0)
+    return ck_error_set(err, CK_EIO, "could not open file '%s': %s", part->path,
+                        strerror(errno));
+#ifdef POSIX_FADV_SEQUENTIAL
+  (void)posix_fadvise(fs->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+  int rc;
+  if (ck_decoder_wants_header(fs->dec)) {
+    int64_t offset = part->offset, lines = part->lines;
+    part->offset = part->lines = 0;
+    rc = next_record(fs, err);
+    if (rc < 0) return rc;
+    if (rc == REC_TOO_BIG)
+      return ck_error_set(err, CK_EDECODE, "could not read the CSV header of '%s': it is longer "
+                          "than %zu bytes", part->path, CK_FORMAT_MAX_RECORD);
+    if (rc == REC_EOF) { /* an empty file */
+      part->done = true;
+      return 0;
+    }
+    ck_error_t herr;
+    ck_error_clear(&herr);
+    size_t len = fs->rec_len;
+    if (len && fs->buf[fs->start + len - 1] == '\r') len--;
+    if (ck_decoder_header(fs->dec, fs->buf + fs->start, len, &herr))
+      return ck_error_set(err, CK_EDECODE, "could not read the CSV header of '%s': %s",
+                          part->path, herr.message);
+    consume(fs);
+    if (offset <= part->offset) return 0; /* fresh: go on after the header */
+    part->lines = lines;                  /* restored past the header: seek back there */
+    part->offset = offset;
+  }
+  if (part->offset > 0) {
+    if (lseek(fs->fd, (off_t)part->offset, SEEK_SET) < 0)
+      return ck_error_set(err, CK_EIO, "could not seek in file '%s': %s", part->path,
+                          strerror(errno));
+    fs->start = fs->end = fs->scan = 0;
+    fs->buf_off = part->offset;
+    fs->eof = false;
+  }
+  return 0;
+}
+
+static void log_skip(file_src_t *fs, const char *path, int64_t line, const char *reason) {
+  if (fs->skipped <= FILE_SKIP_LOG_FIRST)
+    CK_LOG_WARN("source.file", "skipped record at %s:%lld: %s", path, (long long)line, reason);
+  if (fs->skipped == FILE_SKIP_LOG_FIRST)
+    CK_LOG_WARN("source.file", "further skipped records are logged every 10000th");
+  else if (fs->skipped > FILE_SKIP_LOG_FIRST && fs->skipped % 10000 == 0)
+    CK_LOG_WARN("source.file", "%lld records skipped so far; latest at %s:%lld: %s",
+                (long long)fs->skipped, path, (long long)line, reason);
+}
+
+static int apply_state(file_src_t *fs, const void *data, size_t len, ck_error_t *err);
+
+/* The instance, made on first use: restore() may come before open(). */
+static file_src_t *src_impl(ck_source_t *src) {
+  if (!src->impl) {
+    file_src_t *fs = ck_calloc(1, sizeof *fs);
+    fs->fd = -1;
+    ck_buf_init(&fs->pending);
+    src->impl = fs;
+  }
+  return src->impl;
+}
+
+static int file_src_open(ck_source_t *src, ck_error_t *err) {
+  file_src_t *fs = src_impl(src);
+  const ck_options_t *opts = src->ctx.options;
+  ck_format_kind_t fmt;
+  int rc = ck_format_parse(ck_options_get(opts, "format"), "the file connector", &fmt, err);
+  if (rc) return rc;
+  const char *policy = ck_opt_str(opts, ck_source_common_options, "on_decode_error");
+  fs->skip_errors = policy && strcmp(policy, "skip") == 0;
+  const char *path = ck_options_get(opts, "path");
+  if (!path) return ck_error_set(err, CK_EOPTION, "the file connector needs option 'path'");
+  char **files;
+  int n;
+  if ((rc = list_files(path, &files, &n, err))) return rc;
+  if (n == 0) {
+    free_list(files, n);
+    ck_error_set(err, CK_ENOTFOUND, "no file matches path '%s'", path);
+    return CK_ENOTFOUND;
+  }
+  int p = src->ctx.parallelism > 0 ? src->ctx.parallelism : 1;
+  fs->parts = ck_calloc((size_t)(n / p + 1), sizeof *fs->parts);
+  for (int i = 0; i < n; i++) {
+    if (i % p == src->ctx.subtask) fs->parts[fs->nparts++].path = files[i];
+    else ck_free(files[i]);
+  }
+  ck_free(files);
+  fs->dec = ck_decoder_new(fmt, src->ctx.schema, opts);
+  fs->multiline = ck_decoder_multiline(fs->dec);
+  fs->buf = ck_malloc(FILE_READ_BUF);
+  fs->opened = true;
+  if (fs->pending.len) {
+    rc = apply_state(fs, fs->pending.data, fs->pending.len, err);
+    ck_buf_fini(&fs->pending);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int file_src_npartitions(ck_source_t *src) { return src_impl(src)->nparts; }
+
+static int file_src_poll(ck_source_t *src, ck_batch_t *batch, int max_rows, int timeout_ms,
+                         int *partition, ck_error_t *err) {
+  file_src_t *fs = src->impl;
+  int rows = 0, rc;
+  if (max_rows < 1) max_rows = 1;
+  for (;;) {
+    while (fs->cur < fs->nparts && fs->parts[fs->cur].done) fs->cur++;
+    if (fs->cur >= fs->nparts) return rows ? CK_SRC_DATA : CK_SRC_END;
+    *partition = fs->cur;
+    if (rows >= max_rows) return CK_SRC_DATA;
+    file_part_t *part = &fs->parts[fs->cur];
+    if (fs->fd < 0) {
+      if ((rc = open_file(fs, err))) return rc;
+      if (part->done) { /* empty */
+        src_close_file(fs);
+        continue;
+      }
+    }
+    rc = next_record(fs, err);
+    if (rc < 0) return rc;
+    int64_t line = part->lines + 1;
+    if (rc == REC_EOF) {
+      src_close_file(fs);
+      part->done = true;
+      fs->cur++;
+      if (rows) return CK_SRC_DATA; /* one file per poll */
+      continue;
+    }
+    if (rc == REC_TOO_BIG) {
+      if (!fs->skip_errors)
+        return ck_error_set(err, CK_EDECODE,
+                            "could not decode record at %s:%lld: record exceeds the limit of "
+                            "%zu bytes",
+                            part->path, (long long)line, CK_FORMAT_MAX_RECORD);
+      fs->skipped++;
+      log_skip(fs, part->path, line, "record exceeds the size limit");
+      if ((rc = discard_record(fs, err))) return rc;
+      continue;
+    }
+    const char *rec = fs->buf + fs->start;
+    size_t len = fs->rec_len;
+    if (len && rec[len - 1] == '\r') len--;
+    size_t blank = 0;
+    while (blank < len && (rec[blank] == ' ' || rec[blank] == '\t' || rec[blank] == '\r')) blank++;
+    if (blank == len) { /* blank line: not a record */
+      consume(fs);
+      continue;
+    }
+    ck_error_t derr;
+    ck_error_clear(&derr);
+    if (ck_decoder_decode(fs->dec, rec, len, batch, &derr)) {
+      if (!fs->skip_errors)
+        return ck_error_set(err, CK_EDECODE, "could not decode record at %s:%lld: %s",
+                            part->path, (long long)line, derr.message);
+      fs->skipped++;
+      log_skip(fs, part->path, line, derr.message);
+    } else {
+      rows++;
+    }
+    consume(fs);
+  }
+}
+
+static int file_src_snapshot(ck_source_t *src, ck_buf_t *out, ck_error_t *err) {
+  file_src_t *fs = src_impl(src);
+  ck_buf_putc(out, FILE_SNAP_VERSION);
+  ck_conn_put_uvarint(out, (uint64_t)fs->nparts);
+  for (int i = 0; i < fs->nparts; i++) {
+    const file_part_t *part = &fs->parts[i];
+    size_t n = strlen(part->path);
+    ck_conn_put_uvarint(out, n);
+    ck_buf_append(out, part->path, n);
+    ck_conn_put_uvarint(out, (uint64_t)part->offset);
+    ck_conn_put_uvarint(out, (uint64_t)part->lines);
+    ck_buf_putc(out, part->done ? 1 : 0);
+  }
+  return 0;
+}
+
+static int apply_state(file_src_t *fs, const void *data, size_t len, ck_error_t *err) {
+  const uint8_t *p = data, *end = p + len;
+  uint64_t n, plen, offset, lines;
+  if (len < 1 || *p != FILE_SNAP_VERSION)
+    return ck_error_set(err, CK_ESTATE,
+                        "could not restore the file source position: unknown state version %d",
+                        len ? *p : -1);
+  p++;
+  if (!ck_conn_get_uvarint(&p, end, &n)) goto truncated;
+  src_close_file(fs);
+  fs->cur = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (!ck_conn_get_uvarint(&p, end, &plen) || plen > (uint64_t)(end - p)) goto truncated;
+    const char *path = (const char *)p;
+    p += plen;
+    if (!ck_conn_get_uvarint(&p, end, &offset) || !ck_conn_get_uvarint(&p, end, &lines) ||
+        p >= end)
+      goto truncated;
+    bool done = *p++ != 0;
+    file_part_t *part = NULL;
+    for (int k = 0; k < fs->nparts && !part; k++)
+      if (strlen(fs->parts[k].path) == plen && memcmp(fs->parts[k].path, path, plen) == 0)
+        part = &fs->parts[k];
+    if (!part) {
+      CK_LOG_WARN("source.file", "restored position names '%.*s', which this source no longer "
+                  "reads; ignored", (int)plen, path);
+      continue;
+    }
+    part->offset = (int64_t)offset;
+    part->lines = (int64_t)lines;
+    part->done = done;
+  }
+  if (p != end) goto truncated;
+  return 0;
+truncated:
+  return ck_error_set(err, CK_ESTATE, "could not restore the file source position: the state "
+                      "is truncated or corrupt");
+}
+
+static int file_src_restore(ck_source_t *src, const void *data, size_t len, ck_error_t *err) {
+  file_src_t *fs = src_impl(src);
+  if (!fs->opened) {
+    ck_buf_reset(&fs->pending);
+    ck_buf_append(&fs->pending, data, len);
+    if (len == 0) ck_buf_putc(&fs->pending, 0); /* an empty state is still a (bad) state */
+    return 0;
+  }
+  return apply_state(fs, data, len, err);
+}
+
+static int64_t file_src_skipped(ck_source_t *src) { return src_impl(src)->skipped; }
+
+static void file_src_close(ck_source_t *src) {
+  file_src_t *fs = src->impl;
+  if (!fs) return;
+  src_close_file(fs);
+  for (int i = 0; i < fs->nparts; i++) ck_free(fs->parts[i].path);
+  ck_free(fs->parts);
+  ck_free(fs->buf);
+  ck_buf_fini(&fs->pending);
+  ck_decoder_free(fs->dec);
+  ck_free(fs);
+  src->impl = NULL;
+}
+
+static const ck_source_ops_t file_source_ops = {
+    file_src_open,    file_src_npartitions, file_src_poll,  file_src_snapshot,
+    file_src_restore,    file_src_skipped,     file_src_close,
+};
+
+/* ====================================================================== sink ====== */
+
+typedef struct file_sink {
+  ck_encoder_t *enc;
+  char *path;
+  int fd;
+  bool dir_synced;
+  ck_buf_t buf;
+} file_sink_t;
+
+static int sink_flush(file_sink_t *fk, ck_error_t *err) {
+  if (!fk->buf.len) return 0;
+  int rc = ck_conn_write_all(fk->fd, fk->buf.data, fk->buf.len);
+  if (rc)
+    return ck_error_set(err, CK_EIO, "could not write file '%s': %s", fk->path, strerror(-rc));
+  ck_buf_reset(&fk->buf);
+  return 0;
+}
+
+static int sink_sync(file_sink_t *fk, ck_error_t *err) {
+  int rc = sink_flush(fk, err);
+  if (rc) return rc;
+  if (fsync(fk->fd) != 0)
+    return ck_error_set(err, CK_EIO, "could not sync file '%s': %s", fk->path, strerror(errno));
+  if (!fk->dir_synced) { /* make the file's creation durable too */
+    char *copy = ck_strdup(fk->path);
+    int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      (void)fsync(dfd);
+      close(dfd);
+    }
+    ck_free(copy);
+    fk->dir_synced = true;
+  }
+  return 0;
+}
+
+static int file_sink_open(ck_sink_t *sink, bool restored, ck_error_t *err) {
+  const ck_options_t *opts = sink->ctx.options;
+  ck_format_kind_t fmt;
+  int rc = ck_format_parse(ck_options_get(opts, "format"), "the file connector", &fmt, err);
+  if (rc) return rc;
+  const char *path = ck_options_get(opts, "path");
+  if (!path) return ck_error_set(err, CK_EOPTION, "the file connector needs option 'path'");
+  file_sink_t *fk = ck_calloc(1, sizeof *fk);
+  sink->impl = fk;
+  fk->fd = -1;
+  ck_buf_init(&fk->buf);
+  ck_buf_t p;
+  ck_buf_init(&p);
+  ck_buf_puts(&p, path);
+  if (sink->ctx.parallelism > 1) ck_buf_printf(&p, "-%d", sink->ctx.subtask);
+  fk->path = ck_buf_detach(&p);
+  fk->fd = open(fk->path, O_WRONLY | O_CREAT | O_CLOEXEC | (restored ? O_APPEND : O_TRUNC),
+                0644);
+  if (fk->fd < 0)
+    return ck_error_set(err, CK_EIO, "could not open file '%s' for writing: %s", fk->path,
+                        strerror(errno));
+  fk->enc = ck_encoder_new(fmt, sink->ctx.schema);
+  struct stat st;
+  if (fmt == CK_FORMAT_CSV && ck_opt_bool(opts, file_sink_options, "csv.header") &&
+      fstat(fk->fd, &st) == 0 && st.st_size == 0)
+    ck_encoder_header(fk->enc, &fk->buf);
+  return 0;
+}
+
+static int file_sink_write(ck_sink_t *sink, const ck_batch_t *batch, ck_error_t *err) {
+  file_sink_t *fk = sink->impl;
+  ck_encoder_batch(fk->enc, batch, &fk->buf);
+  return fk->buf.len >= FILE_SINK_FLUSH ? sink_flush(fk, err) : 0;
+}
+
+static int file_sink_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err) {
+  return sink_sync(sink->impl, err);
+}
+
+static int file_sink_commit(ck_sink_t *sink, int64_t ckpt, ck_error_t *err) { return 0; }
+
+static int file_sink_finish(ck_sink_t *sink, ck_error_t *err) {
+  return sink_sync(sink->impl, err);
+}
+
+static void file_sink_close(ck_sink_t *sink) {
+  file_sink_t *fk = sink->impl;
+  if (!fk) return;
+  if (fk->fd >= 0) {
+    ck_error_t ignored;
+    ck_error_clear(&ignored);
+    (void)sink_flush(fk, &ignored); /* best effort: the output is at-least-once anyway */
+    close(fk->fd);
+  }
+  ck_encoder_free(fk->enc);
+  ck_buf_fini(&fk->buf);
+  ck_free(fk->path);
+  ck_free(fk);
+  sink->impl = NULL;
+}
+
+static const ck_sink_ops_t file_sink_ops = {
+    file_sink_open,   file_sink_write, file_sink_prepare, file_sink_commit,
+    file_sink_finish, file_sink_close,
+};
+
+const ck_connector_t ck_file_connector = {
+    .name = "file",
+    .description = "local files, one record per line (json or csv): a bounded source over a "
+                   "file, directory or glob pattern, and an at-least-once sink",
+    .source_options = file_source_options,
+    .sink_options = file_sink_options,
+    .source = &file_source_ops,
+    .sink = &file_sink_ops,
+    .sink_guarantee = CK_GUARANTEE_AT_LEAST_ONCE,
+    .bounded = true,
+    .check = file_check,
+};

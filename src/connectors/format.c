@@ -1,0 +1,202 @@
+/*
+ * DESIGN: format dispatch and the helpers every format shares: UTF-8 validation (with an
+ * 8-bytes-at-a-time ASCII fast path, since almost every record is ASCII), column rollback for
+ * all-or-nothing records, integer and float text. See format.h for the formats themselves.
+ * Threads: none of its own; everything here is called on the owning subtask's thread.
+ */
+#include "connectors/format.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "connectors/format_impl.h"
+
+int ck_format_parse(const char *name, const char *who, ck_format_kind_t *out, ck_error_t *err) {
+  if (!name || strcmp(name, "json") == 0) {
+    *out = CK_FORMAT_JSON;
+    return 0;
+  }
+  if (strcmp(name, "csv") == 0) {
+    *out = CK_FORMAT_CSV;
+    return 0;
+  }
+  ck_error_set(err, CK_EOPTION, "%s does not support format '%s'", who, name);
+  ck_error_hint(err, "use format 'json' or 'csv'");
+  return CK_EOPTION;
+}
+
+const char *ck_format_name(ck_format_kind_t kind) {
+  return kind == CK_FORMAT_CSV ? "csv" : "json";
+}
+
+/* ---- decoders ---- */
+
+ck_decoder_t *ck_decoder_new(ck_format_kind_t kind, const ck_schema_t *schema,
+                             const ck_options_t *opts) {
+  static const ck_opt_def_t defs[] = {CK_FORMAT_OPTION_DEFS, {NULL, 0, NULL, NULL, false, NULL}};
+  if (kind == CK_FORMAT_CSV)
+    return ck_format_csv_decoder_new(schema, ck_opt_bool(opts, defs, "csv.header"));
+  return ck_format_json_decoder_new(schema);
+}
+
+void ck_decoder_free(ck_decoder_t *dec) {
+  if (dec) dec->ops->free(dec);
+}
+
+bool ck_decoder_multiline(const ck_decoder_t *dec) { return dec->multiline; }
+bool ck_decoder_wants_header(const ck_decoder_t *dec) { return dec->wants_header; }
+
+int ck_decoder_header(ck_decoder_t *dec, const char *rec, size_t len, ck_error_t *err) {
+  if (!dec->ops->header) return 0;
+  return dec->ops->header(dec, rec, len, err);
+}
+
+int ck_decoder_decode(ck_decoder_t *dec, const char *rec, size_t len, ck_batch_t *batch,
+                      ck_error_t *err) {
+  if (len > CK_FORMAT_MAX_RECORD)
+    return ck_error_set(err, CK_EDECODE, "record of %zu bytes exceeds the limit of %zu bytes",
+                        len, CK_FORMAT_MAX_RECORD);
+  size_t bad = ck_format_utf8_invalid_at(rec, len);
+  if (bad < len)
+    return ck_error_set(err, CK_EDECODE, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", bad,
+                        (unsigned)(unsigned char)rec[bad]);
+  return dec->ops->decode(dec, rec, len, batch, err);
+}
+
+/* ---- encoders ---- */
+
+ck_encoder_t *ck_encoder_new(ck_format_kind_t kind, const ck_schema_t *schema) {
+  if (kind == CK_FORMAT_CSV) return ck_format_csv_encoder_new(schema);
+  return ck_format_json_encoder_new(schema);
+}
+
+void ck_encoder_free(ck_encoder_t *enc) {
+  if (enc) enc->ops->free(enc);
+}
+
+void ck_encoder_row(ck_encoder_t *enc, const ck_batch_t *batch, size_t i, ck_buf_t *out) {
+  enc->ops->row(enc, batch, i, out);
+}
+
+void ck_encoder_batch(ck_encoder_t *enc, const ck_batch_t *batch, ck_buf_t *out) {
+  for (size_t i = 0; i < batch->nrows; i++) {
+    enc->ops->row(enc, batch, i, out);
+    ck_buf_putc(out, '\n');
+  }
+}
+
+void ck_encoder_header(ck_encoder_t *enc, ck_buf_t *out) {
+  if (enc->ops->header) enc->ops->header(enc, out);
+}
+
+/* ---- shared helpers ---- */
+
+size_t ck_format_utf8_invalid_at(const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0;
+  while (i < len) {
+    if (i + 8 <= len) {
+      uint64_t w;
+      memcpy(&w, p + i, 8);
+      if (!(w & 0x8080808080808080ULL)) {
+        i += 8;
+        continue;
+      }
+    }
+    unsigned c = p[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    if (c < 0xC2) return i; /* continuation byte or overlong 2-byte lead */
+    if (c < 0xE0) {
+      if (i + 1 >= len || (p[i + 1] & 0xC0) != 0x80) return i;
+      i += 2;
+    } else if (c < 0xF0) {
+      if (i + 2 >= len || (p[i + 1] & 0xC0) != 0x80 || (p[i + 2] & 0xC0) != 0x80) return i;
+      if (c == 0xE0 && p[i + 1] < 0xA0) return i; /* overlong */
+      if (c == 0xED && p[i + 1] >= 0xA0) return i; /* UTF-16 surrogate */
+      i += 3;
+    } else if (c < 0xF5) {
+      if (i + 3 >= len || (p[i + 1] & 0xC0) != 0x80 || (p[i + 2] & 0xC0) != 0x80 ||
+          (p[i + 3] & 0xC0) != 0x80)
+        return i;
+      if (c == 0xF0 && p[i + 1] < 0x90) return i; /* overlong */
+      if (c == 0xF4 && p[i + 1] >= 0x90) return i; /* above U+10FFFF */
+      i += 4;
+    } else {
+      return i;
+    }
+  }
+  return len;
+}
+
+void ck_format_col_truncate(ck_col_t *col, size_t row) {
+  if (col->len <= row) return;
+  if (col->type.id == CK_T_STRING) col->data_len = (size_t)((int32_t *)col->values)[row];
+  if (col->validity)
+    for (size_t i = row; i < col->len; i++) col->validity[i >> 3] |= (uint8_t)(1u << (i & 7));
+  col->len = row;
+}
+
+void ck_format_rollback(ck_batch_t *batch, size_t row) {
+  for (int c = 0; c < batch->ncols; c++) ck_format_col_truncate(&batch->cols[c], row);
+}
+
+void ck_format_put_i64(ck_buf_t *out, int64_t v) {
+  char tmp[24];
+  int n = 0;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do {
+    tmp[n++] = (char)('0' + (int)(u % 10));
+    u /= 10;
+  } while (u);
+  if (v < 0) tmp[n++] = '-';
+  ck_buf_reserve(out, (size_t)n);
+  for (int i = n - 1; i >= 0; i--) out->data[out->len++] = tmp[i];
+  out->data[out->len] = 0;
+}
+
+void ck_format_put_float(ck_buf_t *out, float f) {
+  if (isnan(f)) {
+    ck_buf_puts(out, "NaN");
+    return;
+  }
+  if (isinf(f)) {
+    ck_buf_puts(out, f > 0 ? "Infinity" : "-Infinity");
+    return;
+  }
+  if (f == 0) {
+    ck_buf_puts(out, signbit(f) ? "-0" : "0");
+    return;
+  }
+  char tmp[40];
+  for (int prec = 1; prec <= 9; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*g", prec, (double)f);
+    if (strtof(tmp, NULL) == f) break;
+  }
+  ck_buf_puts(out, tmp);
+}
+
+const char *ck_format_expected(ck_type_t type) {
+  switch (type.id) {
+    case CK_T_BOOL: return "expected a boolean";
+    case CK_T_INT32:
+    case CK_T_INT64: return "expected an integer";
+    case CK_T_FLOAT32:
+    case CK_T_FLOAT64:
+    case CK_T_DECIMAL: return "expected a number";
+    case CK_T_TIMESTAMP: return "expected an integer (epoch milliseconds)";
+    case CK_T_STRING: return "expected a string";
+    case CK_T_NULL: return "expected null";
+  }
+  return "expected a value";
+}
+
+void ck_format_token(const char *s, size_t n, char *out, size_t out_len) {
+  if (n > 40) snprintf(out, out_len, "%.37s...", s);
+  else snprintf(out, out_len, "%.*s", (int)n, s);
+}

@@ -1,0 +1,52 @@
+/*
+ * DESIGN: what the format implementations (format_json.c, format_csv.c) share with the
+ * dispatch in format.c — the decoder and encoder base structs and their vtables. Private to
+ * src/connectors/; connectors use format.h.
+ */
+#ifndef CK_CONNECTORS_FORMAT_IMPL_H
+#define CK_CONNECTORS_FORMAT_IMPL_H
+
+#include "connectors/format.h"
+
+typedef struct ck_decoder_ops {
+  int (*decode)(ck_decoder_t *dec, const char *rec, size_t len, ck_batch_t *batch,
+                ck_error_t *err);
+  int (*header)(ck_decoder_t *dec, const char *rec, size_t len, ck_error_t *err);
+  void (*free)(ck_decoder_t *dec);
+} ck_decoder_ops_t;
+
+struct ck_decoder {
+  const ck_decoder_ops_t *ops;
+  const ck_schema_t *schema;
+  bool multiline;    /* records may hold line breaks inside quotes */
+  bool wants_header; /* the first record of a file is a header */
+};
+
+typedef struct ck_encoder_ops {
+  void (*row)(ck_encoder_t *enc, const ck_batch_t *batch, size_t i, ck_buf_t *out);
+  void (*header)(ck_encoder_t *enc, ck_buf_t *out);
+  void (*free)(ck_encoder_t *enc);
+} ck_encoder_ops_t;
+
+struct ck_encoder {
+  const ck_encoder_ops_t *ops;
+  const ck_schema_t *schema;
+};
+
+ck_decoder_t *ck_format_json_decoder_new(const ck_schema_t *schema);
+ck_decoder_t *ck_format_csv_decoder_new(const ck_schema_t *schema, bool header);
+ck_encoder_t *ck_format_json_encoder_new(const ck_schema_t *schema);
+ck_encoder_t *ck_format_csv_encoder_new(const ck_schema_t *schema);
+
+/* Rolls every column of batch back to `row` rows (a record that failed half way). */
+void ck_format_rollback(ck_batch_t *batch, size_t row);
+/* Row count of batch as the columns see it (the row a new record will occupy). */
+static inline size_t ck_format_row0(const ck_batch_t *batch) {
+  return batch->ncols ? batch->cols[0].len : batch->nrows;
+}
+/* "expected an integer", "expected a number", … for a column type. */
+const char *ck_format_expected(ck_type_t type);
+/* A token for an error message: at most 40 bytes, elided with "..." beyond. */
+void ck_format_token(const char *s, size_t n, char *out, size_t out_len);
+
+#endif

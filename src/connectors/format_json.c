@@ -1,0 +1,884 @@
+/*
+ * DESIGN: the JSON format — a single-pass decoder straight into column builders, and the
+ * row encoder. See format.h for what each type accepts and produces.
+ *
+ * Decoder: a hand-written recursive-descent-free scanner over one record. The top-level object
+ * is walked field by field; a field whose name matches a column is parsed directly into that
+ * column (strings without escapes are appended from the record itself, with escapes they are
+ * unescaped into a reused scratch buffer); every other field is skipped by a validating
+ * iterative scanner with a fixed depth limit, so hostile nesting cannot exhaust the stack.
+ * Field names are looked up by trying the column after the last match first — records almost
+ * always list fields in the same order — then by exact, then by case-insensitive comparison.
+ * Columns seen in the current record are marked with a generation stamp, so nothing is
+ * cleared per record. No allocation happens per record once the scratch buffers have grown.
+ * UTF-8 was validated for the whole record by ck_decoder_decode before we run.
+ *
+ * Encoder: the key of each column is escaped once, at creation, together with the sorted key
+ * order (and the slot of the "op" key of changelog rows); a row is then a walk over that order.
+ *
+ * Threads: a decoder/encoder belongs to one subtask.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "connectors/format_impl.h"
+
+#define JSON_MAX_DEPTH 512
+
+/* ======================================================================== decoder ====== */
+
+typedef struct json_col {
+  const char *name;
+  size_t len;
+  ck_type_t type;
+} json_col_t;
+
+typedef struct json_dec {
+  ck_decoder_t base;
+  int ncols;
+  json_col_t *cols;
+  uint32_t *seen; /* seen[c] == gen: column c was set in the current record */
+  uint32_t gen;
+  int hint;        /* the column expected next */
+  ck_buf_t str;    /* unescaped string values */
+  ck_buf_t key;    /* unescaped field names */
+  ck_buf_t num;    /* number text for strtod / decimal normalisation */
+} json_dec_t;
+
+/* Parser state for one record. */
+typedef struct jp {
+  const char *p, *end, *start;
+  json_dec_t *dec;
+  ck_error_t *err;
+} jp_t;
+
+/* 1 for bytes that end the fast scan of a string: '"', '\\' and control characters. */
+static const uint8_t str_stop[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+};
+
+static inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static inline void skip_ws(jp_t *jp) {
+  const char *p = jp->p, *end = jp->end;
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+  jp->p = p;
+}
+
+static int syntax(jp_t *jp, const char *what) {
+  if (jp->p >= jp->end)
+    return ck_error_set(jp->err, CK_EDECODE, "malformed JSON: %s, found the end of the record",
+                        what);
+  char c = *jp->p;
+  if ((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f)
+    return ck_error_set(jp->err, CK_EDECODE, "malformed JSON at byte offset %zu: %s, found '%c'",
+                        (size_t)(jp->p - jp->start), what, c);
+  return ck_error_set(jp->err, CK_EDECODE,
+                      "malformed JSON at byte offset %zu: %s, found byte 0x%02x",
+                      (size_t)(jp->p - jp->start), what, (unsigned)(unsigned char)c);
+}
+
+static int field_error(jp_t *jp, int c, const char *reason) {
+  return ck_error_set(jp->err, CK_EDECODE, "field '%s': %s", jp->dec->cols[c].name, reason);
+}
+
+static const char *json_kind(char c) {
+  switch (c) {
+    case '"': return "string";
+    case '{': return "object";
+    case '[': return "array";
+    case 't':
+    case 'f': return "boolean";
+    default: return "number";
+  }
+}
+
+static int hex4(const char *p, unsigned *out) {
+  unsigned v = 0;
+  for (int i = 0; i < 4; i++) {
+    char c = p[i];
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+    else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+    else return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static void put_utf8(ck_buf_t *b, unsigned cp) {
+  char u[4];
+  size_t n;
+  if (cp < 0x80) {
+    u[0] = (char)cp;
+    n = 1;
+  } else if (cp < 0x800) {
+    u[0] = (char)(0xC0 | (cp >> 6));
+    u[1] = (char)(0x80 | (cp & 0x3F));
+    n = 2;
+  } else if (cp < 0x10000) {
+    u[0] = (char)(0xE0 | (cp >> 12));
+    u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    u[2] = (char)(0x80 | (cp & 0x3F));
+    n = 3;
+  } else {
+    u[0] = (char)(0xF0 | (cp >> 18));
+    u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    u[3] = (char)(0x80 | (cp & 0x3F));
+    n = 4;
+  }
+  ck_buf_append(b, u, n);
+}
+
+/* jp->p is just past the opening quote. On return *s and *n hold the string's bytes: a span of
+ * the record when it had no escapes, else scratch's contents; jp->p is past the closing quote. */
+static int parse_string(jp_t *jp, ck_buf_t *scratch, const char **s, size_t *n) {
+  const char *p = jp->p, *end = jp->end, *begin = p;
+  /* eight bytes at a time while none is '"', '\\' or a control character */
+  while (end - p >= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    uint64_t hit = ((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w);
+    if (hit & highs) break;
+    p += 8;
+  }
+  while (p < end && !str_stop[(unsigned char)*p]) p++;
+  if (p < end && *p == '"') {
+    *s = begin;
+    *n = (size_t)(p - begin);
+    jp->p = p + 1;
+    return 0;
+  }
+  ck_buf_reset(scratch);
+  ck_buf_append(scratch, begin, (size_t)(p - begin));
+  for (;;) {
+    if (p >= end) {
+      jp->p = p;
+      return syntax(jp, "unterminated string");
+    }
+    char c = *p;
+    if (c == '"') break;
+    if ((unsigned char)c < 0x20) {
+      jp->p = p;
+      return syntax(jp, "control characters must be escaped in a string");
+    }
+    if (c != '\\') {
+      const char *q = p;
+      while (q < end && !str_stop[(unsigned char)*q]) q++;
+      ck_buf_append(scratch, p, (size_t)(q - p));
+      p = q;
+      continue;
+    }
+    if (p + 1 >= end) {
+      jp->p = p + 1;
+      return syntax(jp, "unterminated string");
+    }
+    char e = p[1];
+    char lit = 0;
+    switch (e) {
+      case '"': lit = '"'; break;
+      case '\\': lit = '\\'; break;
+      case '/': lit = '/'; break;
+      case 'b': lit = '\b'; break;
+      case 'f': lit = '\f'; break;
+      case 'n': lit = '\n'; break;
+      case 'r': lit = '\r'; break;
+      case 't': lit = '\t'; break;
+      case 'u': {
+        unsigned cp, lo;
+        if (end - p < 6 || hex4(p + 2, &cp) < 0) {
+          jp->p = p;
+          return syntax(jp, "\\u must be followed by four hex digits");
+        }
+        p += 6;
+        if (cp >= 0xDC00 && cp <= 0xDFFF) {
+          jp->p = p - 6;
+          return syntax(jp, "unpaired UTF-16 low surrogate in \\u escape");
+        }
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) < 0 || lo < 0xDC00 ||
+              lo > 0xDFFF) {
+            jp->p = p - 6;
+            return syntax(jp, "unpaired UTF-16 high surrogate in \\u escape");
+          }
+          p += 6;
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        }
+        put_utf8(scratch, cp);
+        continue;
+      }
+      default:
+        jp->p = p;
+        return syntax(jp, "invalid escape in string");
+    }
+    ck_buf_putc(scratch, lit);
+    p += 2;
+  }
+  *s = scratch->data;
+  *n = scratch->len;
+  jp->p = p + 1;
+  return 0;
+}
+
+/* A scanned number: its text and what it looks like. */
+typedef struct jnum {
+  const char *s;
+  size_t n;
+  bool neg, frac, exp;
+  uint64_t mant;     /* significant digits, up to 19 of them */
+  bool truncated;    /* more significant digits than mant holds */
+  int exp10;         /* value = mant * 10^exp10 (when !truncated) */
+  uint64_t ipart;    /* integer part, valid when !ibig */
+  bool ibig;         /* integer part above UINT64_MAX */
+} jnum_t;
+
+static int scan_number(jp_t *jp, jnum_t *num) {
+  const char *p = jp->p, *end = jp->end;
+  memset(num, 0, sizeof *num);
+  num->s = p;
+  if (*p == '-') num->neg = true, p++;
+  if (p >= end || !is_digit(*p)) {
+    jp->p = p;
+    return syntax(jp, "expected a digit");
+  }
+  if (*p == '0') {
+    p++;
+  } else {
+    /* up to 19 digits cannot overflow 64 bits; a 20th is checked; more is big */
+    const char *ds = p;
+    uint64_t v = 0;
+    while (p < end && is_digit(*p) && p - ds < 19) v = v * 10 + (uint64_t)(*p++ - '0');
+    num->mant = v;
+    if (p < end && is_digit(*p)) {
+      unsigned d = (unsigned)(*p - '0');
+      if (v > 1844674407370955161ULL || (v == 1844674407370955161ULL && d > 5)) num->ibig = true;
+      else v = v * 10 + d;
+      while (p < end && is_digit(*p)) p++, num->exp10++;
+      num->truncated = true; /* mant holds the first 19 digits, exp10 counts the rest */
+      if (p - ds > 20) num->ibig = true;
+    }
+    num->ipart = v;
+  }
+  if (p < end && *p == '.') {
+    num->frac = true;
+    p++;
+    if (p >= end || !is_digit(*p)) {
+      jp->p = p;
+      return syntax(jp, "expected a digit after the decimal point");
+    }
+    while (p < end && is_digit(*p)) {
+      if (num->mant < 1000000000000000000ULL && !num->truncated) {
+        num->mant = num->mant * 10 + (uint64_t)(*p - '0');
+        num->exp10--;
+      } else {
+        num->truncated = true;
+      }
+      p++;
+    }
+  }
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    num->exp = true;
+    p++;
+    bool eneg = false;
+    if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
+    if (p >= end || !is_digit(*p)) {
+      jp->p = p;
+      return syntax(jp, "expected a digit in the exponent");
+    }
+    int e = 0;
+    while (p < end && is_digit(*p)) {
+      if (e < 100000) e = e * 10 + (*p - '0');
+      p++;
+    }
+    num->exp10 += eneg ? -e : e;
+  }
+  num->n = (size_t)(p - num->s);
+  jp->p = p;
+  return 0;
+}
+
+static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The number's text, NUL-terminated, in the decoder's scratch. */
+static const char *num_text(json_dec_t *dec, const jnum_t *num) {
+  ck_buf_reset(&dec->num);
+  ck_buf_append(&dec->num, num->s, num->n);
+  return dec->num.data;
+}
+
+/* Plain decimal text for a number with an exponent ("1.5e3" -> "1500"), in dec->num. False
+ * when the value has more than 60 integer digits (it fits no DECIMAL). */
+static bool num_plain(json_dec_t *dec, const jnum_t *num, const char **s, size_t *n) {
+  if (!num->exp) {
+    *s = num->s;
+    *n = num->n;
+    return true;
+  }
+  const char *p = num->s, *e = num->s + num->n;
+  char digits[1100];
+  size_t nd = 0;
+  int point = 0; /* digits before the decimal point */
+  bool seen_dot = false;
+  if (*p == '-') p++;
+  for (; p < e && *p != 'e' && *p != 'E'; p++) {
+    if (*p == '.') {
+      seen_dot = true;
+      continue;
+    }
+    if (nd == 0 && *p == '0') { /* leading zero: shifts the point instead */
+      if (seen_dot) point--;
+      continue;
+    }
+    if (nd < sizeof digits) digits[nd++] = *p, point += !seen_dot;
+    else if (!seen_dot) point++;
+  }
+  long ex = strtol(p + 1, NULL, 10);
+  ck_buf_t *b = &dec->num;
+  ck_buf_reset(b);
+  if (num->neg) ck_buf_putc(b, '-');
+  if (nd == 0) {
+    ck_buf_putc(b, '0');
+  } else {
+    long pp = (long)point + ex;
+    if (pp > 60) return false;
+    if (pp >= (long)nd) {
+      ck_buf_append(b, digits, nd);
+      for (long i = (long)nd; i < pp; i++) ck_buf_putc(b, '0');
+    } else if (pp > 0) {
+      ck_buf_append(b, digits, (size_t)pp);
+      ck_buf_putc(b, '.');
+      ck_buf_append(b, digits + pp, nd - (size_t)pp);
+    } else if (pp < -60) {
+      ck_buf_putc(b, '0'); /* below every scale: rounds to zero */
+    } else {
+      ck_buf_append(b, "0.", 2);
+      for (long i = 0; i < -pp; i++) ck_buf_putc(b, '0');
+      ck_buf_append(b, digits, nd);
+    }
+  }
+  *s = b->data;
+  *n = b->len;
+  return true;
+}
+
+static int number_into(jp_t *jp, int c, ck_col_t *col) {
+  json_dec_t *dec = jp->dec;
+  jnum_t num;
+  int rc = scan_number(jp, &num);
+  if (rc) return rc;
+  ck_type_t type = dec->cols[c].type;
+  char tok[64];
+  switch (type.id) {
+    case CK_T_INT32:
+    case CK_T_INT64:
+    case CK_T_TIMESTAMP: {
+      if (num.frac || num.exp) {
+        ck_format_token(num.s, num.n, tok, sizeof tok);
+        char reason[128];
+        snprintf(reason, sizeof reason, "%s, found %s", ck_format_expected(type), tok);
+        return field_error(jp, c, reason);
+      }
+      uint64_t lim = type.id == CK_T_INT32 ? (num.neg ? 2147483648ULL : 2147483647ULL)
+                                           : (num.neg ? 9223372036854775808ULL
+                                                      : 9223372036854775807ULL);
+      if (num.ibig || num.ipart > lim) {
+        char t[40], reason[160];
+        ck_format_token(num.s, num.n, tok, sizeof tok);
+        snprintf(reason, sizeof reason, "%s is out of range for %s", tok,
+                 ck_type_name(type, t, sizeof t));
+        return field_error(jp, c, reason);
+      }
+      int64_t v = num.neg ? (int64_t)(0 - num.ipart) : (int64_t)num.ipart;
+      if (type.id == CK_T_INT32) ck_col_append_i32(col, (int32_t)v);
+      else ck_col_append_i64(col, v);
+      return 0;
+    }
+    case CK_T_FLOAT64: {
+      double d;
+      if (!num.truncated && num.mant <= (1ULL << 53) && num.exp10 >= -22 && num.exp10 <= 22) {
+        d = (double)num.mant; /* exact: both operands are, and IEEE rounds the result once */
+        d = num.exp10 < 0 ? d / pow10_exact[-num.exp10] : d * pow10_exact[num.exp10];
+        if (num.neg) d = -d;
+      } else {
+        d = strtod(num_text(dec, &num), NULL);
+      }
+      if (isinf(d)) {
+        char reason[96];
+        ck_format_token(num.s, num.n, tok, sizeof tok);
+        snprintf(reason, sizeof reason, "%s is out of range for DOUBLE", tok);
+        return field_error(jp, c, reason);
+      }
+      ck_col_append_f64(col, d);
+      return 0;
+    }
+    case CK_T_FLOAT32: {
+      float f;
+      if (!num.truncated && num.mant <= (1ULL << 24) && num.exp10 >= -10 && num.exp10 <= 10) {
+        f = (float)num.mant;
+        f = num.exp10 < 0 ? f / (float)pow10_exact[-num.exp10] : f * (float)pow10_exact[num.exp10];
+        if (num.neg) f = -f;
+      } else {
+        f = strtof(num_text(dec, &num), NULL);
+      }
+      if (isinf(f)) {
+        char reason[96];
+        ck_format_token(num.s, num.n, tok, sizeof tok);
+        snprintf(reason, sizeof reason, "%s is out of range for FLOAT", tok);
+        return field_error(jp, c, reason);
+      }
+      ck_col_append_f32(col, f);
+      return 0;
+    }
+    case CK_T_DECIMAL: {
+      const char *s;
+      size_t n;
+      ck_i128 v;
+      if (!num_plain(dec, &num, &s, &n) ||
+          !ck_decimal_parse(s, n, type.precision, type.scale, &v)) {
+        char t[40], reason[160];
+        ck_format_token(num.s, num.n, tok, sizeof tok);
+        snprintf(reason, sizeof reason, "%s does not fit %s", tok,
+                 ck_type_name(type, t, sizeof t));
+        return field_error(jp, c, reason);
+      }
+      ck_col_append_dec(col, v);
+      return 0;
+    }
+    case CK_T_STRING: /* the number's JSON text */
+      ck_col_append_str(col, num.s, num.n);
+      return 0;
+    case CK_T_BOOL: {
+      char reason[64];
+      snprintf(reason, sizeof reason, "%s, found number", ck_format_expected(type));
+      return field_error(jp, c, reason);
+    }
+    case CK_T_NULL: ck_col_append_null(col); return 0;
+  }
+  return 0;
+}
+
+static int literal(jp_t *jp, const char *word, size_t n) {
+  if ((size_t)(jp->end - jp->p) < n || memcmp(jp->p, word, n) != 0)
+    return syntax(jp, "expected a value");
+  jp->p += n;
+  return 0;
+}
+
+/* Skips one value of any kind at jp->p, validating it. */
+static int skip_value(jp_t *jp) {
+  uint8_t stack[JSON_MAX_DEPTH]; /* '{' or '[' per open container */
+  int depth = 0, rc;
+  const char *s;
+  size_t n;
+  jnum_t num;
+value:
+  skip_ws(jp);
+  if (jp->p >= jp->end) return syntax(jp, "expected a value");
+  switch (*jp->p) {
+    case '{':
+    case '[':
+      if (depth == JSON_MAX_DEPTH) return syntax(jp, "nesting deeper than 512 levels");
+      stack[depth++] = (uint8_t)*jp->p++;
+      skip_ws(jp);
+      if (jp->p < jp->end && *jp->p == (stack[depth - 1] == '{' ? '}' : ']')) {
+        jp->p++;
+        depth--;
+        goto after;
+      }
+      if (stack[depth - 1] == '{') goto key;
+      goto value;
+    case '"':
+      jp->p++;
+      if ((rc = parse_string(jp, &jp->dec->str, &s, &n))) return rc;
+      goto after;
+    case 't':
+      if ((rc = literal(jp, "true", 4))) return rc;
+      goto after;
+    case 'f':
+      if ((rc = literal(jp, "false", 5))) return rc;
+      goto after;
+    case 'n':
+      if ((rc = literal(jp, "null", 4))) return rc;
+      goto after;
+    default:
+      if (*jp->p == '-' || is_digit(*jp->p)) {
+        if ((rc = scan_number(jp, &num))) return rc;
+        goto after;
+      }
+      return syntax(jp, "expected a value");
+  }
+key:
+  skip_ws(jp);
+  if (jp->p >= jp->end || *jp->p != '"') return syntax(jp, "expected a field name in quotes");
+  jp->p++;
+  if ((rc = parse_string(jp, &jp->dec->key, &s, &n))) return rc;
+  skip_ws(jp);
+  if (jp->p >= jp->end || *jp->p != ':') return syntax(jp, "expected ':' after a field name");
+  jp->p++;
+  goto value;
+after:
+  if (depth == 0) return 0;
+  skip_ws(jp);
+  if (jp->p < jp->end) {
+    char ch = *jp->p;
+    if (ch == ',') {
+      jp->p++;
+      if (stack[depth - 1] == '{') goto key;
+      goto value;
+    }
+    if (ch == (stack[depth - 1] == '{' ? '}' : ']')) {
+      jp->p++;
+      depth--;
+      goto after;
+    }
+  }
+  return syntax(jp, stack[depth - 1] == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+}
+
+/* Parses the value at jp->p into column c. */
+static int value_into(jp_t *jp, int c, ck_col_t *col) {
+  json_dec_t *dec = jp->dec;
+  ck_type_t type = dec->cols[c].type;
+  if (jp->p >= jp->end) return syntax(jp, "expected a value");
+  char ch = *jp->p;
+  int rc;
+  switch (ch) {
+    case '"': {
+      if (type.id != CK_T_STRING) {
+        char reason[96];
+        snprintf(reason, sizeof reason, "%s, found string", ck_format_expected(type));
+        return field_error(jp, c, reason);
+      }
+      const char *s;
+      size_t n;
+      jp->p++;
+      if ((rc = parse_string(jp, &dec->str, &s, &n))) return rc;
+      ck_col_append_str(col, s, n);
+      return 0;
+    }
+    case 'n':
+      if ((rc = literal(jp, "null", 4))) return rc;
+      ck_col_append_null(col);
+      return 0;
+    case 't':
+    case 'f': {
+      bool v = ch == 't';
+      if ((rc = v ? literal(jp, "true", 4) : literal(jp, "false", 5))) return rc;
+      if (type.id == CK_T_BOOL) ck_col_append_bool(col, v);
+      else if (type.id == CK_T_STRING) ck_col_append_str(col, v ? "true" : "false", v ? 4 : 5);
+      else if (type.id == CK_T_NULL) ck_col_append_null(col);
+      else {
+        char reason[96];
+        snprintf(reason, sizeof reason, "%s, found boolean", ck_format_expected(type));
+        return field_error(jp, c, reason);
+      }
+      return 0;
+    }
+    case '{':
+    case '[': {
+      if (type.id != CK_T_STRING && type.id != CK_T_NULL) {
+        char reason[96];
+        snprintf(reason, sizeof reason, "%s, found %s", ck_format_expected(type), json_kind(ch));
+        return field_error(jp, c, reason);
+      }
+      const char *begin = jp->p;
+      if ((rc = skip_value(jp))) return rc;
+      if (type.id == CK_T_STRING) ck_col_append_str(col, begin, (size_t)(jp->p - begin));
+      else ck_col_append_null(col);
+      return 0;
+    }
+    default:
+      if (ch == '-' || is_digit(ch)) return number_into(jp, c, col);
+      return syntax(jp, "expected a value");
+  }
+}
+
+/* Equality of two short byte strings without a libc call (field names are mostly short). */
+static inline bool bytes_eq(const char *a, const char *b, size_t n) {
+  if (n > 16) return memcmp(a, b, n) == 0;
+  if (n >= 8) {
+    uint64_t x, y, z, w;
+    memcpy(&x, a, 8), memcpy(&y, b, 8), memcpy(&z, a + n - 8, 8), memcpy(&w, b + n - 8, 8);
+    return x == y && z == w;
+  }
+  if (n >= 4) {
+    uint32_t x, y, z, w;
+    memcpy(&x, a, 4), memcpy(&y, b, 4), memcpy(&z, a + n - 4, 4), memcpy(&w, b + n - 4, 4);
+    return x == y && z == w;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+static inline int find_col(json_dec_t *dec, const char *k, size_t n) {
+  int h = dec->hint;
+  if (h < dec->ncols && dec->cols[h].len == n && bytes_eq(dec->cols[h].name, k, n)) return h;
+  for (int i = 0; i < dec->ncols; i++)
+    if (dec->cols[i].len == n && bytes_eq(dec->cols[i].name, k, n)) return i;
+  for (int i = 0; i < dec->ncols; i++)
+    if (ck_str_ieq((ck_str_t){dec->cols[i].name, dec->cols[i].len}, (ck_str_t){k, n})) return i;
+  return -1;
+}
+
+static int json_decode(ck_decoder_t *base, const char *rec, size_t len, ck_batch_t *batch,
+                       ck_error_t *err) {
+  json_dec_t *dec = (json_dec_t *)base;
+  jp_t jp = {rec, rec + len, rec, dec, err};
+  size_t row0 = ck_format_row0(batch);
+  uint32_t gen = ++dec->gen;
+  if (gen == 0) { /* wrapped: forget every old stamp */
+    memset(dec->seen, 0, sizeof *dec->seen * (size_t)(dec->ncols ? dec->ncols : 1));
+    gen = dec->gen = 1;
+  }
+  int rc;
+  skip_ws(&jp);
+  if (jp.p >= jp.end || *jp.p != '{') {
+    const char *found = NULL;
+    size_t left = (size_t)(jp.end - jp.p);
+    if (left && (*jp.p == '[' || *jp.p == '"' || *jp.p == '-' || is_digit(*jp.p)))
+      found = json_kind(*jp.p);
+    else if ((left >= 4 && !memcmp(jp.p, "true", 4)) || (left >= 5 && !memcmp(jp.p, "false", 5)))
+      found = "boolean";
+    else if (left >= 4 && !memcmp(jp.p, "null", 4))
+      found = "null";
+    if (found) rc = ck_error_set(err, CK_EDECODE, "expected a JSON object, found %s", found);
+    else rc = syntax(&jp, "expected a JSON object");
+    goto fail;
+  }
+  jp.p++;
+  skip_ws(&jp);
+  if (jp.p < jp.end && *jp.p == '}') {
+    jp.p++;
+  } else {
+    for (;;) {
+      if (jp.p >= jp.end || *jp.p != '"') {
+        rc = syntax(&jp, "expected a field name in quotes");
+        goto fail;
+      }
+      jp.p++;
+      const char *k;
+      size_t kn;
+      if ((rc = parse_string(&jp, &dec->key, &k, &kn))) goto fail;
+      skip_ws(&jp);
+      if (jp.p >= jp.end || *jp.p != ':') {
+        rc = syntax(&jp, "expected ':' after a field name");
+        goto fail;
+      }
+      jp.p++;
+      skip_ws(&jp);
+      int c = find_col(dec, k, kn);
+      if (c < 0) {
+        if ((rc = skip_value(&jp))) goto fail;
+      } else {
+        ck_col_t *col = &batch->cols[c];
+        if (dec->seen[c] == gen) ck_format_col_truncate(col, row0); /* repeated: last wins */
+        if ((rc = value_into(&jp, c, col))) goto fail;
+        dec->seen[c] = gen;
+        dec->hint = c + 1;
+      }
+      skip_ws(&jp);
+      if (jp.p < jp.end && *jp.p == ',') {
+        jp.p++;
+        skip_ws(&jp);
+        continue;
+      }
+      if (jp.p < jp.end && *jp.p == '}') {
+        jp.p++;
+        break;
+      }
+      rc = syntax(&jp, "expected ',' or '}'");
+      goto fail;
+    }
+  }
+  skip_ws(&jp);
+  if (jp.p != jp.end) {
+    rc = syntax(&jp, "expected the end of the record after the object");
+    goto fail;
+  }
+  for (int c = 0; c < dec->ncols; c++)
+    if (dec->seen[c] != gen) ck_col_append_null(&batch->cols[c]);
+  batch->nrows = row0 + 1;
+  dec->hint = 0;
+  return 0;
+fail:
+  ck_format_rollback(batch, row0);
+  dec->hint = 0;
+  return rc;
+}
+
+static void json_dec_free(ck_decoder_t *base) {
+  json_dec_t *dec = (json_dec_t *)base;
+  ck_buf_fini(&dec->str);
+  ck_buf_fini(&dec->key);
+  ck_buf_fini(&dec->num);
+  ck_free(dec->cols);
+  ck_free(dec->seen);
+  ck_free(dec);
+}
+
+static const ck_decoder_ops_t json_dec_ops = {json_decode, NULL, json_dec_free};
+
+ck_decoder_t *ck_format_json_decoder_new(const ck_schema_t *schema) {
+  json_dec_t *dec = ck_calloc(1, sizeof *dec);
+  dec->base.ops = &json_dec_ops;
+  dec->base.schema = schema;
+  dec->ncols = schema->ncols;
+  size_t n = (size_t)(schema->ncols ? schema->ncols : 1);
+  dec->cols = ck_calloc(n, sizeof *dec->cols);
+  dec->seen = ck_calloc(n, sizeof *dec->seen);
+  for (int c = 0; c < schema->ncols; c++) {
+    dec->cols[c].name = schema->names[c];
+    dec->cols[c].len = strlen(schema->names[c]);
+    dec->cols[c].type = schema->types[c];
+  }
+  ck_buf_init(&dec->str);
+  ck_buf_init(&dec->key);
+  ck_buf_init(&dec->num);
+  return &dec->base;
+}
+
+/* ======================================================================== encoder ====== */
+
+typedef struct json_enc {
+  ck_encoder_t base;
+  int ncols;
+  int *order;       /* column indices sorted by name */
+  char **keys;      /* per column: "\"name\":" escaped */
+  size_t *keylens;
+  int op_pos;       /* the "op" key goes before order[op_pos] */
+  char *op_key;     /* "\"op\":" (or "\"__op\":" when a column is named op) */
+  size_t op_keylen;
+} json_enc_t;
+
+static void put_double(ck_buf_t *out, double d) {
+  if (isnan(d) || isinf(d)) ck_buf_append(out, "null", 4);
+  else ck_double_format(d, out);
+}
+
+static void json_value(const ck_col_t *col, size_t i, ck_buf_t *out) {
+  if (!ck_col_valid(col, i)) {
+    ck_buf_append(out, "null", 4);
+    return;
+  }
+  switch (col->type.id) {
+    case CK_T_NULL: ck_buf_append(out, "null", 4); break;
+    case CK_T_BOOL:
+      if (ck_col_bool(col, i)) ck_buf_append(out, "true", 4);
+      else ck_buf_append(out, "false", 5);
+      break;
+    case CK_T_INT32: ck_format_put_i64(out, ck_col_i32(col, i)); break;
+    case CK_T_INT64:
+    case CK_T_TIMESTAMP: ck_format_put_i64(out, ck_col_i64(col, i)); break;
+    case CK_T_FLOAT32: {
+      float f = ck_col_f32(col, i);
+      if (isnan(f) || isinf(f)) ck_buf_append(out, "null", 4);
+      else ck_format_put_float(out, f);
+      break;
+    }
+    case CK_T_FLOAT64: put_double(out, ck_col_f64(col, i)); break;
+    case CK_T_DECIMAL: ck_decimal_format(ck_col_dec(col, i), col->type.scale, out); break;
+    case CK_T_STRING: {
+      size_t n;
+      const char *s = ck_col_str(col, i, &n);
+      ck_buf_put_json_str(out, s, n);
+      break;
+    }
+  }
+}
+
+static const char *op_name(ck_row_kind_t kind) {
+  switch (kind) {
+    case CK_ROW_INSERT: return "\"insert\"";
+    case CK_ROW_UPDATE_BEFORE: return "\"update_before\"";
+    case CK_ROW_UPDATE_AFTER: return "\"update\"";
+    case CK_ROW_DELETE: return "\"delete\"";
+  }
+  return "\"insert\"";
+}
+
+static void json_row(ck_encoder_t *base, const ck_batch_t *batch, size_t i, ck_buf_t *out) {
+  json_enc_t *enc = (json_enc_t *)base;
+  bool changelog = batch->kinds != NULL;
+  bool first = true;
+  ck_buf_putc(out, '{');
+  for (int k = 0; k <= enc->ncols; k++) {
+    if (changelog && k == enc->op_pos) {
+      if (!first) ck_buf_putc(out, ',');
+      first = false;
+      ck_buf_append(out, enc->op_key, enc->op_keylen);
+      ck_buf_puts(out, op_name(ck_batch_kind(batch, i)));
+    }
+    if (k == enc->ncols) break;
+    int c = enc->order[k];
+    if (!first) ck_buf_putc(out, ',');
+    first = false;
+    ck_buf_append(out, enc->keys[c], enc->keylens[c]);
+    json_value(&batch->cols[c], i, out);
+  }
+  ck_buf_putc(out, '}');
+}
+
+static void json_enc_free(ck_encoder_t *base) {
+  json_enc_t *enc = (json_enc_t *)base;
+  for (int c = 0; c < enc->ncols; c++) ck_free(enc->keys[c]);
+  ck_free(enc->keys);
+  ck_free(enc->keylens);
+  ck_free(enc->order);
+  ck_free(enc->op_key);
+  ck_free(enc);
+}
+
+static const ck_encoder_ops_t json_enc_ops = {json_row, NULL, json_enc_free};
+
+ck_encoder_t *ck_format_json_encoder_new(const ck_schema_t *schema) {
+  json_enc_t *enc = ck_calloc(1, sizeof *enc);
+  enc->base.ops = &json_enc_ops;
+  enc->base.schema = schema;
+  enc->ncols = schema->ncols;
+  size_t n = (size_t)(schema->ncols ? schema->ncols : 1);
+  enc->order = ck_calloc(n, sizeof *enc->order);
+  enc->keys = ck_calloc(n, sizeof *enc->keys);
+  enc->keylens = ck_calloc(n, sizeof *enc->keylens);
+  bool op_taken = false;
+  for (int c = 0; c < schema->ncols; c++) {
+    ck_buf_t b;
+    ck_buf_init(&b);
+    ck_buf_put_json_str(&b, schema->names[c], strlen(schema->names[c]));
+    ck_buf_putc(&b, ':');
+    enc->keylens[c] = b.len;
+    enc->keys[c] = ck_buf_detach(&b);
+    enc->order[c] = c;
+    if (strcmp(schema->names[c], "op") == 0) op_taken = true;
+  }
+  /* insertion sort by byte order of the names: schemas are small, and it needs no context */
+  for (int a = 1; a < schema->ncols; a++) {
+    int x = enc->order[a], b = a - 1;
+    while (b >= 0 && strcmp(schema->names[enc->order[b]], schema->names[x]) > 0) {
+      enc->order[b + 1] = enc->order[b];
+      b--;
+    }
+    enc->order[b + 1] = x;
+  }
+  const char *op = op_taken ? "__op" : "op";
+  enc->op_pos = 0;
+  while (enc->op_pos < schema->ncols && strcmp(schema->names[enc->order[enc->op_pos]], op) < 0)
+    enc->op_pos++;
+  ck_buf_t b;
+  ck_buf_init(&b);
+  ck_buf_printf(&b, "\"%s\":", op);
+  enc->op_keylen = b.len;
+  enc->op_key = ck_buf_detach(&b);
+  return &enc->base;
+}

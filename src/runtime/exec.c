@@ -1,0 +1,574 @@
+/*
+ * DESIGN: see exec.h.
+ *
+ * Threads: one per subtask. A subtask owns its operators, its source or sink instance and the
+ * receiving end of its input channel; it touches nothing of another subtask except by pushing
+ * messages into that subtask's channel. The exec struct's shared fields are the stop flag and
+ * the first error (under err_mu).
+ *
+ * Watermarks: a source subtask tracks the largest event time per partition; its watermark is
+ * the least over partitions (an idle partition does not count; a subtask whose partitions are
+ * all idle sends IDLE). A receiving subtask takes the least over its senders, ignoring idle
+ * ones and counting ended ones as done. Watermarks only move forward.
+ */
+#include "runtime/exec.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/thread.h"
+#include "base/time.h"
+
+typedef enum msg_kind { MSG_BATCH, MSG_WATERMARK, MSG_IDLE, MSG_END } msg_kind_t;
+
+typedef struct msg {
+  msg_kind_t kind;
+  int sender;
+  ck_batch_t *batch;
+  int64_t value;
+} msg_t;
+
+/* A bounded multi-producer, single-consumer queue. */
+typedef struct chan {
+  ck_mutex_t mu;
+  ck_cond_t not_empty, not_full;
+  msg_t *ring;
+  int cap, head, count;
+} chan_t;
+
+typedef struct task task_t;
+typedef struct exec_seg seg_t;
+
+/* One link of a subtask's chain: where stage i's output goes. */
+typedef struct stage {
+  task_t *task;
+  int index; /* position in the segment's node list */
+} stage_t;
+
+struct exec_seg {
+  int first, last;  /* node ids, inclusive; a linear chain */
+  int parallelism;
+  int down;         /* downstream segment, -1 when the chain ends in a sink */
+  task_t *tasks;
+};
+
+struct task {
+  struct ck_exec *ex;
+  seg_t *seg;
+  int subtask;
+  int nstages;
+  ck_op_t *ops;     /* one per stage (unused for source and sink stages) */
+  stage_t *stages;
+  ck_source_t source;
+  bool has_source, source_open;
+  ck_sink_t sink;
+  bool has_sink, sink_open;
+  chan_t in;        /* unused for source segments */
+  int nsenders, nended;
+  int64_t *sender_wm;
+  uint8_t *sender_idle;
+  int64_t wm;       /* last watermark delivered into the chain */
+  int rr;           /* rebalance cursor */
+  int64_t sink_records, source_records, skipped;
+  ck_thread_t thread;
+};
+
+struct ck_exec {
+  const ck_graph_t *graph;
+  ck_exec_opts_t opts;
+  int nsegs;
+  seg_t *segs;
+  atomic_int stop;    /* sources stop reading (drain) */
+  atomic_int failed;  /* a subtask failed: everyone unwinds */
+  ck_mutex_t err_mu;
+  ck_error_t err;
+  ck_exec_totals_t totals;
+};
+
+/* ---------------------------------------------------------------- channels */
+
+static void chan_init(chan_t *c, int cap) {
+  ck_mutex_init(&c->mu);
+  ck_cond_init(&c->not_empty);
+  ck_cond_init(&c->not_full);
+  c->ring = ck_calloc((size_t)cap, sizeof *c->ring);
+  c->cap = cap;
+  c->head = c->count = 0;
+}
+
+static void chan_fini(chan_t *c) {
+  if (!c->ring) return;
+  for (int i = 0; i < c->count; i++) ck_batch_free(c->ring[(c->head + i) % c->cap].batch);
+  ck_free(c->ring);
+  ck_mutex_fini(&c->mu);
+  ck_cond_fini(&c->not_empty);
+  ck_cond_fini(&c->not_full);
+}
+
+/* Blocks while full. Returns CK_ECANCELLED (and frees the batch) when the job failed. */
+static int chan_push(struct ck_exec *ex, chan_t *c, msg_t m) {
+  ck_mutex_lock(&c->mu);
+  while (c->count == c->cap) {
+    if (atomic_load(&ex->failed)) {
+      ck_mutex_unlock(&c->mu);
+      ck_batch_free(m.batch);
+      return CK_ECANCELLED;
+    }
+    ck_cond_wait_until(&c->not_full, &c->mu, ck_mono_ms() + 100);
+  }
+  c->ring[(c->head + c->count) % c->cap] = m;
+  c->count++;
+  ck_cond_signal(&c->not_empty);
+  ck_mutex_unlock(&c->mu);
+  return 0;
+}
+
+static int chan_pop(struct ck_exec *ex, chan_t *c, msg_t *m) {
+  ck_mutex_lock(&c->mu);
+  while (c->count == 0) {
+    if (atomic_load(&ex->failed)) {
+      ck_mutex_unlock(&c->mu);
+      return CK_ECANCELLED;
+    }
+    ck_cond_wait_until(&c->not_empty, &c->mu, ck_mono_ms() + 100);
+  }
+  *m = c->ring[c->head];
+  c->head = (c->head + 1) % c->cap;
+  c->count--;
+  ck_cond_signal(&c->not_full);
+  ck_mutex_unlock(&c->mu);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static int task_fail(task_t *t, int rc, const ck_error_t *err) {
+  struct ck_exec *ex = t->ex;
+  if (rc == CK_ECANCELLED && atomic_load(&ex->failed)) return rc;
+  ck_mutex_lock(&ex->err_mu);
+  if (!ex->err.code) {
+    if (err && err->code) ex->err = *err;
+    else ck_error_set(&ex->err, rc, "%s", ck_error_default(rc));
+  }
+  ck_mutex_unlock(&ex->err_mu);
+  atomic_store(&ex->failed, 1);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- the chain */
+
+static const ck_node_t *stage_node(const task_t *t, int i) {
+  return &t->ex->graph->nodes[t->seg->first + i];
+}
+
+static int exchange_batch(task_t *t, ck_batch_t *batch, ck_error_t *err);
+static int exchange_control(task_t *t, msg_kind_t kind, int64_t value);
+
+/* Delivers a batch to stage i of the chain (or past its end, to the exchange). Takes it. */
+static int deliver_batch(task_t *t, int i, ck_batch_t *batch, ck_error_t *err) {
+  if (i >= t->nstages) return exchange_batch(t, batch, err);
+  const ck_node_t *n = stage_node(t, i);
+  int rc = 0;
+  if (n->kind == CK_NODE_SINK) {
+    /* an update stream says so on every row, inserts included, so a reader can tell */
+    if (n->changelog && !batch->kinds && batch->nrows) batch->kinds = ck_calloc(batch->nrows, 1);
+    if (batch->nrows) rc = t->sink.ops->write(&t->sink, batch, err);
+    t->sink_records += (int64_t)batch->nrows;
+  } else {
+    rc = t->ops[i].ops->process(&t->ops[i], batch, err);
+  }
+  ck_batch_free(batch);
+  return rc;
+}
+
+static int deliver_watermark(task_t *t, int i, int64_t wm, ck_error_t *err) {
+  if (i >= t->nstages) return exchange_control(t, MSG_WATERMARK, wm);
+  const ck_node_t *n = stage_node(t, i);
+  if (n->kind == CK_NODE_SINK) return 0;
+  t->ops[i].metrics.watermark = wm;
+  return t->ops[i].ops->watermark(&t->ops[i], wm, err);
+}
+
+static int stage_out_batch(void *ctx, ck_batch_t *batch, ck_error_t *err) {
+  stage_t *s = ctx;
+  return deliver_batch(s->task, s->index + 1, batch, err);
+}
+
+static int stage_out_watermark(void *ctx, int64_t wm, ck_error_t *err) {
+  stage_t *s = ctx;
+  return deliver_watermark(s->task, s->index + 1, wm, err);
+}
+
+/* ---------------------------------------------------------------- exchange */
+
+static int exchange_batch(task_t *t, ck_batch_t *batch, ck_error_t *err) {
+  struct ck_exec *ex = t->ex;
+  if (t->seg->down < 0 || batch->nrows == 0) {
+    ck_batch_free(batch);
+    return 0;
+  }
+  seg_t *d = &ex->segs[t->seg->down];
+  const ck_node_t *dn = &ex->graph->nodes[d->first];
+  if (d->parallelism == 1) return chan_push(ex, &d->tasks[0].in, (msg_t){MSG_BATCH, t->subtask, batch, 0});
+  if (dn->edge != CK_EDGE_HASH) {
+    int target = t->rr++ % d->parallelism;
+    if (dn->edge == CK_EDGE_FORWARD && t->seg->parallelism == d->parallelism) target = t->subtask;
+    return chan_push(ex, &d->tasks[target].in, (msg_t){MSG_BATCH, t->subtask, batch, 0});
+  }
+  /* by key group */
+  int P = d->parallelism;
+  ck_batch_t **parts = ck_calloc((size_t)P, sizeof *parts);
+  ck_type_t types[batch->ncols ? batch->ncols : 1];
+  for (int c = 0; c < batch->ncols; c++) types[c] = batch->cols[c].type;
+  for (size_t r = 0; r < batch->nrows; r++) {
+    uint64_t h = ck_key_hash(batch, dn->key_cols, dn->nkeys, r);
+    int kg = ck_key_group(h, ex->graph->max_parallelism);
+    int s = ck_key_group_subtask(kg, ex->graph->max_parallelism, P);
+    if (!parts[s]) parts[s] = ck_batch_new(batch->ncols, types, batch->nrows / (size_t)P + 16);
+    ck_batch_append_row(parts[s], batch, r);
+  }
+  ck_batch_free(batch);
+  int rc = 0;
+  for (int s = 0; s < P; s++) {
+    if (!parts[s]) continue;
+    if (rc) {
+      ck_batch_free(parts[s]);
+      continue;
+    }
+    ck_batch_seal(parts[s]);
+    rc = chan_push(ex, &d->tasks[s].in, (msg_t){MSG_BATCH, t->subtask, parts[s], 0});
+  }
+  ck_free(parts);
+  (void)err;
+  return rc;
+}
+
+static int exchange_control(task_t *t, msg_kind_t kind, int64_t value) {
+  struct ck_exec *ex = t->ex;
+  if (t->seg->down < 0) return 0;
+  seg_t *d = &ex->segs[t->seg->down];
+  for (int s = 0; s < d->parallelism; s++) {
+    int rc = chan_push(ex, &d->tasks[s].in, (msg_t){kind, t->subtask, NULL, value});
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- subtasks */
+
+static int open_task(task_t *t, ck_error_t *err) {
+  for (int i = 0; i < t->nstages; i++) {
+    const ck_node_t *n = stage_node(t, i);
+    ck_conn_ctx_t ctx = {n->u.conn.table, &n->u.conn.schema, &n->u.conn.options, t->subtask,
+                         t->seg->parallelism, t->ex->opts.job_name};
+    int rc = 0;
+    if (n->kind == CK_NODE_SOURCE) {
+      t->source.ops = n->u.conn.connector->source;
+      t->source.ctx = ctx;
+      rc = t->source.ops->open(&t->source, err);
+      t->source_open = rc == 0;
+    } else if (n->kind == CK_NODE_SINK) {
+      t->sink.ops = n->u.conn.connector->sink;
+      t->sink.ctx = ctx;
+      rc = t->sink.ops->open(&t->sink, false, err);
+      t->sink_open = rc == 0;
+    } else {
+      ck_op_t *op = &t->ops[i];
+      op->node = n;
+      op->subtask = t->subtask;
+      op->parallelism = t->seg->parallelism;
+      op->max_parallelism = t->ex->graph->max_parallelism;
+      op->out = (ck_out_t){stage_out_batch, stage_out_watermark, &t->stages[i]};
+      rc = n->kind == CK_NODE_CALC ? ck_calc_op_init(op, err) : ck_agg_op_init(op, err);
+      if (!rc) rc = op->ops->open(op, err);
+      if (rc) op->ops = NULL;
+    }
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static void close_task(task_t *t) {
+  if (t->source_open && t->source.ops->skipped) t->skipped = t->source.ops->skipped(&t->source);
+  for (int i = 0; i < t->nstages; i++)
+    if (t->ops[i].ops) t->ops[i].ops->close(&t->ops[i]), t->ops[i].ops = NULL;
+  if (t->source_open) t->source.ops->close(&t->source), t->source_open = false;
+  if (t->sink_open) t->sink.ops->close(&t->sink), t->sink_open = false;
+}
+
+/* Ends the chain: sinks flush; END goes downstream. */
+static int finish_task(task_t *t, ck_error_t *err) {
+  if (t->has_sink && t->sink_open) {
+    int rc = t->sink.ops->finish(&t->sink, err);
+    if (rc) return rc;
+  }
+  return exchange_control(t, MSG_END, 0);
+}
+
+static int run_source(task_t *t, ck_error_t *err) {
+  struct ck_exec *ex = t->ex;
+  const ck_node_t *n = stage_node(t, 0);
+  const ck_conn_spec_t *spec = &n->u.conn;
+  int nparts = t->source.ops->npartitions(&t->source);
+  int64_t *part_max = ck_malloc(sizeof(int64_t) * (size_t)(nparts ? nparts : 1));
+  int64_t *part_seen = ck_malloc(sizeof(int64_t) * (size_t)(nparts ? nparts : 1));
+  int64_t now = ck_mono_ms();
+  for (int p = 0; p < nparts; p++) part_max[p] = CK_WATERMARK_MIN, part_seen[p] = now;
+  bool idle_sent = false;
+  int rc = 0;
+  ck_type_t *types = spec->schema.types;
+  bool event_time = spec->event_time_col >= 0;
+  if (event_time && nparts == 0) {
+    rc = exchange_control(t, MSG_IDLE, 0); /* nothing to read here: never hold others back */
+    idle_sent = true;
+  }
+  while (!rc) {
+    if (atomic_load(&ex->stop) || atomic_load(&ex->failed)) break;
+    ck_batch_t *batch = ck_batch_new(spec->schema.ncols, types, CK_BATCH_ROWS);
+    int part = 0;
+    int r = t->source.ops->poll(&t->source, batch, CK_BATCH_ROWS, 100, &part, err);
+    if (r < 0) {
+      ck_batch_free(batch);
+      rc = r;
+      break;
+    }
+    if (r == CK_SRC_END) {
+      ck_batch_free(batch);
+      if (event_time) rc = deliver_watermark(t, 1, CK_WATERMARK_MAX, err);
+      break;
+    }
+    now = ck_mono_ms();
+    if (r == CK_SRC_DATA) {
+      ck_batch_seal(batch);
+      t->source_records += (int64_t)batch->nrows;
+      if (event_time && part >= 0 && part < nparts) {
+        const ck_col_t *c = &batch->cols[spec->event_time_col];
+        int64_t mx = part_max[part];
+        for (size_t i = 0; i < batch->nrows; i++) {
+          if (!ck_col_valid(c, i)) continue;
+          int64_t v = c->type.id == CK_T_INT32 ? ck_col_i32(c, i) : ck_col_i64(c, i);
+          if (v > mx) mx = v;
+        }
+        part_max[part] = mx;
+        part_seen[part] = now;
+      }
+      rc = deliver_batch(t, 1, batch, err);
+      if (rc) break;
+    } else {
+      ck_batch_free(batch);
+    }
+    if (!event_time) continue;
+    /* the subtask's watermark: least over partitions that are not idle */
+    int64_t wm = CK_WATERMARK_MAX;
+    int active = 0;
+    for (int p = 0; p < nparts; p++) {
+      if (spec->idle_timeout_ms > 0 && now - part_seen[p] >= spec->idle_timeout_ms) continue;
+      active++;
+      int64_t pw = part_max[p] == CK_WATERMARK_MIN ? CK_WATERMARK_MIN
+                                                   : part_max[p] - spec->watermark_lag_ms;
+      if (pw < wm) wm = pw;
+    }
+    if (active == 0) {
+      if (!idle_sent) rc = exchange_control(t, MSG_IDLE, 0), idle_sent = true;
+      continue;
+    }
+    if (wm > t->wm || (idle_sent && wm >= t->wm)) {
+      idle_sent = false;
+      if (wm > t->wm) t->wm = wm;
+      rc = deliver_watermark(t, 1, t->wm, err);
+    }
+  }
+  ck_free(part_max);
+  ck_free(part_seen);
+  return rc;
+}
+
+static int64_t senders_watermark(const task_t *t, bool *all_idle) {
+  int64_t wm = CK_WATERMARK_MAX;
+  int counted = 0;
+  for (int s = 0; s < t->nsenders; s++) {
+    if (t->sender_idle[s]) continue;
+    counted++;
+    if (t->sender_wm[s] < wm) wm = t->sender_wm[s];
+  }
+  *all_idle = counted == 0;
+  return wm;
+}
+
+static int run_receiver(task_t *t, ck_error_t *err) {
+  int rc = 0;
+  while (!rc) {
+    msg_t m;
+    rc = chan_pop(t->ex, &t->in, &m);
+    if (rc) break;
+    switch (m.kind) {
+      case MSG_BATCH: rc = deliver_batch(t, 0, m.batch, err); break;
+      case MSG_WATERMARK:
+      case MSG_IDLE: {
+        if (m.kind == MSG_WATERMARK) {
+          if (m.value > t->sender_wm[m.sender]) t->sender_wm[m.sender] = m.value;
+          t->sender_idle[m.sender] = 0;
+        } else {
+          t->sender_idle[m.sender] = 1;
+        }
+        bool all_idle;
+        int64_t wm = senders_watermark(t, &all_idle);
+        if (all_idle) {
+          /* pass idleness on so the next exchange does not wait for us either */
+          rc = exchange_control(t, MSG_IDLE, 0);
+        } else if (wm > t->wm) {
+          t->wm = wm;
+          rc = deliver_watermark(t, 0, wm, err);
+        }
+        break;
+      }
+      case MSG_END: {
+        /* an ended sender holds nothing back any more */
+        t->sender_idle[m.sender] = 0;
+        t->sender_wm[m.sender] = CK_WATERMARK_MAX;
+        if (++t->nended == t->nsenders) return 0;
+        bool all_idle;
+        int64_t wm = senders_watermark(t, &all_idle);
+        if (!all_idle && wm > t->wm) {
+          t->wm = wm;
+          rc = deliver_watermark(t, 0, wm, err);
+        }
+        break;
+      }
+    }
+  }
+  return rc;
+}
+
+static void *task_main(void *arg) {
+  task_t *t = arg;
+  ck_error_t err;
+  ck_error_clear(&err);
+  int rc = open_task(t, &err);
+  if (!rc) rc = t->has_source ? run_source(t, &err) : run_receiver(t, &err);
+  if (!rc) rc = finish_task(t, &err);
+  if (rc) task_fail(t, rc, &err);
+  close_task(t);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t **out,
+                  ck_error_t *err) {
+  struct ck_exec *ex = ck_calloc(1, sizeof *ex);
+  ex->graph = graph;
+  if (opts) ex->opts = *opts;
+  if (ex->opts.channel_capacity <= 0) ex->opts.channel_capacity = 16;
+  if (!ex->opts.job_name) ex->opts.job_name = "clink";
+  ck_mutex_init(&ex->err_mu);
+  /* cut the node list into segments */
+  ex->segs = ck_calloc((size_t)graph->nnodes, sizeof *ex->segs);
+  int *seg_of = ck_calloc((size_t)graph->nnodes, sizeof(int));
+  for (int i = 0; i < graph->nnodes; i++) {
+    const ck_node_t *n = &graph->nodes[i];
+    bool chained = n->input >= 0 && n->edge == CK_EDGE_FORWARD &&
+                   graph->nodes[n->input].parallelism == n->parallelism &&
+                   ex->segs[seg_of[n->input]].last == n->input;
+    if (chained) {
+      seg_of[i] = seg_of[n->input];
+      ex->segs[seg_of[i]].last = i;
+    } else {
+      seg_t *s = &ex->segs[ex->nsegs];
+      s->first = s->last = i;
+      s->parallelism = n->parallelism;
+      s->down = -1;
+      seg_of[i] = ex->nsegs++;
+      if (n->input >= 0) ex->segs[seg_of[n->input]].down = seg_of[i];
+    }
+  }
+  ck_free(seg_of);
+  int nthreads = 0;
+  for (int s = 0; s < ex->nsegs; s++) {
+    seg_t *seg = &ex->segs[s];
+    const ck_node_t *first = &graph->nodes[seg->first];
+    int nsenders = 0;
+    for (int u = 0; u < ex->nsegs; u++)
+      if (ex->segs[u].down == s) nsenders = ex->segs[u].parallelism;
+    seg->tasks = ck_calloc((size_t)seg->parallelism, sizeof *seg->tasks);
+    for (int p = 0; p < seg->parallelism; p++) {
+      task_t *t = &seg->tasks[p];
+      t->ex = ex;
+      t->seg = seg;
+      t->subtask = p;
+      t->nstages = seg->last - seg->first + 1;
+      t->ops = ck_calloc((size_t)t->nstages, sizeof *t->ops);
+      t->stages = ck_calloc((size_t)t->nstages, sizeof *t->stages);
+      for (int i = 0; i < t->nstages; i++) t->stages[i] = (stage_t){t, i};
+      t->has_source = first->kind == CK_NODE_SOURCE;
+      t->has_sink = graph->nodes[seg->last].kind == CK_NODE_SINK;
+      t->wm = CK_WATERMARK_MIN;
+      if (!t->has_source) {
+        chan_init(&t->in, ex->opts.channel_capacity);
+        t->nsenders = nsenders;
+        t->sender_wm = ck_calloc((size_t)(nsenders ? nsenders : 1), sizeof(int64_t));
+        t->sender_idle = ck_calloc((size_t)(nsenders ? nsenders : 1), 1);
+        for (int k = 0; k < nsenders; k++) t->sender_wm[k] = CK_WATERMARK_MIN;
+      }
+    }
+    nthreads += seg->parallelism;
+  }
+  for (int s = 0; s < ex->nsegs; s++)
+    for (int p = 0; p < ex->segs[s].parallelism; p++) {
+      task_t *t = &ex->segs[s].tasks[p];
+      char name[32];
+      snprintf(name, sizeof name, "ck-%d.%d", s % 1000, p % 1000);
+      if (ck_thread_start(&t->thread, name, task_main, t)) {
+        task_fail(t, CK_EINTERNAL, NULL);
+        ck_error_set(err, CK_EINTERNAL, "could not start a thread for subtask %d of segment %d",
+                     p, s);
+      }
+    }
+  (void)nthreads;
+  *out = ex;
+  return 0;
+}
+
+void ck_exec_stop(ck_exec_t *ex) { atomic_store(&ex->stop, 1); }
+
+int ck_exec_wait(ck_exec_t *ex, ck_error_t *err) {
+  for (int s = 0; s < ex->nsegs; s++)
+    for (int p = 0; p < ex->segs[s].parallelism; p++) {
+      task_t *t = &ex->segs[s].tasks[p];
+      ck_thread_join(&t->thread);
+      ex->totals.source_records += t->source_records;
+      ex->totals.sink_records += t->sink_records;
+      for (int i = 0; i < t->nstages; i++) ex->totals.late_dropped += t->ops[i].metrics.late_dropped;
+      ex->totals.decode_skipped += t->skipped;
+    }
+  if (ex->err.code) {
+    if (err && !err->code) *err = ex->err;
+    return ex->err.code;
+  }
+  return 0;
+}
+
+ck_exec_totals_t ck_exec_totals(const ck_exec_t *ex) { return ex->totals; }
+
+void ck_exec_free(ck_exec_t *ex) {
+  if (!ex) return;
+  for (int s = 0; s < ex->nsegs; s++) {
+    seg_t *seg = &ex->segs[s];
+    for (int p = 0; p < seg->parallelism; p++) {
+      task_t *t = &seg->tasks[p];
+      chan_fini(&t->in);
+      ck_free(t->ops);
+      ck_free(t->stages);
+      ck_free(t->sender_wm);
+      ck_free(t->sender_idle);
+    }
+    ck_free(seg->tasks);
+  }
+  ck_free(ex->segs);
+  ck_mutex_fini(&ex->err_mu);
+  ck_free(ex);
+}

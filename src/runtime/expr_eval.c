@@ -1,0 +1,2113 @@
+/*
+ * DESIGN: column-at-a-time evaluation of bound expressions (the semantics are in expr.h; the
+ * typing that guarantees each kernel sees the operand types it expects is in expr.c).
+ *
+ * Every node computes one vector over the whole batch, children first. A vector either
+ * borrows a column of the input batch (a column reference costs nothing), owns a column it
+ * computed, or is a constant: one row standing for every row. Literals and subtrees that read
+ * no column are computed once per batch as constants and only broadcast at the very end.
+ *
+ * Kernels switch on type once per node, then run one loop per operand shape (column/column,
+ * constant/column, column/constant): fixed-width arithmetic and comparisons run without a
+ * branch per row, validity bitmaps are ANDed a byte at a time, and integer overflow is caught
+ * with __builtin_*_overflow folded into a flag; only when the flag is set is the batch
+ * rescanned for the first row that matters, which becomes the error.
+ *
+ * Short-circuiting in bulk: AND, OR, CASE, COALESCE and IN evaluate a later operand under a
+ * row mask of the rows still undecided. A row outside the mask can raise no error (CASE WHEN
+ * x <> 0 THEN CAST(s AS INT) END does not fail on the rows where x = 0), and a subtree whose
+ * mask is empty is not evaluated at all. Rows outside the mask hold unspecified values that
+ * the parent never reads.
+ *
+ * Decimals are exact: sums, products and quotients that do not fit 128 bits on the way are
+ * finished in 256-bit arithmetic, rounded half away from zero to the result scale and checked
+ * against the result precision (overflow is an error, like integer overflow).
+ *
+ * Memory: temporaries are ck_malloc'd and released before returning; the output column is
+ * the caller's. Threads: re-entrant and lock-free; many subtasks may share one tree.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "runtime/expr.h"
+
+typedef unsigned __int128 u128;
+typedef ck_i128 i128;
+
+#define TNAME(t) ck_type_name((t), (char[48]){0}, 48)
+
+/* ---- vectors ---------------------------------------------------------------------------- */
+
+typedef struct vec {
+  const ck_col_t *col; /* what to read: &own, or a column of the input batch */
+  ck_col_t own;
+  bool is_const; /* one row standing for every row */
+} vec_t;
+
+typedef struct ev {
+  const ck_batch_t *in;
+  size_t n; /* rows to compute: the batch's, or 1 inside a constant subtree */
+  ck_error_t *err;
+} ev_t;
+
+static inline size_t IX(const vec_t *v, size_t i) { return v->is_const ? 0 : i; }
+static inline bool VOK(const vec_t *v, size_t i) { return ck_col_valid(v->col, IX(v, i)); }
+static inline bool LIVE(const uint8_t *mask, size_t i) { return !mask || mask[i]; }
+static inline bool vbool(const vec_t *v, size_t i) {
+  return ((const uint8_t *)v->col->values)[IX(v, i)] != 0;
+}
+/* Row i of a STRING column; never a NULL pointer (a column of empty strings has no data). */
+static inline const char *col_str(const ck_col_t *c, size_t i, size_t *len) {
+  const int32_t *off = c->values;
+  *len = (size_t)(off[i + 1] - off[i]);
+  return c->data ? c->data + off[i] : "";
+}
+static inline const char *vstr(const vec_t *v, size_t i, size_t *len) {
+  return col_str(v->col, IX(v, i), len);
+}
+/* Row i as a value; strings point into the column (or at ""). */
+static void get_value(const ck_col_t *c, size_t i, ck_value_t *out) {
+  ck_col_get_value(c, i, out);
+  if (c->type.id == CK_T_STRING && !out->is_null) out->v.s.ptr = col_str(c, i, &out->v.s.len);
+}
+static inline i128 ld128(const void *p, size_t i) {
+  i128 v;
+  memcpy(&v, (const char *)p + i * 16, 16);
+  return v;
+}
+static inline void st128(void *p, size_t i, i128 v) { memcpy((char *)p + i * 16, &v, 16); }
+static size_t vbytes(size_t rows) { return (rows + 7) >> 3; }
+
+static int64_t vint(const vec_t *v, size_t i) {
+  size_t j = IX(v, i);
+  switch (v->col->type.id) {
+    case CK_T_INT32: return ck_col_i32(v->col, j);
+    case CK_T_INT64:
+    case CK_T_TIMESTAMP: return ck_col_i64(v->col, j);
+    case CK_T_BOOL: return ck_col_bool(v->col, j);
+    default: return 0;
+  }
+}
+
+static void vec_fini(vec_t *v) {
+  if (v->col == &v->own) ck_col_fini(&v->own);
+  v->col = NULL;
+}
+
+/* An owned output of n rows: fixed-width columns come zeroed, all valid, len = n; STRING
+ * columns come empty (len 0) to be appended to. */
+static ck_col_t *out_init(vec_t *o, ck_type_t t, size_t n) {
+  ck_col_init(&o->own, t, n);
+  o->col = &o->own;
+  o->is_const = false;
+  if (t.id != CK_T_STRING) {
+    memset(o->own.values, 0, n * ck_type_width(t));
+    o->own.len = n;
+  }
+  return &o->own;
+}
+
+/* An owned output to append n rows to, whatever the type. */
+static ck_col_t *out_append(vec_t *o, ck_type_t t, size_t n) {
+  ck_col_init(&o->own, t, n);
+  o->col = &o->own;
+  o->is_const = false;
+  return &o->own;
+}
+
+static void out_null(vec_t *o, ck_type_t t) {
+  ck_col_init(&o->own, t, 1);
+  ck_col_append_null(&o->own);
+  o->col = &o->own;
+  o->is_const = true;
+}
+
+static uint8_t *bitmap(ck_col_t *c) {
+  if (!c->validity) {
+    c->validity = ck_malloc(vbytes(c->cap));
+    memset(c->validity, 0xff, vbytes(c->cap));
+  }
+  return c->validity;
+}
+
+/* Bits past len stay set, so a later append starts on a valid bit. */
+static void bitmap_tail(ck_col_t *c) {
+  if (c->validity && (c->len & 7)) c->validity[c->len >> 3] |= (uint8_t)(0xffu << (c->len & 7));
+}
+
+/* out.validity &= k.validity (a constant k is valid: constant NULLs never reach here). */
+static void and_valid(ck_col_t *c, const vec_t *k) {
+  if (k->is_const || !k->col->validity) return;
+  uint8_t *d = bitmap(c);
+  const uint8_t *s = k->col->validity;
+  size_t nb = vbytes(c->len);
+  for (size_t b = 0; b < nb; b++) d[b] &= s[b];
+  bitmap_tail(c);
+}
+
+/* A BOOL output from per-row value and validity bytes. */
+static void out_bool(vec_t *o, size_t n, const uint8_t *val, const uint8_t *ok) {
+  ck_col_t *c = out_init(o, CK_TYPE(CK_T_BOOL), n);
+  memcpy(c->values, val, n);
+  if (!ok) return;
+  if (!memchr(ok, 0, n)) return;
+  uint8_t *b = bitmap(c);
+  for (size_t byte = 0; byte < vbytes(n); byte++) {
+    uint8_t bits = 0;
+    for (size_t k = 0; k < 8 && byte * 8 + k < n; k++) bits |= (uint8_t)((ok[byte * 8 + k] & 1) << k);
+    b[byte] = bits;
+  }
+  bitmap_tail(c);
+}
+
+static bool any_live(const uint8_t *mask, size_t n) { return memchr(mask, 1, n) != NULL; }
+
+/* ---- value text (error messages, CAST to VARCHAR) ---------------------------------------- */
+
+static void fmt_float(float f, ck_buf_t *out) {
+  if (!isfinite(f) || f == 0) {
+    ck_double_format(f, out);
+    return;
+  }
+  char tmp[40];
+  for (int prec = 1; prec <= 9; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*g", prec, (double)f);
+    if (strtof(tmp, NULL) == f) break;
+  }
+  ck_double_format(strtod(tmp, NULL), out); /* the same digits, laid out like a double */
+}
+
+static void fmt_value(const ck_value_t *v, ck_buf_t *out) {
+  switch (v->type.id) {
+    case CK_T_NULL: ck_buf_puts(out, "NULL"); break;
+    case CK_T_BOOL: ck_buf_puts(out, v->v.b ? "TRUE" : "FALSE"); break;
+    case CK_T_INT32:
+    case CK_T_INT64: ck_buf_printf(out, "%lld", (long long)v->v.i); break;
+    case CK_T_FLOAT32: fmt_float((float)v->v.f, out); break;
+    case CK_T_FLOAT64: ck_double_format(v->v.f, out); break;
+    case CK_T_DECIMAL: ck_decimal_format(v->v.dec, v->type.scale, out); break;
+    case CK_T_TIMESTAMP: ck_timestamp_format(v->v.i, out); break;
+    case CK_T_STRING: ck_buf_append(out, v->v.s.ptr, v->v.s.len); break;
+  }
+}
+
+/* A value as an error message shows it: strings quoted (and cut short), the rest as SQL
+ * prints them. */
+static void value_text(const ck_value_t *v, ck_buf_t *out) {
+  if (v->is_null) {
+    ck_buf_puts(out, "NULL");
+  } else if (v->type.id == CK_T_STRING) {
+    size_t n = v->v.s.len > 64 ? 64 : v->v.s.len;
+    ck_buf_putc(out, '\'');
+    ck_buf_append(out, v->v.s.ptr, n);
+    ck_buf_puts(out, n < v->v.s.len ? "...'" : "'");
+  } else {
+    fmt_value(v, out);
+  }
+}
+
+/* ---- 128/256-bit decimal arithmetic ----------------------------------------------------- */
+
+#define E19 ((u128)10000000000000000000ULL)
+static const u128 P10[39] = {
+    1ULL, 10ULL, 100ULL, 1000ULL,
+    10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+    100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
+    1000000000000ULL, 10000000000000ULL, 100000000000000ULL, 1000000000000000ULL,
+    10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL,
+    E19 * 10ULL, E19 * 100ULL, E19 * 1000ULL, E19 * 10000ULL,
+    E19 * 100000ULL, E19 * 1000000ULL, E19 * 10000000ULL, E19 * 100000000ULL,
+    E19 * 1000000000ULL, E19 * 10000000000ULL, E19 * 100000000000ULL, E19 * 1000000000000ULL,
+    E19 * 10000000000000ULL, E19 * 100000000000000ULL, E19 * 1000000000000000ULL,
+    E19 * 10000000000000000ULL, E19 * 100000000000000000ULL, E19 * 1000000000000000000ULL,
+    E19 * 10000000000000000000ULL,
+};
+
+static inline u128 uabs(i128 v) { return v < 0 ? (u128)0 - (u128)v : (u128)v; }
+
+typedef struct u256 {
+  uint64_t w[4]; /* least significant first */
+} u256;
+
+static u256 u256_of(u128 x) { return (u256){{(uint64_t)x, (uint64_t)(x >> 64), 0, 0}}; }
+static bool u256_small(const u256 *a) { return !a->w[2] && !a->w[3]; }
+static u128 u256_lo(const u256 *a) { return ((u128)a->w[1] << 64) | a->w[0]; }
+
+static int u256_cmp(const u256 *a, const u256 *b) {
+  for (int i = 3; i >= 0; i--)
+    if (a->w[i] != b->w[i]) return a->w[i] < b->w[i] ? -1 : 1;
+  return 0;
+}
+
+static u256 u256_add(u256 a, u256 b) {
+  u128 carry = 0;
+  for (int i = 0; i < 4; i++) {
+    u128 s = (u128)a.w[i] + b.w[i] + carry;
+    a.w[i] = (uint64_t)s;
+    carry = s >> 64;
+  }
+  return a;
+}
+
+static u256 u256_sub(u256 a, u256 b) { /* a >= b */
+  uint64_t borrow = 0;
+  for (int i = 0; i < 4; i++) {
+    uint64_t x = a.w[i], y = b.w[i];
+    uint64_t d = x - y - borrow;
+    borrow = (x < y) || (x == y && borrow) ? 1 : 0;
+    a.w[i] = d;
+  }
+  return a;
+}
+
+static u256 u256_mul(u128 a, u128 b) {
+  uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
+  u128 p00 = (u128)a0 * b0, p01 = (u128)a0 * b1, p10 = (u128)a1 * b0, p11 = (u128)a1 * b1;
+  u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10;
+  u128 hi = (mid >> 64) + (p01 >> 64) + (p10 >> 64) + p11;
+  return (u256){{(uint64_t)p00, (uint64_t)mid, (uint64_t)hi, (uint64_t)(hi >> 64)}};
+}
+
+static bool u256_mul64(u256 *a, uint64_t m) {
+  u128 carry = 0;
+  for (int i = 0; i < 4; i++) {
+    u128 p = (u128)a->w[i] * m + carry;
+    a->w[i] = (uint64_t)p;
+    carry = p >> 64;
+  }
+  return carry == 0;
+}
+
+static uint64_t u256_div64(u256 *a, uint64_t d) {
+  u128 rem = 0;
+  for (int i = 3; i >= 0; i--) {
+    u128 cur = (rem << 64) | a->w[i];
+    a->w[i] = (uint64_t)(cur / d);
+    rem = cur % d;
+  }
+  return (uint64_t)rem;
+}
+
+/* a *= 10^k; false when it no longer fits 256 bits. */
+static bool u256_mul_p10(u256 *a, int k) {
+  while (k > 0) {
+    int c = k > 19 ? 19 : k;
+    if (!u256_mul64(a, (uint64_t)P10[c])) return false;
+    k -= c;
+  }
+  return true;
+}
+
+/* a = a / 10^k rounded half away from zero (a is a magnitude). */
+static void u256_div_p10_round(u256 *a, int k) {
+  if (k <= 0) return;
+  if (k > 78) {
+    *a = u256_of(0);
+    return;
+  }
+  for (int m = k - 1; m > 0;) {
+    int c = m > 19 ? 19 : m;
+    u256_div64(a, (uint64_t)P10[c]);
+    m -= c;
+  }
+  if (u256_div64(a, 10) >= 5) *a = u256_add(*a, u256_of(1));
+}
+
+/* Long division, for the rare quotients that do not fit 128 bits. */
+static void u256_divmod(u256 n, u256 d, u256 *q, u256 *r) {
+  u256 quo = u256_of(0), rem = u256_of(0);
+  int top = 255;
+  while (top >= 0 && !((n.w[top >> 6] >> (top & 63)) & 1)) top--;
+  for (int bit = top; bit >= 0; bit--) {
+    for (int i = 3; i > 0; i--) rem.w[i] = (rem.w[i] << 1) | (rem.w[i - 1] >> 63);
+    rem.w[0] = (rem.w[0] << 1) | ((n.w[bit >> 6] >> (bit & 63)) & 1);
+    if (u256_cmp(&rem, &d) >= 0) {
+      rem = u256_sub(rem, d);
+      quo.w[bit >> 6] |= 1ULL << (bit & 63);
+    }
+  }
+  *q = quo;
+  *r = rem;
+}
+
+/* Magnitude m at scale `from` → signed unscaled value at scale `to` with precision p. */
+static bool dec_finish(u256 m, bool neg, int from, int to, int p, i128 *out) {
+  if (to < from) u256_div_p10_round(&m, from - to);
+  else if (to > from && !u256_mul_p10(&m, to - from)) return false;
+  if (!u256_small(&m)) return false;
+  u128 v = u256_lo(&m);
+  if (v >= P10[p]) return false;
+  *out = neg ? -(i128)v : (i128)v;
+  return true;
+}
+
+/* Rescales an unscaled decimal (rounding half away from zero when the scale shrinks). */
+static bool dec_rescale(i128 v, int from, int to, int p, i128 *out) {
+  if (from == to) {
+    if (uabs(v) >= P10[p]) return false;
+    *out = v;
+    return true;
+  }
+  return dec_finish(u256_of(uabs(v)), v < 0, from, to, p, out);
+}
+
+typedef struct decop {
+  int s1, s2, s, p; /* operand scales, result scale and precision */
+  int S;            /* + - MOD: the common scale of the exact result */
+  u128 m1, m2;      /* + - MOD: 10^(S-s1), 10^(S-s2) */
+} decop_t;
+
+enum { DEC_OK = 0, DEC_OVERFLOW = 1, DEC_NULL = 2 };
+
+static int dec_add(const decop_t *o, i128 a, i128 b, bool sub, i128 *r) {
+  i128 x, y, z;
+  if (o->S == o->s && !__builtin_mul_overflow(a, (i128)o->m1, &x) &&
+      !__builtin_mul_overflow(b, (i128)o->m2, &y) &&
+      !(sub ? __builtin_sub_overflow(x, y, &z) : __builtin_add_overflow(x, y, &z))) {
+    if (uabs(z) >= P10[o->p]) return DEC_OVERFLOW;
+    *r = z;
+    return DEC_OK;
+  }
+  u256 A = u256_of(uabs(a)), B = u256_of(uabs(b));
+  u256_mul_p10(&A, o->S - o->s1); /* at most 77 digits: cannot overflow */
+  u256_mul_p10(&B, o->S - o->s2);
+  bool na = a < 0, nb = (b < 0) != sub, neg;
+  u256 m;
+  if (na == nb) {
+    m = u256_add(A, B);
+    neg = na;
+  } else if (u256_cmp(&A, &B) >= 0) {
+    m = u256_sub(A, B);
+    neg = na;
+  } else {
+    m = u256_sub(B, A);
+    neg = nb;
+  }
+  return dec_finish(m, neg, o->S, o->s, o->p, r) ? DEC_OK : DEC_OVERFLOW;
+}
+
+static int dec_mul(const decop_t *o, i128 a, i128 b, i128 *r) {
+  int down = o->s1 + o->s2 - o->s;
+  i128 x;
+  if (!__builtin_mul_overflow(a, b, &x)) {
+    u128 m = uabs(x);
+    if (down > 0) {
+      u128 d = P10[down], q = m / d, rem = m % d;
+      m = q + (rem >= d - rem);
+    }
+    if (m >= P10[o->p]) return DEC_OVERFLOW;
+    *r = x < 0 ? -(i128)m : (i128)m;
+    return DEC_OK;
+  }
+  u256 m = u256_mul(uabs(a), uabs(b));
+  return dec_finish(m, (a < 0) != (b < 0), o->s1 + o->s2, o->s, o->p, r) ? DEC_OK : DEC_OVERFLOW;
+}
+
+static int dec_div(const decop_t *o, i128 a, i128 b, i128 *r) {
+  if (b == 0) return DEC_NULL;
+  int e = o->s - o->s1 + o->s2; /* >= 0 by the typing rules */
+  ck_assert(e >= 0);
+  u128 ua = uabs(a), ub = uabs(b), num, q;
+  bool neg = (a < 0) != (b < 0);
+  if (e <= 38 && !__builtin_mul_overflow(ua, P10[e], &num)) {
+    q = num / ub;
+    u128 rem = num % ub;
+    q += rem >= ub - rem;
+    if (q >= P10[o->p]) return DEC_OVERFLOW;
+  } else {
+    u256 n = u256_of(ua), qq, rr;
+    if (!u256_mul_p10(&n, e)) return DEC_OVERFLOW; /* the quotient exceeds 10^38 anyway */
+    u256_divmod(n, u256_of(ub), &qq, &rr);
+    u128 rem = u256_lo(&rr);
+    if (rem >= ub - rem) qq = u256_add(qq, u256_of(1));
+    if (!u256_small(&qq) || u256_lo(&qq) >= P10[o->p]) return DEC_OVERFLOW;
+    q = u256_lo(&qq);
+  }
+  *r = neg ? -(i128)q : (i128)q;
+  return DEC_OK;
+}
+
+static int dec_mod(const decop_t *o, i128 a, i128 b, i128 *r) {
+  if (b == 0) return DEC_NULL;
+  u128 x, y;
+  if (!__builtin_mul_overflow(uabs(a), o->m1, &x) && !__builtin_mul_overflow(uabs(b), o->m2, &y)) {
+    u128 m = x % y;
+    return dec_finish(u256_of(m), a < 0, o->S, o->s, o->p, r) ? DEC_OK : DEC_OVERFLOW;
+  }
+  u256 A = u256_of(uabs(a)), B = u256_of(uabs(b)), q, rem;
+  u256_mul_p10(&A, o->S - o->s1);
+  u256_mul_p10(&B, o->S - o->s2);
+  u256_divmod(A, B, &q, &rem);
+  return dec_finish(rem, a < 0, o->S, o->s, o->p, r) ? DEC_OK : DEC_OVERFLOW;
+}
+
+/* Exact conversions between decimals and doubles. */
+static double dec_to_double(i128 v, int scale) {
+  u128 m = uabs(v);
+  static const double p10d[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  if (m < ((u128)1 << 53) && scale <= 22) { /* both exact: one correctly rounded division */
+    double d = (double)m / p10d[scale];
+    return v < 0 ? -d : d;
+  }
+  ck_buf_t b;
+  ck_buf_init(&b);
+  ck_decimal_format(v, scale, &b);
+  double d = strtod(b.data, NULL);
+  ck_buf_fini(&b);
+  return d;
+}
+
+/* Through the shortest text that reads back as d, as Java's BigDecimal.valueOf does:
+ * CAST(0.1 AS DECIMAL(20, 19)) is 0.1000000000000000000, not 0.1000000000000000055. */
+static bool double_to_dec(double d, bool is_float, int p, int s, i128 *out) {
+  if (!isfinite(d)) return false;
+  ck_buf_t b;
+  ck_buf_init(&b);
+  if (is_float) fmt_float((float)d, &b);
+  else ck_double_format(d, &b);
+  bool ok = ck_decimal_parse(b.data, b.len, p, s, out);
+  ck_buf_fini(&b);
+  return ok;
+}
+
+/* ---- kernel plumbing -------------------------------------------------------------------- */
+
+typedef struct kc {
+  const ev_t *ev;
+  const ck_expr_t *e;
+  const uint8_t *mask; /* rows that matter (NULL: all) */
+  vec_t *k;            /* evaluated arguments */
+  int nk;
+  size_t n;
+  vec_t *out;
+} kc_t;
+
+/* Row i matters: it is live and every argument is valid there. Only such rows raise errors. */
+static bool counts(const kc_t *c, size_t i) {
+  if (!LIVE(c->mask, i)) return false;
+  for (int j = 0; j < c->nk; j++)
+    if (!VOK(&c->k[j], i)) return false;
+  return true;
+}
+
+/* Loops over n rows for each operand shape; ia/ib index the operands. */
+#define LOOP2(CA, CB, N, ...)                                                     \
+  do {                                                                             \
+    if (!(CA) && !(CB)) {                                                          \
+      for (size_t i = 0; i < (N); i++) {                                           \
+        const size_t ia = i, ib = i;                                               \
+        __VA_ARGS__                                                                \
+      }                                                                            \
+    } else if (!(CB)) {                                                            \
+      for (size_t i = 0; i < (N); i++) {                                           \
+        const size_t ia = 0, ib = i;                                               \
+        __VA_ARGS__                                                                \
+      }                                                                            \
+    } else if (!(CA)) {                                                            \
+      for (size_t i = 0; i < (N); i++) {                                           \
+        const size_t ia = i, ib = 0;                                               \
+        __VA_ARGS__                                                                \
+      }                                                                            \
+    } else {                                                                       \
+      for (size_t i = 0; i < (N); i++) {                                           \
+        const size_t ia = 0, ib = 0;                                               \
+        __VA_ARGS__                                                                \
+      }                                                                            \
+    }                                                                              \
+  } while (0)
+
+#define LOOP1(CA, N, ...)                                                         \
+  do {                                                                             \
+    if (!(CA)) {                                                                   \
+      for (size_t i = 0; i < (N); i++) {                                           \
+        const size_t ia = i;                                                       \
+        __VA_ARGS__                                                                \
+      }                                                                            \
+    } else {                                                                       \
+      for (size_t i = 0; i < (N); i++) {                                           \
+        const size_t ia = 0;                                                       \
+        __VA_ARGS__                                                                \
+      }                                                                            \
+    }                                                                              \
+  } while (0)
+
+static bool int_fits(i128 x, ck_type_id_t t) {
+  return t == CK_T_INT32 ? x >= INT32_MIN && x <= INT32_MAX : x >= INT64_MIN && x <= INT64_MAX;
+}
+
+/* A loop flagged an integer overflow: find the first row that matters and report it. The
+ * flag may come from a NULL or masked-out row only, in which case there is no error. */
+static int int_overflow(const kc_t *c) {
+  ck_fn_t fn = c->e->fn;
+  ck_type_id_t t = c->e->type.id;
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) continue;
+    i128 a = vint(&c->k[0], i), b = c->nk > 1 ? vint(&c->k[1], i) : 0, r;
+    switch (fn) {
+      case CK_FN_ADD: r = a + b; break;
+      case CK_FN_SUB: r = a - b; break;
+      case CK_FN_MUL: r = a * b; break;
+      case CK_FN_DIV: r = b ? a / b : 0; break;
+      case CK_FN_NEG: r = -a; break;
+      case CK_FN_ABS: r = a < 0 ? -a : a; break;
+      default: continue;
+    }
+    if (int_fits(r, t)) continue;
+    char tn[48];
+    ck_type_name(c->e->type, tn, sizeof tn);
+    if (fn == CK_FN_NEG)
+      return ck_error_set(c->ev->err, CK_EEVAL,
+                          "could not compute -(%lld): integer overflow, the result does not "
+                          "fit in %s", (long long)a, tn);
+    if (fn == CK_FN_ABS)
+      return ck_error_set(c->ev->err, CK_EEVAL,
+                          "could not compute ABS(%lld): integer overflow, the result does not "
+                          "fit in %s", (long long)a, tn);
+    return ck_error_set(c->ev->err, CK_EEVAL,
+                        "could not compute %lld %s %lld: integer overflow, the result does not "
+                        "fit in %s", (long long)a, ck_fn_name(fn), (long long)b, tn);
+  }
+  return 0;
+}
+
+/* ---- arithmetic ------------------------------------------------------------------------- */
+
+#define INT_ARITH(T, MINV)                                                                  \
+  do {                                                                                      \
+    const T *a = A->col->values, *b = B->col->values;                                       \
+    T *r = o->values;                                                                       \
+    switch (fn) {                                                                           \
+      case CK_FN_ADD:                                                                       \
+        LOOP2(ca, cb, n, {                                                                  \
+          T x;                                                                              \
+          ovf |= __builtin_add_overflow(a[ia], b[ib], &x);                                  \
+          r[i] = x;                                                                         \
+        });                                                                                 \
+        break;                                                                              \
+      case CK_FN_SUB:                                                                       \
+        LOOP2(ca, cb, n, {                                                                  \
+          T x;                                                                              \
+          ovf |= __builtin_sub_overflow(a[ia], b[ib], &x);                                  \
+          r[i] = x;                                                                         \
+        });                                                                                 \
+        break;                                                                              \
+      case CK_FN_MUL:                                                                       \
+        LOOP2(ca, cb, n, {                                                                  \
+          T x;                                                                              \
+          ovf |= __builtin_mul_overflow(a[ia], b[ib], &x);                                  \
+          r[i] = x;                                                                         \
+        });                                                                                 \
+        break;                                                                              \
+      default: /* DIV, MOD */                                                               \
+        LOOP2(ca, cb, n, {                                                                  \
+          T x = a[ia], y = b[ib];                                                           \
+          if (y == 0) {                                                                     \
+            r[i] = 0;                                                                       \
+            zero = 1;                                                                       \
+          } else if (y == -1) {                                                             \
+            ovf |= fn == CK_FN_DIV && x == MINV;                                            \
+            r[i] = (fn == CK_FN_MOD || x == MINV) ? 0 : (T)-x;                              \
+          } else {                                                                          \
+            r[i] = fn == CK_FN_DIV ? (T)(x / y) : (T)(x % y);                               \
+          }                                                                                 \
+        });                                                                                 \
+        break;                                                                              \
+    }                                                                                       \
+  } while (0)
+
+#define FLT_ARITH(T)                                                                        \
+  do {                                                                                      \
+    const T *a = A->col->values, *b = B->col->values;                                       \
+    T *r = o->values;                                                                       \
+    switch (fn) {                                                                           \
+      case CK_FN_ADD: LOOP2(ca, cb, n, { r[i] = a[ia] + b[ib]; }); break;                   \
+      case CK_FN_SUB: LOOP2(ca, cb, n, { r[i] = a[ia] - b[ib]; }); break;                   \
+      case CK_FN_MUL: LOOP2(ca, cb, n, { r[i] = a[ia] * b[ib]; }); break;                   \
+      case CK_FN_DIV:                                                                       \
+        LOOP2(ca, cb, n, {                                                                  \
+          T y = b[ib];                                                                      \
+          zero |= y == 0;                                                                   \
+          r[i] = y != 0 ? a[ia] / y : 0;                                                    \
+        });                                                                                 \
+        break;                                                                              \
+      default:                                                                              \
+        LOOP2(ca, cb, n, {                                                                  \
+          T y = b[ib];                                                                      \
+          zero |= y == 0;                                                                   \
+          r[i] = y != 0 ? (T)fmod(a[ia], y) : 0;                                            \
+        });                                                                                 \
+        break;                                                                              \
+    }                                                                                       \
+  } while (0)
+
+static bool is_zero(const vec_t *v, size_t i) {
+  size_t j = IX(v, i);
+  switch (v->col->type.id) {
+    case CK_T_INT32: return ck_col_i32(v->col, j) == 0;
+    case CK_T_INT64: return ck_col_i64(v->col, j) == 0;
+    case CK_T_FLOAT32: return ck_col_f32(v->col, j) == 0;
+    case CK_T_FLOAT64: return ck_col_f64(v->col, j) == 0;
+    case CK_T_DECIMAL: return ck_col_dec(v->col, j) == 0;
+    default: return false;
+  }
+}
+
+static int k_dec_arith(kc_t *c) {
+  const vec_t *A = &c->k[0], *B = &c->k[1];
+  ck_type_t t1 = A->col->type, t2 = B->col->type, rt = c->e->type;
+  ck_fn_t fn = c->e->fn;
+  decop_t op = {.s1 = t1.scale, .s2 = t2.scale, .s = rt.scale, .p = rt.precision};
+  op.S = t1.scale > t2.scale ? t1.scale : t2.scale;
+  op.m1 = P10[op.S - op.s1];
+  op.m2 = P10[op.S - op.s2];
+  size_t n = c->n;
+  ck_col_t *o = out_init(c->out, rt, n);
+  and_valid(o, A);
+  and_valid(o, B);
+  const void *pa = A->col->values, *pb = B->col->values;
+  for (size_t i = 0; i < n; i++) {
+    i128 a = ld128(pa, IX(A, i)), b = ld128(pb, IX(B, i)), r = 0;
+    int st;
+    switch (fn) {
+      case CK_FN_ADD: st = dec_add(&op, a, b, false, &r); break;
+      case CK_FN_SUB: st = dec_add(&op, a, b, true, &r); break;
+      case CK_FN_MUL: st = dec_mul(&op, a, b, &r); break;
+      case CK_FN_DIV: st = dec_div(&op, a, b, &r); break;
+      default: st = dec_mod(&op, a, b, &r); break;
+    }
+    if (st == DEC_NULL) {
+      ck_col_set_null(o, i);
+    } else if (st == DEC_OVERFLOW && counts(c, i)) {
+      ck_buf_t x, y;
+      ck_buf_init(&x);
+      ck_buf_init(&y);
+      ck_decimal_format(a, t1.scale, &x);
+      ck_decimal_format(b, t2.scale, &y);
+      ck_error_set(c->ev->err, CK_EEVAL,
+                   "could not compute %s %s %s: decimal overflow, the result does not fit in %s",
+                   x.data, ck_fn_name(fn), y.data, TNAME(rt));
+      ck_buf_fini(&x);
+      ck_buf_fini(&y);
+      return CK_EEVAL;
+    }
+    st128(o->values, i, r);
+  }
+  return 0;
+}
+
+static int k_arith(kc_t *c) {
+  const vec_t *A = &c->k[0], *B = &c->k[1];
+  ck_type_t rt = c->e->type;
+  if (rt.id == CK_T_DECIMAL) return k_dec_arith(c);
+  ck_fn_t fn = c->e->fn;
+  size_t n = c->n;
+  bool ca = A->is_const, cb = B->is_const;
+  ck_col_t *o = out_init(c->out, rt, n);
+  and_valid(o, A);
+  and_valid(o, B);
+  int ovf = 0, zero = 0;
+  switch (rt.id) {
+    case CK_T_INT32: INT_ARITH(int32_t, INT32_MIN); break;
+    case CK_T_INT64: INT_ARITH(int64_t, INT64_MIN); break;
+    case CK_T_FLOAT32: FLT_ARITH(float); break;
+    case CK_T_FLOAT64: FLT_ARITH(double); break;
+    default: ck_assert(!"arithmetic on a non-numeric type");
+  }
+  if (zero)
+    for (size_t i = 0; i < n; i++)
+      if (is_zero(B, i)) ck_col_set_null(o, i);
+  return ovf ? int_overflow(c) : 0;
+}
+
+static int k_neg_abs(kc_t *c) {
+  const vec_t *A = &c->k[0];
+  ck_type_t rt = c->e->type;
+  bool neg = c->e->fn == CK_FN_NEG, ca = A->is_const;
+  size_t n = c->n;
+  ck_col_t *o = out_init(c->out, rt, n);
+  and_valid(o, A);
+  int ovf = 0;
+  switch (rt.id) {
+    case CK_T_INT32: {
+      const int32_t *a = A->col->values;
+      int32_t *r = o->values;
+      LOOP1(ca, n, {
+        int32_t x;
+        ovf |= (neg || a[ia] < 0) ? __builtin_sub_overflow(0, a[ia], &x) : (x = a[ia], 0);
+        r[i] = x;
+      });
+      break;
+    }
+    case CK_T_INT64: {
+      const int64_t *a = A->col->values;
+      int64_t *r = o->values;
+      LOOP1(ca, n, {
+        int64_t x;
+        ovf |= (neg || a[ia] < 0) ? __builtin_sub_overflow(0, a[ia], &x) : (x = a[ia], 0);
+        r[i] = x;
+      });
+      break;
+    }
+    case CK_T_FLOAT32: {
+      const float *a = A->col->values;
+      float *r = o->values;
+      LOOP1(ca, n, { r[i] = neg ? -a[ia] : fabsf(a[ia]); });
+      break;
+    }
+    case CK_T_FLOAT64: {
+      const double *a = A->col->values;
+      double *r = o->values;
+      LOOP1(ca, n, { r[i] = neg ? -a[ia] : fabs(a[ia]); });
+      break;
+    }
+    case CK_T_DECIMAL:
+      for (size_t i = 0; i < n; i++) {
+        i128 x = ld128(A->col->values, IX(A, i));
+        st128(o->values, i, neg || x < 0 ? -x : x);
+      }
+      break;
+    default: ck_assert(!"unary minus on a non-numeric type");
+  }
+  return ovf ? int_overflow(c) : 0;
+}
+
+/* ---- comparisons ------------------------------------------------------------------------ */
+
+#define CMP_LOOPS(LA, LB)                                                    \
+  do {                                                                       \
+    switch (fn) {                                                            \
+      case CK_FN_EQ: LOOP2(ca, cb, n, { r[i] = (LA) == (LB); }); break;      \
+      case CK_FN_NE: LOOP2(ca, cb, n, { r[i] = (LA) != (LB); }); break;      \
+      case CK_FN_LT: LOOP2(ca, cb, n, { r[i] = (LA) < (LB); }); break;       \
+      case CK_FN_LE: LOOP2(ca, cb, n, { r[i] = (LA) <= (LB); }); break;      \
+      case CK_FN_GT: LOOP2(ca, cb, n, { r[i] = (LA) > (LB); }); break;       \
+      default: LOOP2(ca, cb, n, { r[i] = (LA) >= (LB); }); break;            \
+    }                                                                        \
+  } while (0)
+
+#define CMP_FIXED(T)                                                         \
+  do {                                                                       \
+    const T *a = A->col->values, *b = B->col->values;                        \
+    CMP_LOOPS(a[ia], b[ib]);                                                 \
+  } while (0)
+
+/* Result of fn given the sign of a three-way comparison (-1, 0, 1 → index 0, 1, 2). */
+static const uint8_t cmp_table[6][3] = {
+    {0, 1, 0}, /* = */ {1, 0, 1}, /* <> */ {1, 0, 0}, /* < */
+    {1, 1, 0}, /* <= */ {0, 0, 1}, /* > */ {0, 1, 1}, /* >= */
+};
+
+static int str_cmp(const char *a, size_t na, const char *b, size_t nb) {
+  int r = memcmp(a, b, na < nb ? na : nb);
+  if (r) return r < 0 ? -1 : 1;
+  return na < nb ? -1 : na > nb;
+}
+
+static int k_compare(kc_t *c) {
+  const vec_t *A = &c->k[0], *B = &c->k[1];
+  ck_fn_t fn = c->e->fn;
+  size_t n = c->n;
+  bool ca = A->is_const, cb = B->is_const;
+  ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_BOOL), n);
+  and_valid(o, A);
+  and_valid(o, B);
+  uint8_t *r = o->values;
+  switch (A->col->type.id) {
+    case CK_T_BOOL: CMP_FIXED(uint8_t); break;
+    case CK_T_INT32: CMP_FIXED(int32_t); break;
+    case CK_T_INT64:
+    case CK_T_TIMESTAMP: CMP_FIXED(int64_t); break;
+    case CK_T_FLOAT32: CMP_FIXED(float); break;
+    case CK_T_FLOAT64: CMP_FIXED(double); break;
+    case CK_T_DECIMAL: {
+      const void *pa = A->col->values, *pb = B->col->values;
+      CMP_LOOPS(ld128(pa, ia), ld128(pb, ib));
+      break;
+    }
+    case CK_T_STRING: {
+      const uint8_t *row = cmp_table[fn - CK_FN_EQ];
+      for (size_t i = 0; i < n; i++) {
+        size_t na, nb;
+        const char *sa = vstr(A, i, &na), *sb = vstr(B, i, &nb);
+        r[i] = row[str_cmp(sa, na, sb, nb) + 1];
+      }
+      break;
+    }
+    default: ck_assert(!"comparison of an unsupported type");
+  }
+  return 0;
+}
+
+/* Equality of row i of a and row j of b (same type, both valid). */
+static bool veq(const vec_t *a, size_t i, const vec_t *b, size_t j) {
+  size_t x = IX(a, i), y = IX(b, j);
+  const ck_col_t *p = a->col, *q = b->col;
+  switch (p->type.id) {
+    case CK_T_BOOL: return ck_col_bool(p, x) == ck_col_bool(q, y);
+    case CK_T_INT32: return ck_col_i32(p, x) == ck_col_i32(q, y);
+    case CK_T_INT64:
+    case CK_T_TIMESTAMP: return ck_col_i64(p, x) == ck_col_i64(q, y);
+    case CK_T_FLOAT32: return ck_col_f32(p, x) == ck_col_f32(q, y);
+    case CK_T_FLOAT64: return ck_col_f64(p, x) == ck_col_f64(q, y);
+    case CK_T_DECIMAL: return ck_col_dec(p, x) == ck_col_dec(q, y);
+    case CK_T_STRING: {
+      size_t na, nb;
+      const char *sa = col_str(p, x, &na), *sb = col_str(q, y, &nb);
+      return na == nb && memcmp(sa, sb, na) == 0;
+    }
+    case CK_T_NULL: return false;
+  }
+  return false;
+}
+
+/* ---- numeric functions ------------------------------------------------------------------ */
+
+/* Digits of the shortest decimal that reads back as x (finite, > 0): x = 0.D1…Dk × 10^e. */
+static int shortest_digits(double x, bool as_float, char *dig, int *e) {
+  char tmp[48];
+  int maxp = as_float ? 9 : 17;
+  for (int prec = 1; prec <= maxp; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*e", prec - 1, x);
+    if (as_float ? strtof(tmp, NULL) == (float)x : strtod(tmp, NULL) == x) break;
+  }
+  int k = 0;
+  const char *p = tmp;
+  for (; *p && *p != 'e'; p++)
+    if (*p >= '0' && *p <= '9') dig[k++] = *p;
+  *e = atoi(p + 1) + 1;
+  while (k > 1 && dig[k - 1] == '0') k--;
+  return k;
+}
+
+/* ROUND(x, d) for doubles, half away from zero on the shortest decimal text of x (what
+ * Flink's BigDecimal.valueOf path gives): ROUND(2.675, 2) = 2.68. */
+static double round_double(double x, int64_t d, bool as_float) {
+  if (!isfinite(x) || x == 0) return x;
+  if (d == 0) return round(x);
+  if (d > 400) return x;
+  if (d < -400) return 0.0;
+  char dig[48];
+  int e;
+  int k = shortest_digits(fabs(x), as_float, dig, &e);
+  int64_t keep = (int64_t)e + d; /* digits at or above 10^-d */
+  if (keep >= k) return x;
+  if (keep < 0) return 0.0;
+  char buf[96];
+  buf[0] = '0'; /* room for a carry */
+  memcpy(buf + 1, dig, (size_t)keep);
+  size_t len = (size_t)keep + 1;
+  if (dig[keep] >= '5') {
+    size_t j = len - 1;
+    while (buf[j] == '9') buf[j--] = '0';
+    buf[j]++;
+  }
+  snprintf(buf + len, sizeof buf - len, "e%lld", (long long)(e - keep));
+  double r = strtod(buf, NULL);
+  return x < 0 ? -r : r;
+}
+
+static int k_round(kc_t *c) {
+  const vec_t *A = &c->k[0], *D = c->nk > 1 ? &c->k[1] : NULL;
+  ck_type_t rt = c->e->type, at = A->col->type;
+  size_t n = c->n;
+  ck_col_t *o = out_init(c->out, rt, n);
+  and_valid(o, A);
+  if (D) and_valid(o, D);
+  for (size_t i = 0; i < n; i++) {
+    int64_t d = D ? vint(D, i) : 0;
+    size_t j = IX(A, i);
+    switch (at.id) {
+      case CK_T_INT32:
+      case CK_T_INT64: {
+        i128 x = vint(A, i), r = x;
+        if (d < 0) {
+          i128 m = (i128)P10[d < -38 ? 38 : -d], q = x / m, rem = x % m;
+          if (uabs(rem) >= (u128)m - uabs(rem)) q += x < 0 ? -1 : 1;
+          r = q * m;
+        }
+        if (!int_fits(r, at.id)) {
+          if (!counts(c, i)) continue;
+          return ck_error_set(c->ev->err, CK_EEVAL,
+                              "could not compute ROUND(%lld, %lld): integer overflow, the result "
+                              "does not fit in %s", (long long)x, (long long)d, TNAME(at));
+        }
+        if (at.id == CK_T_INT32) ((int32_t *)o->values)[i] = (int32_t)r;
+        else ((int64_t *)o->values)[i] = (int64_t)r;
+        break;
+      }
+      case CK_T_FLOAT32:
+        ((float *)o->values)[i] = (float)round_double(ck_col_f32(A->col, j), d, true);
+        break;
+      case CK_T_FLOAT64:
+        ((double *)o->values)[i] = round_double(ck_col_f64(A->col, j), d, false);
+        break;
+      case CK_T_DECIMAL: {
+        i128 v = ck_col_dec(A->col, j), r = 0;
+        bool ok;
+        if (d < -80) d = -80;
+        if (d >= at.scale) {
+          ok = dec_rescale(v, at.scale, rt.scale, rt.precision, &r);
+        } else {
+          u256 m = u256_of(uabs(v));
+          u256_div_p10_round(&m, (int)(at.scale - d));
+          ok = d < 0 ? u256_mul_p10(&m, (int)-d) : true;
+          ok = ok && dec_finish(m, v < 0, rt.scale, rt.scale, rt.precision, &r);
+        }
+        if (!ok && counts(c, i)) {
+          ck_buf_t b;
+          ck_buf_init(&b);
+          ck_decimal_format(v, at.scale, &b);
+          ck_error_set(c->ev->err, CK_EEVAL,
+                       "could not compute ROUND(%s, %lld): decimal overflow, the result does not "
+                       "fit in %s", b.data, (long long)d, TNAME(rt));
+          ck_buf_fini(&b);
+          return CK_EEVAL;
+        }
+        st128(o->values, i, r);
+        break;
+      }
+      default: ck_assert(!"ROUND of a non-numeric type");
+    }
+  }
+  return 0;
+}
+
+static int k_floor_ceil(kc_t *c) {
+  const vec_t *A = &c->k[0];
+  ck_type_t rt = c->e->type, at = A->col->type;
+  bool is_floor = c->e->fn == CK_FN_FLOOR, ca = A->is_const;
+  size_t n = c->n;
+  ck_col_t *o = out_init(c->out, rt, n);
+  and_valid(o, A);
+  switch (at.id) {
+    case CK_T_INT32:
+    case CK_T_INT64:
+      if (ca)
+        for (size_t i = 0; i < n; i++) memcpy((char *)o->values + i * ck_type_width(at), A->col->values, ck_type_width(at));
+      else
+        memcpy(o->values, A->col->values, n * ck_type_width(at));
+      break;
+    case CK_T_FLOAT32: {
+      const float *a = A->col->values;
+      float *r = o->values;
+      LOOP1(ca, n, { r[i] = is_floor ? floorf(a[ia]) : ceilf(a[ia]); });
+      break;
+    }
+    case CK_T_FLOAT64: {
+      const double *a = A->col->values;
+      double *r = o->values;
+      LOOP1(ca, n, { r[i] = is_floor ? floor(a[ia]) : ceil(a[ia]); });
+      break;
+    }
+    case CK_T_DECIMAL: {
+      i128 m = (i128)P10[at.scale];
+      for (size_t i = 0; i < n; i++) {
+        i128 v = ld128(A->col->values, IX(A, i)), q = v / m, rem = v % m;
+        if (is_floor && rem < 0) q--;
+        if (!is_floor && rem > 0) q++;
+        st128(o->values, i, q); /* |q| < 10^(p-s) + 1 fits DECIMAL(1+p-s, 0) */
+      }
+      break;
+    }
+    default: ck_assert(!"FLOOR/CEIL of a non-numeric type");
+  }
+  return 0;
+}
+
+static int k_power_sqrt(kc_t *c) {
+  const vec_t *A = &c->k[0];
+  bool is_sqrt = c->e->fn == CK_FN_SQRT, ca = A->is_const;
+  size_t n = c->n;
+  ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_FLOAT64), n);
+  const double *a = A->col->values;
+  double *r = o->values;
+  and_valid(o, A);
+  if (is_sqrt) {
+    bool neg = false;
+    LOOP1(ca, n, {
+      neg |= a[ia] < 0;
+      r[i] = a[ia] < 0 ? 0 : sqrt(a[ia]);
+    });
+    if (neg)
+      for (size_t i = 0; i < n; i++)
+        if (a[IX(A, i)] < 0) ck_col_set_null(o, i);
+  } else {
+    const vec_t *B = &c->k[1];
+    const double *b = B->col->values;
+    bool cb = B->is_const;
+    and_valid(o, B);
+    LOOP2(ca, cb, n, { r[i] = pow(a[ia], b[ib]); });
+  }
+  return 0;
+}
+
+/* ---- strings ---------------------------------------------------------------------------- */
+
+static inline size_t u8len(unsigned char ch) {
+  return ch < 0xC0 ? 1 : ch < 0xE0 ? 2 : ch < 0xF0 ? 3 : 4;
+}
+
+/* Byte offset of code point k (or n when the string is shorter). */
+static size_t u8_offset(const char *s, size_t n, int64_t k) {
+  size_t pos = 0;
+  while (k > 0 && pos < n) {
+    pos += u8len((unsigned char)s[pos]);
+    k--;
+  }
+  return pos < n ? pos : n;
+}
+
+/* Room for `extra` more bytes in a STRING column under construction. */
+static void str_room(ck_col_t *c, size_t extra) {
+  if (c->data_len + extra <= c->data_cap) return;
+  size_t cap = c->data_cap ? c->data_cap : 256;
+  while (cap < c->data_len + extra) cap *= 2;
+  c->data = ck_realloc(c->data, cap);
+  c->data_cap = cap;
+}
+
+/* Ends a row whose `len` bytes were written at data + data_len. */
+static void str_commit(ck_col_t *c, size_t len) {
+  if (c->len >= c->cap) ck_col_reserve(c, c->len + 1);
+  c->data_len += len;
+  ((int32_t *)c->values)[c->len + 1] = (int32_t)c->data_len;
+  c->len++;
+}
+
+/* Appends bytes to the row under construction (`*at` bytes written so far). */
+static void str_put(ck_col_t *c, size_t *at, const char *p, size_t n) {
+  str_room(c, *at + n);
+  if (n) memcpy(c->data + c->data_len + *at, p, n);
+  *at += n;
+}
+
+static int k_case_conv(kc_t *c) {
+  const vec_t *A = &c->k[0];
+  bool up = c->e->fn == CK_FN_UPPER;
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t len;
+    const char *s = vstr(A, i, &len);
+    str_room(o, len);
+    char *d = o->data + o->data_len;
+    for (size_t j = 0; j < len; j++) {
+      char ch = s[j];
+      if (up && ch >= 'a' && ch <= 'z') ch = (char)(ch - 32);
+      else if (!up && ch >= 'A' && ch <= 'Z') ch = (char)(ch + 32);
+      d[j] = ch;
+    }
+    str_commit(o, len);
+  }
+  return 0;
+}
+
+static int k_char_length(kc_t *c) {
+  const vec_t *A = &c->k[0];
+  ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_INT32), c->n);
+  and_valid(o, A);
+  int32_t *r = o->values;
+  for (size_t i = 0; i < c->n; i++) {
+    size_t len;
+    const unsigned char *s = (const unsigned char *)vstr(A, i, &len);
+    int32_t cps = 0;
+    for (size_t j = 0; j < len; j++) cps += (s[j] & 0xC0) != 0x80;
+    r[i] = cps;
+  }
+  return 0;
+}
+
+/* SQL SUBSTRING: code points [start, start + len) counted from 1; positions before 1 are cut
+ * off (SUBSTRING('hello', 0, 2) = 'h'); a negative length gives NULL (as Flink). */
+static int k_substring(kc_t *c) {
+  const vec_t *A = &c->k[0], *S = &c->k[1], *L = c->nk > 2 ? &c->k[2] : NULL;
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    int64_t start = vint(S, i), len = L ? vint(L, i) : 0;
+    if (!counts(c, i) || (L && len < 0)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t n;
+    const char *s = vstr(A, i, &n);
+    int64_t end = INT64_MAX; /* exclusive, 1-based */
+    if (L && __builtin_add_overflow(start, len, &end)) end = start < 0 ? INT64_MIN : INT64_MAX;
+    if (start < 1) start = 1;
+    if (end <= start) {
+      ck_col_append_str(o, "", 0);
+      continue;
+    }
+    size_t b = u8_offset(s, n, start - 1);
+    size_t e = end == INT64_MAX ? n : b + u8_offset(s + b, n - b, end - start);
+    ck_col_append_str(o, s + b, e - b);
+  }
+  return 0;
+}
+
+static int k_concat(kc_t *c) {
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t at = 0;
+    for (int j = 0; j < c->nk; j++) {
+      size_t len;
+      const char *s = vstr(&c->k[j], i, &len);
+      str_put(o, &at, s, len);
+    }
+    str_commit(o, at);
+  }
+  return 0;
+}
+
+static int k_trim(kc_t *c) {
+  const vec_t *A = &c->k[0];
+  bool left = c->e->fn != CK_FN_RTRIM, right = c->e->fn != CK_FN_LTRIM;
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t len, b = 0;
+    const char *s = vstr(A, i, &len);
+    if (left)
+      while (b < len && s[b] == ' ') b++;
+    if (right)
+      while (len > b && s[len - 1] == ' ') len--;
+    ck_col_append_str(o, s + b, len - b);
+  }
+  return 0;
+}
+
+static int k_replace(kc_t *c) {
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t n, nf, nt;
+    const char *s = vstr(&c->k[0], i, &n), *from = vstr(&c->k[1], i, &nf),
+               *to = vstr(&c->k[2], i, &nt);
+    size_t at = 0, pos = 0;
+    if (nf > 0) {
+      const char *hit;
+      while (pos < n && (hit = memmem(s + pos, n - pos, from, nf))) {
+        size_t h = (size_t)(hit - s);
+        str_put(o, &at, s + pos, h - pos);
+        str_put(o, &at, to, nt);
+        pos = h + nf;
+      }
+    }
+    str_put(o, &at, s + pos, n - pos);
+    str_commit(o, at);
+  }
+  return 0;
+}
+
+/* SPLIT_INDEX(s, delim, k): the k-th (from 0) piece of s split at delim; NULL when there is no
+ * such piece. */
+static int k_split_index(kc_t *c) {
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    int64_t k = vint(&c->k[2], i);
+    if (!counts(c, i) || k < 0) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t n, nd;
+    const char *s = vstr(&c->k[0], i, &n), *d = vstr(&c->k[1], i, &nd);
+    if (nd == 0) {
+      if (k == 0) ck_col_append_str(o, s, n);
+      else ck_col_append_null(o);
+      continue;
+    }
+    size_t start = 0;
+    bool found = true;
+    for (int64_t piece = 0; piece < k; piece++) {
+      const char *hit = start <= n ? memmem(s + start, n - start, d, nd) : NULL;
+      if (!hit) {
+        found = false;
+        break;
+      }
+      start = (size_t)(hit - s) + nd;
+    }
+    if (!found) {
+      ck_col_append_null(o);
+      continue;
+    }
+    const char *hit = memmem(s + start, n - start, d, nd);
+    size_t end = hit ? (size_t)(hit - s) : n;
+    ck_col_append_str(o, s + start, end - start);
+  }
+  return 0;
+}
+
+/* LIKE: '%' any run, '_' one code point, everything else literally. Greedy match with
+ * backtracking to the last '%'. */
+static bool like_match(const char *s, size_t sn, const char *p, size_t pn) {
+  size_t si = 0, pi = 0, star_p = SIZE_MAX, star_s = 0;
+  while (si < sn) {
+    if (pi < pn && p[pi] == '%') {
+      star_p = ++pi;
+      star_s = si;
+    } else if (pi < pn && p[pi] == '_') {
+      si += u8len((unsigned char)s[si]);
+      if (si > sn) si = sn;
+      pi++;
+    } else if (pi < pn && p[pi] == s[si]) {
+      si++;
+      pi++;
+    } else if (star_p != SIZE_MAX) {
+      pi = star_p;
+      star_s += u8len((unsigned char)s[star_s]);
+      if (star_s > sn) star_s = sn;
+      si = star_s;
+    } else {
+      return false;
+    }
+  }
+  while (pi < pn && p[pi] == '%') pi++;
+  return pi == pn;
+}
+
+typedef enum like_kind { LK_GENERIC, LK_EXACT, LK_PREFIX, LK_SUFFIX, LK_CONTAINS } like_kind_t;
+
+/* Patterns that need no matcher: 'abc', 'abc%', '%abc', '%abc%'. */
+static like_kind_t like_classify(const char *p, size_t n, const char **lit, size_t *litn) {
+  if (memchr(p, '_', n)) return LK_GENERIC;
+  size_t pct = 0;
+  for (size_t i = 0; i < n; i++) pct += p[i] == '%';
+  *lit = p;
+  *litn = n;
+  if (pct == 0) return LK_EXACT;
+  if (pct == 1 && p[n - 1] == '%') {
+    *litn = n - 1;
+    return LK_PREFIX;
+  }
+  if (pct == 1 && p[0] == '%') {
+    *lit = p + 1;
+    *litn = n - 1;
+    return LK_SUFFIX;
+  }
+  if (pct == 2 && n >= 2 && p[0] == '%' && p[n - 1] == '%') {
+    *lit = p + 1;
+    *litn = n - 2;
+    return LK_CONTAINS;
+  }
+  return LK_GENERIC;
+}
+
+static int k_like(kc_t *c) {
+  const vec_t *A = &c->k[0], *P = &c->k[1];
+  bool neg = c->e->negated;
+  size_t n = c->n;
+  ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_BOOL), n);
+  and_valid(o, A);
+  and_valid(o, P);
+  uint8_t *r = o->values;
+  like_kind_t kind = LK_GENERIC;
+  const char *lit = NULL;
+  size_t litn = 0;
+  if (P->is_const) {
+    size_t pn;
+    const char *p = vstr(P, 0, &pn);
+    kind = like_classify(p, pn, &lit, &litn);
+  }
+  for (size_t i = 0; i < n; i++) {
+    size_t sn, pn;
+    const char *s = vstr(A, i, &sn);
+    bool m;
+    switch (kind) {
+      case LK_EXACT: m = sn == litn && memcmp(s, lit, sn) == 0; break;
+      case LK_PREFIX: m = sn >= litn && memcmp(s, lit, litn) == 0; break;
+      case LK_SUFFIX: m = sn >= litn && memcmp(s + sn - litn, lit, litn) == 0; break;
+      case LK_CONTAINS: m = litn == 0 || memmem(s, sn, lit, litn) != NULL; break;
+      default: {
+        const char *p = vstr(P, i, &pn);
+        m = like_match(s, sn, p, pn);
+        break;
+      }
+    }
+    r[i] = m != neg;
+  }
+  return 0;
+}
+
+/* ---- CAST ------------------------------------------------------------------------------- */
+
+static int cast_fail(const ck_value_t *v, ck_type_t to, const char *why, ck_error_t *err) {
+  ck_buf_t b;
+  ck_buf_init(&b);
+  value_text(v, &b);
+  ck_error_set(err, CK_EEVAL, "could not cast %s to %s%s%s", b.data, TNAME(to), why ? ": " : "",
+               why ? why : "");
+  ck_buf_fini(&b);
+  return CK_EEVAL;
+}
+
+static void trim_blanks(const char **s, size_t *n) {
+  while (*n && (**s == ' ' || **s == '\t' || **s == '\n' || **s == '\r')) (*s)++, (*n)--;
+  while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t' || (*s)[*n - 1] == '\n' ||
+                (*s)[*n - 1] == '\r'))
+    (*n)--;
+}
+
+/* Integer text: [sign] digits [. digits] — a fraction is dropped, as Flink does.
+ * 0 ok, -1 not a number, -2 out of range of int64. */
+static int parse_int(const char *s, size_t n, int64_t *out) {
+  trim_blanks(&s, &n);
+  size_t i = 0;
+  bool neg = false;
+  if (i < n && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+  u128 v = 0;
+  bool any = false, big = false;
+  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+    any = true;
+    v = v * 10 + (unsigned)(s[i] - '0');
+    if (v > ((u128)1 << 64)) big = true, v = (u128)1 << 64;
+  }
+  if (i < n && s[i] == '.') {
+    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) any = true;
+  }
+  if (!any || i != n) return -1;
+  if (big || v > (neg ? (u128)1 << 63 : ((u128)1 << 63) - 1)) return -2;
+  *out = neg ? (int64_t)(0 - (uint64_t)v) : (int64_t)v;
+  return 0;
+}
+
+static bool parse_double(const char *s, size_t n, bool as_float, double *out) {
+  trim_blanks(&s, &n);
+  if (n == 0 || n > 1000 || memchr(s, 'x', n) || memchr(s, 'X', n)) return false;
+  char stack[128];
+  char *buf = n < sizeof stack ? stack : ck_malloc(n + 1);
+  memcpy(buf, s, n);
+  buf[n] = 0;
+  char *end;
+  double d = as_float ? strtof(buf, &end) : strtod(buf, &end);
+  bool ok = end == buf + n;
+  if (buf != stack) ck_free(buf);
+  *out = d;
+  return ok;
+}
+
+static bool double_to_int(double d, ck_type_id_t to, int64_t *out) {
+  if (isnan(d)) return false;
+  double t = trunc(d);
+  if (to == CK_T_INT32 ? (t < -2147483648.0 || t > 2147483647.0)
+                       : (t < -9223372036854775808.0 || t >= 9223372036854775808.0))
+    return false;
+  *out = (int64_t)t;
+  return true;
+}
+
+/* One value from its type to `to`. A STRING result points into tmp. */
+static int cast_value(const ck_value_t *v, ck_type_t to, ck_value_t *r, ck_buf_t *tmp,
+                      ck_error_t *err) {
+  memset(r, 0, sizeof *r);
+  r->type = to;
+  ck_type_t ft = v->type;
+  ck_type_id_t f = ft.id;
+  switch (to.id) {
+    case CK_T_BOOL:
+      switch (f) {
+        case CK_T_BOOL: r->v.b = v->v.b; return 0;
+        case CK_T_INT32:
+        case CK_T_INT64: r->v.b = v->v.i != 0; return 0;
+        case CK_T_FLOAT32:
+        case CK_T_FLOAT64: r->v.b = v->v.f != 0; return 0;
+        case CK_T_DECIMAL: r->v.b = v->v.dec != 0; return 0;
+        case CK_T_STRING: {
+          const char *s = v->v.s.ptr;
+          size_t n = v->v.s.len;
+          trim_blanks(&s, &n);
+          if (ck_str_ieq((ck_str_t){s, n}, CK_STR("true"))) r->v.b = true;
+          else if (!ck_str_ieq((ck_str_t){s, n}, CK_STR("false"))) return cast_fail(v, to, NULL, err);
+          return 0;
+        }
+        default: break;
+      }
+      break;
+    case CK_T_INT32:
+    case CK_T_INT64:
+    case CK_T_TIMESTAMP: {
+      int64_t x = 0;
+      switch (f) {
+        case CK_T_BOOL: x = v->v.b; break;
+        case CK_T_INT32:
+        case CK_T_INT64:
+        case CK_T_TIMESTAMP: x = v->v.i; break;
+        case CK_T_FLOAT32:
+        case CK_T_FLOAT64:
+          if (!double_to_int(v->v.f, to.id == CK_T_INT32 ? CK_T_INT32 : CK_T_INT64, &x))
+            return cast_fail(v, to, "value out of range", err);
+          break;
+        case CK_T_DECIMAL: {
+          i128 q = v->v.dec / (i128)P10[ft.scale];
+          if (!int_fits(q, CK_T_INT64)) return cast_fail(v, to, "value out of range", err);
+          x = (int64_t)q;
+          break;
+        }
+        case CK_T_STRING:
+          if (to.id == CK_T_TIMESTAMP) {
+            if (!ck_timestamp_parse(v->v.s.ptr, v->v.s.len, &x)) return cast_fail(v, to, NULL, err);
+            break;
+          }
+          switch (parse_int(v->v.s.ptr, v->v.s.len, &x)) {
+            case 0: break;
+            case -2: return cast_fail(v, to, "value out of range", err);
+            default: return cast_fail(v, to, NULL, err);
+          }
+          break;
+        default: return cast_fail(v, to, "unsupported conversion", err);
+      }
+      if (to.id == CK_T_INT32 && !int_fits(x, CK_T_INT32))
+        return cast_fail(v, to, "value out of range", err);
+      r->v.i = x;
+      return 0;
+    }
+    case CK_T_FLOAT32:
+    case CK_T_FLOAT64: {
+      double d = 0;
+      bool as_float = to.id == CK_T_FLOAT32;
+      switch (f) {
+        case CK_T_BOOL: d = v->v.b; break;
+        case CK_T_INT32:
+        case CK_T_INT64: d = as_float ? (double)(float)v->v.i : (double)v->v.i; break;
+        case CK_T_FLOAT32:
+        case CK_T_FLOAT64: d = v->v.f; break;
+        case CK_T_DECIMAL: d = dec_to_double(v->v.dec, ft.scale); break;
+        case CK_T_STRING:
+          if (!parse_double(v->v.s.ptr, v->v.s.len, as_float, &d)) return cast_fail(v, to, NULL, err);
+          break;
+        default: return cast_fail(v, to, "unsupported conversion", err);
+      }
+      if (as_float && isfinite(d) && fabs(d) > FLT_MAX) d = d > 0 ? INFINITY : -INFINITY;
+      r->v.f = as_float ? (double)(float)d : d;
+      return 0;
+    }
+    case CK_T_DECIMAL: {
+      i128 x = 0;
+      bool ok;
+      switch (f) {
+        case CK_T_BOOL: ok = dec_rescale(v->v.b, 0, to.scale, to.precision, &x); break;
+        case CK_T_INT32:
+        case CK_T_INT64: ok = dec_rescale(v->v.i, 0, to.scale, to.precision, &x); break;
+        case CK_T_FLOAT32:
+        case CK_T_FLOAT64:
+          ok = double_to_dec(v->v.f, f == CK_T_FLOAT32, to.precision, to.scale, &x);
+          break;
+        case CK_T_DECIMAL: ok = dec_rescale(v->v.dec, ft.scale, to.scale, to.precision, &x); break;
+        case CK_T_STRING:
+          if (!ck_decimal_parse(v->v.s.ptr, v->v.s.len, to.precision, to.scale, &x))
+            return cast_fail(v, to, NULL, err);
+          ok = true;
+          break;
+        default: return cast_fail(v, to, "unsupported conversion", err);
+      }
+      if (!ok) return cast_fail(v, to, "value out of range", err);
+      r->v.dec = x;
+      return 0;
+    }
+    case CK_T_STRING:
+      ck_buf_reset(tmp);
+      fmt_value(v, tmp);
+      r->v.s.ptr = tmp->data ? tmp->data : "";
+      r->v.s.len = tmp->len;
+      return 0;
+    case CK_T_NULL: break;
+  }
+  return cast_fail(v, to, "unsupported conversion", err);
+}
+
+/* Reports the first row that matters whose value a fast cast loop found out of range. */
+static int cast_scan_error(kc_t *c) {
+  ck_buf_t tmp;
+  ck_buf_init(&tmp);
+  int rc = 0;
+  for (size_t i = 0; i < c->n && !rc; i++) {
+    if (!counts(c, i)) continue;
+    ck_value_t v, r;
+    get_value(c->k[0].col, IX(&c->k[0], i), &v);
+    rc = cast_value(&v, c->e->type, &r, &tmp, c->ev->err);
+  }
+  ck_buf_fini(&tmp);
+  return rc;
+}
+
+#define CAST_LOOP(TF, TT, EXPR)                                         \
+  do {                                                                  \
+    const TF *a = A->col->values;                                       \
+    TT *r = o->values;                                                  \
+    LOOP1(ca, n, { r[i] = (TT)(EXPR); });                               \
+  } while (0)
+
+/* Tight loops for the numeric conversions that need no per-row decision; false when the pair
+ * takes the general path. */
+static bool cast_fast(kc_t *c, int *rc) {
+  const vec_t *A = &c->k[0];
+  ck_type_id_t f = A->col->type.id, t = c->e->type.id;
+  size_t n = c->n;
+  bool ca = A->is_const;
+  bool i64like_f = f == CK_T_INT64 || f == CK_T_TIMESTAMP;
+  bool i64like_t = t == CK_T_INT64 || t == CK_T_TIMESTAMP;
+  bool handled = (f == CK_T_INT32 && (i64like_t || t == CK_T_FLOAT32 || t == CK_T_FLOAT64)) ||
+                 (i64like_f && (i64like_t || t == CK_T_INT32 || t == CK_T_FLOAT32 || t == CK_T_FLOAT64)) ||
+                 (f == CK_T_FLOAT32 && t == CK_T_FLOAT64) ||
+                 (f == CK_T_BOOL && (t == CK_T_INT32 || i64like_t || t == CK_T_FLOAT64)) ||
+                 (t == CK_T_BOOL && (ck_type_is_integer(A->col->type) || f == CK_T_FLOAT64));
+  if (t == CK_T_DECIMAL && ck_type_is_integer(A->col->type)) {
+    ck_type_t dt = c->e->type;
+    ck_col_t *o = out_init(c->out, dt, n);
+    and_valid(o, A);
+    i128 m = (i128)P10[dt.scale];
+    int64_t lim = dt.precision - dt.scale >= 19 ? INT64_MAX : (int64_t)P10[dt.precision - dt.scale];
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      int64_t x = vint(A, i);
+      bad |= x >= lim || x <= -lim;
+      st128(o->values, i, (i128)x * m);
+    }
+    *rc = bad ? cast_scan_error(c) : 0;
+    return true;
+  }
+  if (!handled || (t == CK_T_TIMESTAMP && f == CK_T_BOOL)) return false;
+  ck_col_t *o = out_init(c->out, c->e->type, n);
+  and_valid(o, A);
+  *rc = 0;
+  if (t == CK_T_BOOL) {
+    if (f == CK_T_INT32) CAST_LOOP(int32_t, uint8_t, a[ia] != 0);
+    else if (f == CK_T_FLOAT64) CAST_LOOP(double, uint8_t, a[ia] != 0);
+    else CAST_LOOP(int64_t, uint8_t, a[ia] != 0);
+    return true;
+  }
+  switch (f) {
+    case CK_T_BOOL:
+      if (t == CK_T_INT32) CAST_LOOP(uint8_t, int32_t, a[ia] != 0);
+      else if (t == CK_T_FLOAT64) CAST_LOOP(uint8_t, double, a[ia] != 0);
+      else CAST_LOOP(uint8_t, int64_t, a[ia] != 0);
+      break;
+    case CK_T_INT32:
+      if (t == CK_T_FLOAT32) CAST_LOOP(int32_t, float, a[ia]);
+      else if (t == CK_T_FLOAT64) CAST_LOOP(int32_t, double, a[ia]);
+      else CAST_LOOP(int32_t, int64_t, a[ia]);
+      break;
+    case CK_T_INT64:
+    case CK_T_TIMESTAMP:
+      if (t == CK_T_FLOAT32) CAST_LOOP(int64_t, float, a[ia]);
+      else if (t == CK_T_FLOAT64) CAST_LOOP(int64_t, double, a[ia]);
+      else if (i64like_t) CAST_LOOP(int64_t, int64_t, a[ia]);
+      else {
+        const int64_t *a = A->col->values;
+        int32_t *r = o->values;
+        int bad = 0;
+        LOOP1(ca, n, {
+          bad |= a[ia] < INT32_MIN || a[ia] > INT32_MAX;
+          r[i] = (int32_t)a[ia];
+        });
+        if (bad) *rc = cast_scan_error(c);
+      }
+      break;
+    case CK_T_FLOAT32: CAST_LOOP(float, double, a[ia]); break;
+    default: return false;
+  }
+  return true;
+}
+
+static int k_cast(kc_t *c) {
+  int rc;
+  if (cast_fast(c, &rc)) return rc;
+  const vec_t *A = &c->k[0];
+  ck_type_t to = c->e->type;
+  ck_col_t *o = out_append(c->out, to, c->n);
+  ck_buf_t tmp;
+  ck_buf_init(&tmp);
+  rc = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    ck_value_t v, r;
+    get_value(A->col, IX(A, i), &v);
+    if ((rc = cast_value(&v, to, &r, &tmp, c->ev->err))) break;
+    ck_col_append_value(o, &r);
+  }
+  ck_buf_fini(&tmp);
+  return rc;
+}
+
+/* ---- NOT, IS … -------------------------------------------------------------------------- */
+
+static int k_not(kc_t *c) {
+  const vec_t *A = &c->k[0];
+  size_t n = c->n;
+  bool ca = A->is_const;
+  ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_BOOL), n);
+  and_valid(o, A);
+  const uint8_t *a = A->col->values;
+  uint8_t *r = o->values;
+  LOOP1(ca, n, { r[i] = a[ia] == 0; });
+  return 0;
+}
+
+/* ---- dispatch --------------------------------------------------------------------------- */
+
+static int eval_node(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out);
+
+typedef struct kids {
+  vec_t *v;
+  int n;
+  vec_t buf[4];
+} kids_t;
+
+static void kids_fini(kids_t *k) {
+  for (int i = 0; i < k->n; i++) vec_fini(&k->v[i]);
+  if (k->v != k->buf) ck_free(k->v);
+  k->v = NULL;
+  k->n = 0;
+}
+
+static int kids_eval(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, kids_t *k) {
+  memset(k->buf, 0, sizeof k->buf);
+  k->v = e->nargs <= 4 ? k->buf : ck_calloc((size_t)e->nargs, sizeof(vec_t));
+  k->n = e->nargs;
+  for (int i = 0; i < e->nargs; i++) {
+    int rc = eval_node(ev, e->args[i], mask, &k->v[i]);
+    if (rc) {
+      kids_fini(k);
+      return rc;
+    }
+  }
+  return 0;
+}
+
+static int kernel(kc_t *c) {
+  if (c->e->kind == CK_EX_CAST) return k_cast(c);
+  switch (c->e->fn) {
+    case CK_FN_ADD:
+    case CK_FN_SUB:
+    case CK_FN_MUL:
+    case CK_FN_DIV:
+    case CK_FN_MOD: return k_arith(c);
+    case CK_FN_NEG:
+    case CK_FN_ABS: return k_neg_abs(c);
+    case CK_FN_EQ:
+    case CK_FN_NE:
+    case CK_FN_LT:
+    case CK_FN_LE:
+    case CK_FN_GT:
+    case CK_FN_GE: return k_compare(c);
+    case CK_FN_NOT: return k_not(c);
+    case CK_FN_LIKE: return k_like(c);
+    case CK_FN_UPPER:
+    case CK_FN_LOWER: return k_case_conv(c);
+    case CK_FN_CHAR_LENGTH: return k_char_length(c);
+    case CK_FN_SUBSTRING: return k_substring(c);
+    case CK_FN_CONCAT: return k_concat(c);
+    case CK_FN_TRIM:
+    case CK_FN_LTRIM:
+    case CK_FN_RTRIM: return k_trim(c);
+    case CK_FN_REPLACE: return k_replace(c);
+    case CK_FN_SPLIT_INDEX: return k_split_index(c);
+    case CK_FN_ROUND: return k_round(c);
+    case CK_FN_FLOOR:
+    case CK_FN_CEIL: return k_floor_ceil(c);
+    case CK_FN_POWER:
+    case CK_FN_SQRT: return k_power_sqrt(c);
+    default: break;
+  }
+  ck_assert(!"no kernel for this function");
+  return CK_EINTERNAL;
+}
+
+/* NULL in, NULL out: a constant NULL argument makes the whole result a constant NULL. */
+static int eval_strict(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+  kids_t k;
+  int rc = kids_eval(ev, e, mask, &k);
+  if (rc) return rc;
+  for (int i = 0; i < k.n; i++) {
+    if (k.v[i].is_const && !VOK(&k.v[i], 0)) {
+      kids_fini(&k);
+      out_null(out, e->type);
+      return 0;
+    }
+  }
+  kc_t c = {ev, e, mask, k.v, k.n, ev->n, out};
+  rc = kernel(&c);
+  kids_fini(&k);
+  if (rc) vec_fini(out);
+  return rc;
+}
+
+/* A BOOL vector as per-row validity and value bytes (0/1; value 0 where NULL). */
+static void load_bool(const vec_t *v, size_t n, uint8_t *ok, uint8_t *val) {
+  const uint8_t *x = v->col->values;
+  if (v->is_const) {
+    bool valid = ck_col_valid(v->col, 0);
+    memset(ok, valid, n);
+    memset(val, valid && x[0], n);
+  } else if (!v->col->validity) {
+    memset(ok, 1, n);
+    for (size_t i = 0; i < n; i++) val[i] = x[i] != 0;
+  } else {
+    const uint8_t *bm = v->col->validity;
+    for (size_t i = 0; i < n; i++) {
+      ok[i] = (bm[i >> 3] >> (i & 7)) & 1;
+      val[i] = ok[i] & (x[i] != 0);
+    }
+  }
+}
+
+/* AND / OR with three-valued logic; a later operand only runs on the rows still undecided
+ * (AND: not already FALSE; OR: not already TRUE). Combining is branch-free over all rows: a
+ * decided row stays decided whatever the later operand holds there. */
+static int eval_logic(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+  bool is_and = e->fn == CK_FN_AND;
+  size_t n = ev->n;
+  uint8_t stack[5 * 256];
+  uint8_t *mem = n <= 256 ? stack : ck_malloc(5 * n);
+  uint8_t *val = mem, *ok = mem + n, *m = mem + 2 * n, *bval = mem + 3 * n, *bok = mem + 4 * n;
+  vec_t v = {0};
+  int rc = eval_node(ev, e->args[0], mask, &v);
+  if (rc) goto fail;
+  load_bool(&v, n, ok, val);
+  vec_fini(&v);
+  for (int j = 1; j < e->nargs; j++) {
+    uint8_t any = 0, decided = is_and ? 0 : 1;
+    for (size_t i = 0; i < n; i++) {
+      m[i] = (uint8_t)(LIVE(mask, i) & !(ok[i] & (val[i] == decided)));
+      any |= m[i];
+    }
+    if (!any) break;
+    if ((rc = eval_node(ev, e->args[j], m, &v))) goto fail;
+    load_bool(&v, n, bok, bval);
+    vec_fini(&v);
+    if (is_and) {
+      for (size_t i = 0; i < n; i++) {
+        uint8_t av = ok[i], a = val[i], bv = bok[i], b = bval[i];
+        ok[i] = (av & bv) | (av & !a) | (bv & !b);
+        val[i] = a & b;
+      }
+    } else {
+      for (size_t i = 0; i < n; i++) {
+        uint8_t av = ok[i], a = val[i], bv = bok[i], b = bval[i];
+        ok[i] = (av & bv) | (av & a) | (bv & b);
+        val[i] = (a | b) & ok[i];
+      }
+    }
+  }
+  out_bool(out, n, val, ok);
+fail:
+  vec_fini(&v);
+  if (mem != stack) ck_free(mem);
+  return rc;
+}
+
+static int eval_is(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+  vec_t v = {0};
+  int rc = eval_node(ev, e->args[0], mask, &v);
+  if (rc) return rc;
+  size_t n = ev->n;
+  ck_col_t *o = out_init(out, CK_TYPE(CK_T_BOOL), n);
+  uint8_t *r = o->values;
+  for (size_t i = 0; i < n; i++) {
+    bool valid = VOK(&v, i);
+    switch (e->fn) {
+      case CK_FN_IS_NULL: r[i] = !valid; break;
+      case CK_FN_IS_NOT_NULL: r[i] = valid; break;
+      case CK_FN_IS_TRUE: r[i] = valid && vbool(&v, i); break;
+      default: r[i] = valid && !vbool(&v, i); break;
+    }
+  }
+  vec_fini(&v);
+  return 0;
+}
+
+/* Builds the result of CASE / COALESCE: row i comes from vals[pick[i]], or NULL when -1. */
+static void gather(vec_t *out, ck_type_t t, size_t n, const vec_t *vals, const int *pick) {
+  ck_col_t *o = out_append(out, t, n);
+  for (size_t i = 0; i < n; i++) {
+    if (pick[i] < 0) ck_col_append_null(o);
+    else ck_col_append_from(o, vals[pick[i]].col, IX(&vals[pick[i]], i));
+  }
+  bitmap_tail(o);
+}
+
+static int eval_case(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+  size_t n = ev->n;
+  int pairs = (e->nargs - (e->has_else ? 1 : 0)) / 2;
+  uint8_t *rem = ck_malloc(n), *hit = ck_malloc(n);
+  int *pick = ck_malloc(n * sizeof *pick);
+  vec_t *vals = ck_calloc((size_t)pairs + 1, sizeof *vals);
+  vec_t w = {0};
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    rem[i] = LIVE(mask, i);
+    pick[i] = -1;
+  }
+  for (int j = 0; j < pairs && any_live(rem, n); j++) {
+    if ((rc = eval_node(ev, e->args[2 * j], rem, &w))) goto done;
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+      hit[i] = rem[i] && VOK(&w, i) && vbool(&w, i);
+      any |= hit[i];
+    }
+    vec_fini(&w);
+    if (!any) continue;
+    if ((rc = eval_node(ev, e->args[2 * j + 1], hit, &vals[j]))) goto done;
+    for (size_t i = 0; i < n; i++)
+      if (hit[i]) pick[i] = j, rem[i] = 0;
+  }
+  if (e->has_else && any_live(rem, n)) {
+    if ((rc = eval_node(ev, e->args[e->nargs - 1], rem, &vals[pairs]))) goto done;
+    for (size_t i = 0; i < n; i++)
+      if (rem[i]) pick[i] = pairs;
+  }
+  gather(out, e->type, n, vals, pick);
+done:
+  vec_fini(&w);
+  for (int j = 0; j <= pairs; j++) vec_fini(&vals[j]);
+  ck_free(vals);
+  ck_free(pick);
+  ck_free(hit);
+  ck_free(rem);
+  return rc;
+}
+
+static int eval_coalesce(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+  size_t n = ev->n;
+  uint8_t *rem = ck_malloc(n);
+  int *pick = ck_malloc(n * sizeof *pick);
+  vec_t *vals = ck_calloc((size_t)e->nargs, sizeof *vals);
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    rem[i] = LIVE(mask, i);
+    pick[i] = -1;
+  }
+  for (int j = 0; j < e->nargs && any_live(rem, n); j++) {
+    if ((rc = eval_node(ev, e->args[j], rem, &vals[j]))) goto done;
+    for (size_t i = 0; i < n; i++)
+      if (rem[i] && VOK(&vals[j], i)) pick[i] = j, rem[i] = 0;
+  }
+  gather(out, e->type, n, vals, pick);
+done:
+  for (int j = 0; j < e->nargs; j++) vec_fini(&vals[j]);
+  ck_free(vals);
+  ck_free(pick);
+  ck_free(rem);
+  return rc;
+}
+
+static int eval_nullif(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+  kids_t k;
+  int rc = kids_eval(ev, e, mask, &k);
+  if (rc) return rc;
+  size_t n = ev->n;
+  const vec_t *a = &k.v[0], *b = &k.v[1];
+  ck_col_t *o = out_append(out, e->type, n);
+  for (size_t i = 0; i < n; i++) {
+    if (!VOK(a, i) || (VOK(b, i) && veq(a, i, b, i))) ck_col_append_null(o);
+    else ck_col_append_from(o, a->col, IX(a, i));
+  }
+  bitmap_tail(o);
+  kids_fini(&k);
+  return 0;
+}
+
+/* x IN (a, b, …): TRUE when some item equals x; otherwise NULL when x or some item is NULL;
+ * otherwise FALSE. An item only runs on the rows not yet found. */
+static int eval_in(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+  size_t n = ev->n;
+  vec_t x = {0}, item = {0};
+  uint8_t *rem = ck_malloc(n), *found = ck_calloc(n, 1), *sawnull = ck_calloc(n, 1);
+  int rc = eval_node(ev, e->args[0], mask, &x);
+  if (rc) goto done;
+  for (size_t i = 0; i < n; i++) rem[i] = LIVE(mask, i) && VOK(&x, i);
+  for (int j = 1; j < e->nargs && any_live(rem, n); j++) {
+    if ((rc = eval_node(ev, e->args[j], rem, &item))) goto done;
+    for (size_t i = 0; i < n; i++) {
+      if (!rem[i]) continue;
+      if (!VOK(&item, i)) sawnull[i] = 1;
+      else if (veq(&x, i, &item, i)) found[i] = 1, rem[i] = 0;
+    }
+    vec_fini(&item);
+  }
+  for (size_t i = 0; i < n; i++) {
+    bool valid = VOK(&x, i) && (found[i] || !sawnull[i]);
+    sawnull[i] = valid;                     /* reused as the validity of the result */
+    found[i] = valid && (found[i] != e->negated);
+  }
+  out_bool(out, n, found, sawnull);
+done:
+  vec_fini(&x);
+  vec_fini(&item);
+  ck_free(rem);
+  ck_free(found);
+  ck_free(sawnull);
+  return rc;
+}
+
+static int eval_inner(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+  switch (e->kind) {
+    case CK_EX_CASE: return eval_case(ev, e, mask, out);
+    case CK_EX_IN: return eval_in(ev, e, mask, out);
+    case CK_EX_CAST: return eval_strict(ev, e, mask, out);
+    case CK_EX_CALL:
+      switch (e->fn) {
+        case CK_FN_AND:
+        case CK_FN_OR: return eval_logic(ev, e, mask, out);
+        case CK_FN_IS_NULL:
+        case CK_FN_IS_NOT_NULL:
+        case CK_FN_IS_TRUE:
+        case CK_FN_IS_FALSE: return eval_is(ev, e, mask, out);
+        case CK_FN_COALESCE: return eval_coalesce(ev, e, mask, out);
+        case CK_FN_NULLIF: return eval_nullif(ev, e, mask, out);
+        default: return eval_strict(ev, e, mask, out);
+      }
+    default: break;
+  }
+  ck_assert(!"unexpected expression kind");
+  return CK_EINTERNAL;
+}
+
+static int eval_node(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+  memset(out, 0, sizeof *out);
+  if (e->type.id == CK_T_NULL || (mask && !any_live(mask, ev->n))) {
+    out_null(out, e->type);
+    return 0;
+  }
+  switch (e->kind) {
+    case CK_EX_COLUMN: {
+      ck_assert(e->column >= 0 && e->column < ev->in->ncols);
+      const ck_col_t *col = &ev->in->cols[e->column];
+      ck_assert(col->type.id == e->type.id && col->len >= ev->n);
+      out->col = col;
+      return 0;
+    }
+    case CK_EX_LITERAL:
+      ck_col_init(&out->own, e->type, 1);
+      ck_col_append_value(&out->own, &e->literal);
+      out->col = &out->own;
+      out->is_const = true;
+      return 0;
+    default: break;
+  }
+  if (ev->n > 1 && ck_expr_is_constant(e)) { /* once per batch, not once per row */
+    ev_t one = *ev;
+    one.n = 1;
+    int rc = eval_inner(&one, e, NULL, out);
+    out->is_const = true;
+    return rc;
+  }
+  return eval_inner(ev, e, mask, out);
+}
+
+/* ---- entry points ----------------------------------------------------------------------- */
+
+static void broadcast(const vec_t *v, ck_type_t t, size_t n, ck_col_t *out) {
+  ck_col_init(out, t, n);
+  if (t.id == CK_T_STRING) {
+    bool valid = VOK(v, 0);
+    size_t len = 0;
+    const char *s = valid ? vstr(v, 0, &len) : "";
+    str_room(out, len * n);
+    for (size_t i = 0; i < n; i++) {
+      if (valid) ck_col_append_str(out, s, len);
+      else ck_col_append_null(out);
+    }
+    return;
+  }
+  size_t w = ck_type_width(t);
+  for (size_t i = 0; i < n; i++) memcpy((char *)out->values + i * w, v->col->values, w);
+  out->len = n;
+  if (!VOK(v, 0)) {
+    memset(bitmap(out), 0, vbytes(n));
+    bitmap_tail(out);
+  }
+}
+
+static void copy_col(const ck_col_t *src, size_t n, ck_col_t *out) {
+  ck_col_init(out, src->type, n);
+  if (src->type.id == CK_T_STRING) {
+    const int32_t *off = src->values;
+    memcpy(out->values, off, (n + 1) * sizeof *off);
+    size_t bytes = (size_t)off[n];
+    str_room(out, bytes);
+    if (bytes) memcpy(out->data, src->data, bytes);
+    out->data_len = bytes;
+  } else {
+    memcpy(out->values, src->values, n * ck_type_width(src->type));
+  }
+  out->len = n;
+  if (src->validity) {
+    memcpy(bitmap(out), src->validity, vbytes(n));
+    bitmap_tail(out);
+  }
+}
+
+int ck_expr_eval(const ck_expr_t *expr, const ck_batch_t *in, ck_col_t *out, ck_error_t *err) {
+  size_t n = in->nrows;
+  if (n == 0) {
+    ck_col_init(out, expr->type, 0);
+    return 0;
+  }
+  ev_t ev = {in, n, err};
+  vec_t v;
+  int rc = eval_node(&ev, expr, NULL, &v);
+  if (rc) {
+    vec_fini(&v);
+    memset(out, 0, sizeof *out);
+    out->type = expr->type;
+    return rc;
+  }
+  if (v.is_const) {
+    broadcast(&v, expr->type, n, out);
+  } else if (v.col != &v.own) {
+    copy_col(v.col, n, out);
+  } else {
+    *out = v.own; /* hand the computed column over */
+    v.col = NULL;
+    return 0;
+  }
+  vec_fini(&v);
+  return 0;
+}
+
+int ck_expr_eval_filter(const ck_expr_t *expr, const ck_batch_t *in, uint8_t *sel,
+                        ck_error_t *err) {
+  size_t n = in->nrows;
+  if (n == 0) return 0;
+  ck_assert(expr->type.id == CK_T_BOOL || expr->type.id == CK_T_NULL);
+  ev_t ev = {in, n, err};
+  vec_t v;
+  int rc = eval_node(&ev, expr, NULL, &v);
+  if (rc) {
+    vec_fini(&v);
+    memset(sel, 0, n);
+    return rc;
+  }
+  if (v.is_const) {
+    memset(sel, VOK(&v, 0) && vbool(&v, 0), n);
+  } else {
+    const uint8_t *b = v.col->values;
+    if (!v.col->validity)
+      for (size_t i = 0; i < n; i++) sel[i] = b[i] != 0;
+    else
+      for (size_t i = 0; i < n; i++) sel[i] = (b[i] != 0) & ck_col_valid(v.col, i);
+  }
+  vec_fini(&v);
+  return 0;
+}

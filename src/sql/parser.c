@@ -1,0 +1,1043 @@
+/*
+ * DESIGN: see parser.h. The tokenizer produces one token at a time on demand (with one token of
+ * look-ahead kept in the parser); every grammar function is a few lines that call a builder.
+ */
+#include "sql/parser.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+
+typedef enum tok_kind {
+  T_EOF, T_IDENT, T_QIDENT, T_INT, T_NUMBER, T_STRING,
+  T_LPAREN, T_RPAREN, T_COMMA, T_SEMI, T_DOT, T_STAR, T_PLUS, T_MINUS, T_SLASH, T_PERCENT,
+  T_EQ, T_NE, T_LT, T_LE, T_GT, T_GE, T_CONCAT, T_BAD,
+} tok_kind_t;
+
+typedef struct tok {
+  tok_kind_t kind;
+  const char *start;
+  int len;
+  ck_pos_t pos;
+} tok_t;
+
+typedef struct parser {
+  const char *src, *p;
+  int line;
+  const char *line_start;
+  tok_t tok;      /* current token */
+  tok_t prev;
+  ck_arena_t *arena;
+  ck_error_t *err;
+} parser_t;
+
+/* ---------------------------------------------------------------- tokenizer */
+
+static int skip_space(parser_t *ps) {
+  for (;;) {
+    char c = *ps->p;
+    if (c == '\n') {
+      ps->p++;
+      ps->line++;
+      ps->line_start = ps->p;
+    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+      ps->p++;
+    } else if (c == '-' && ps->p[1] == '-') {
+      while (*ps->p && *ps->p != '\n') ps->p++;
+    } else if (c == '/' && ps->p[1] == '*') {
+      int line = ps->line, col = (int)(ps->p - ps->line_start) + 1;
+      ps->p += 2;
+      while (*ps->p && !(ps->p[0] == '*' && ps->p[1] == '/')) {
+        if (*ps->p == '\n') ps->line++, ps->line_start = ps->p + 1;
+        ps->p++;
+      }
+      if (!*ps->p)
+        return ck_error_set_at(ps->err, CK_ESYNTAX, line, col,
+                               "unterminated comment: '/*' has no closing '*/'");
+      ps->p += 2;
+    } else {
+      return 0;
+    }
+  }
+}
+
+static void next(parser_t *ps) {
+  ps->prev = ps->tok;
+  tok_t *t = &ps->tok;
+  if (skip_space(ps)) {
+    t->kind = T_EOF;
+    return;
+  }
+  t->start = ps->p;
+  t->pos.line = ps->line;
+  t->pos.column = (int)(ps->p - ps->line_start) + 1;
+  t->pos.offset = (int)(ps->p - ps->src);
+  char c = *ps->p;
+  if (!c) {
+    t->kind = T_EOF;
+  } else if (isalpha((unsigned char)c) || c == '_') {
+    while (isalnum((unsigned char)*ps->p) || *ps->p == '_' || *ps->p == '$') ps->p++;
+    t->kind = T_IDENT;
+  } else if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)ps->p[1]))) {
+    t->kind = T_INT;
+    while (isdigit((unsigned char)*ps->p)) ps->p++;
+    if (*ps->p == '.' && isdigit((unsigned char)ps->p[1])) {
+      t->kind = T_NUMBER;
+      ps->p++;
+      while (isdigit((unsigned char)*ps->p)) ps->p++;
+    } else if (*ps->p == '.' && !isalpha((unsigned char)ps->p[1])) {
+      t->kind = T_NUMBER;
+      ps->p++;
+    }
+    if ((*ps->p == 'e' || *ps->p == 'E') &&
+        (isdigit((unsigned char)ps->p[1]) ||
+         ((ps->p[1] == '+' || ps->p[1] == '-') && isdigit((unsigned char)ps->p[2])))) {
+      t->kind = T_NUMBER;
+      ps->p += 2;
+      while (isdigit((unsigned char)*ps->p)) ps->p++;
+    }
+  } else if (c == '\'' || c == '"' || c == '`') {
+    char q = c;
+    ps->p++;
+    for (;;) {
+      if (!*ps->p) {
+        t->kind = T_BAD;
+        t->len = 1;
+        ck_error_set_at(ps->err, CK_ESYNTAX, t->pos.line, t->pos.column,
+                        "unterminated %s: %c has no closing %c",
+                        q == '\'' ? "string literal" : "quoted identifier", q, q);
+        return;
+      }
+      if (*ps->p == '\n') ps->line++, ps->line_start = ps->p + 1;
+      if (*ps->p == q) {
+        if (ps->p[1] == q) {
+          ps->p += 2;
+          continue;
+        }
+        ps->p++;
+        break;
+      }
+      ps->p++;
+    }
+    t->kind = q == '\'' ? T_STRING : T_QIDENT;
+  } else {
+    ps->p++;
+    switch (c) {
+      case '(': t->kind = T_LPAREN; break;
+      case ')': t->kind = T_RPAREN; break;
+      case ',': t->kind = T_COMMA; break;
+      case ';': t->kind = T_SEMI; break;
+      case '.': t->kind = T_DOT; break;
+      case '*': t->kind = T_STAR; break;
+      case '+': t->kind = T_PLUS; break;
+      case '-': t->kind = T_MINUS; break;
+      case '/': t->kind = T_SLASH; break;
+      case '%': t->kind = T_PERCENT; break;
+      case '=': t->kind = T_EQ; if (*ps->p == '=') ps->p++; break;
+      case '<':
+        t->kind = T_LT;
+        if (*ps->p == '=') ps->p++, t->kind = T_LE;
+        else if (*ps->p == '>') ps->p++, t->kind = T_NE;
+        break;
+      case '>':
+        t->kind = T_GT;
+        if (*ps->p == '=') ps->p++, t->kind = T_GE;
+        break;
+      case '!':
+        if (*ps->p == '=') {
+          ps->p++;
+          t->kind = T_NE;
+        } else {
+          t->kind = T_BAD;
+        }
+        break;
+      case '|':
+        if (*ps->p == '|') {
+          ps->p++;
+          t->kind = T_CONCAT;
+        } else {
+          t->kind = T_BAD;
+        }
+        break;
+      default:
+        /* a whole UTF-8 sequence makes one bad token */
+        while ((*ps->p & 0xC0) == 0x80) ps->p++;
+        t->kind = T_BAD;
+    }
+  }
+  t->len = (int)(ps->p - t->start);
+  t->pos.len = t->len;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static bool is_kw(const tok_t *t, const char *kw) {
+  return t->kind == T_IDENT && (int)strlen(kw) == t->len && strncasecmp(t->start, kw, (size_t)t->len) == 0;
+}
+
+static bool accept_kw(parser_t *ps, const char *kw) {
+  if (!is_kw(&ps->tok, kw)) return false;
+  next(ps);
+  return true;
+}
+
+static bool accept(parser_t *ps, tok_kind_t k) {
+  if (ps->tok.kind != k) return false;
+  next(ps);
+  return true;
+}
+
+static const char *tok_text(parser_t *ps, const tok_t *t) {
+  if (t->kind == T_EOF) return "end of input";
+  return ck_arena_strndup(ps->arena, t->start, (size_t)t->len);
+}
+
+static int fail_at(parser_t *ps, const tok_t *t, const char *fmt, const char *arg) {
+  char msg[300];
+  snprintf(msg, sizeof msg, fmt, arg);
+  if (t->kind == T_EOF)
+    ck_error_set_at(ps->err, CK_ESYNTAX, t->pos.line, t->pos.column, "%s, found end of input",
+                    msg);
+  else
+    ck_error_set_at(ps->err, CK_ESYNTAX, t->pos.line, t->pos.column, "%s, found '%s'", msg,
+                    tok_text(ps, t));
+  return CK_ESYNTAX;
+}
+
+static const char *const keywords[] = {
+    "SELECT", "FROM",  "WHERE",   "GROUP",  "BY",     "HAVING", "AND",      "OR",
+    "NOT",    "NULL",  "TRUE",    "FALSE",  "IS",     "IN",     "BETWEEN",  "LIKE",
+    "CASE",   "WHEN",  "THEN",    "ELSE",   "END",    "CAST",   "AS",       "INSERT",
+    "INTO",   "CREATE", "TABLE",  "WITH",   "ORDER",  "LIMIT",  "JOIN",     "ON",
+    "DISTINCT", "INTERVAL", "UNION", "VALUES", "LEFT", "RIGHT", "INNER", "OUTER", "FULL",
+    "CROSS", "EXCEPT", "INTERSECT", "OVER",
+};
+
+static bool is_reserved(const tok_t *t) {
+  for (size_t i = 0; i < CK_ARRAY_LEN(keywords); i++)
+    if (is_kw(t, keywords[i])) return true;
+  return false;
+}
+
+static int expect_kw(parser_t *ps, const char *kw) {
+  if (accept_kw(ps, kw)) return 0;
+  char what[64];
+  snprintf(what, sizeof what, "expected %s", kw);
+  fail_at(ps, &ps->tok, "%s", what);
+  /* "did you mean": a misspelt keyword is the usual cause */
+  if (ps->tok.kind == T_IDENT) {
+    char word[64];
+    snprintf(word, sizeof word, "%.*s", ps->tok.len < 63 ? ps->tok.len : 63, ps->tok.start);
+    const char *cands[] = {kw};
+    if (ck_closest(word, cands, 1)) ck_error_hint(ps->err, "did you mean %s?", kw);
+  }
+  return CK_ESYNTAX;
+}
+
+static int expect(parser_t *ps, tok_kind_t k, const char *what) {
+  if (accept(ps, k)) return 0;
+  return fail_at(ps, &ps->tok, "expected %s", what);
+}
+
+/* Identifier text: unquoted as written, quoted with its doubled quotes undone. */
+static const char *ident_text(parser_t *ps, const tok_t *t) {
+  if (t->kind != T_QIDENT) return ck_arena_strndup(ps->arena, t->start, (size_t)t->len);
+  char q = t->start[0];
+  char *out = ck_arena_alloc(ps->arena, (size_t)t->len);
+  int n = 0;
+  for (int i = 1; i < t->len - 1; i++) {
+    out[n++] = t->start[i];
+    if (t->start[i] == q) i++;
+  }
+  out[n] = 0;
+  return out;
+}
+
+static const char *string_text(parser_t *ps, const tok_t *t) {
+  char *out = ck_arena_alloc(ps->arena, (size_t)t->len);
+  int n = 0;
+  for (int i = 1; i < t->len - 1; i++) {
+    out[n++] = t->start[i];
+    if (t->start[i] == '\'') i++;
+  }
+  out[n] = 0;
+  return out;
+}
+
+static int expect_ident(parser_t *ps, const char *what, const char **out, ck_pos_t *pos) {
+  if (ps->tok.kind == T_QIDENT || (ps->tok.kind == T_IDENT && !is_reserved(&ps->tok))) {
+    if (pos) *pos = ps->tok.pos;
+    *out = ident_text(ps, &ps->tok);
+    next(ps);
+    return 0;
+  }
+  return fail_at(ps, &ps->tok, "expected %s", what);
+}
+
+static ck_ast_t *node(parser_t *ps, ck_ast_kind_t kind, ck_pos_t pos) {
+  ck_ast_t *n = ck_arena_zalloc(ps->arena, sizeof *n);
+  n->kind = kind;
+  n->pos = pos;
+  return n;
+}
+
+static ck_ast_t *node2(parser_t *ps, ck_ast_kind_t kind, ck_pos_t pos, const char *op,
+                       ck_ast_t *a, ck_ast_t *b) {
+  ck_ast_t *n = node(ps, kind, pos);
+  n->text = op;
+  n->nargs = b ? 2 : 1;
+  n->args = ck_arena_alloc(ps->arena, sizeof(ck_ast_t *) * 2);
+  n->args[0] = a;
+  n->args[1] = b;
+  return n;
+}
+
+/* A growable array of pointers in the arena. */
+typedef struct vec {
+  void **items;
+  int n, cap;
+} vec_t;
+
+static void vec_push(parser_t *ps, vec_t *v, void *item) {
+  if (v->n == v->cap) {
+    int cap = v->cap ? v->cap * 2 : 8;
+    void **items = ck_arena_alloc(ps->arena, sizeof(void *) * (size_t)cap);
+    if (v->n) memcpy(items, v->items, sizeof(void *) * (size_t)v->n);
+    v->items = items;
+    v->cap = cap;
+  }
+  v->items[v->n++] = item;
+}
+
+/* ---------------------------------------------------------------- types */
+
+static int parse_int_arg(parser_t *ps, int *out) {
+  if (ps->tok.kind != T_INT) return fail_at(ps, &ps->tok, "expected %s", "an integer");
+  *out = atoi(ps->tok.start);
+  next(ps);
+  return 0;
+}
+
+static int parse_type(parser_t *ps, ck_type_t *out) {
+  tok_t t = ps->tok;
+  if (t.kind != T_IDENT) return fail_at(ps, &t, "expected %s", "a type");
+  next(ps);
+  if (is_kw(&t, "BOOLEAN") || is_kw(&t, "BOOL")) *out = CK_TYPE(CK_T_BOOL);
+  else if (is_kw(&t, "INT") || is_kw(&t, "INTEGER") || is_kw(&t, "SMALLINT") || is_kw(&t, "TINYINT"))
+    *out = CK_TYPE(CK_T_INT32);
+  else if (is_kw(&t, "BIGINT")) *out = CK_TYPE(CK_T_INT64);
+  else if (is_kw(&t, "FLOAT") || is_kw(&t, "REAL")) *out = CK_TYPE(CK_T_FLOAT32);
+  else if (is_kw(&t, "DOUBLE")) {
+    accept_kw(ps, "PRECISION");
+    *out = CK_TYPE(CK_T_FLOAT64);
+  } else if (is_kw(&t, "DECIMAL") || is_kw(&t, "NUMERIC") || is_kw(&t, "DEC")) {
+    int p = 10, s = 0;
+    if (accept(ps, T_LPAREN)) {
+      if (parse_int_arg(ps, &p)) return CK_ESYNTAX;
+      if (accept(ps, T_COMMA) && parse_int_arg(ps, &s)) return CK_ESYNTAX;
+      if (expect(ps, T_RPAREN, "')'")) return CK_ESYNTAX;
+    }
+    if (p < 1 || p > CK_DECIMAL_MAX_PRECISION || s < 0 || s > p)
+      return ck_error_set_at(ps->err, CK_ETYPE, t.pos.line, t.pos.column,
+                             "invalid DECIMAL(%d, %d): precision must be 1..38 and scale 0..precision",
+                             p, s);
+    *out = (ck_type_t){CK_T_DECIMAL, (uint8_t)p, (uint8_t)s};
+  } else if (is_kw(&t, "VARCHAR") || is_kw(&t, "STRING") || is_kw(&t, "TEXT") ||
+             is_kw(&t, "CHAR")) {
+    int n;
+    if (accept(ps, T_LPAREN) && (parse_int_arg(ps, &n) || expect(ps, T_RPAREN, "')'")))
+      return CK_ESYNTAX;
+    *out = CK_TYPE(CK_T_STRING);
+  } else if (is_kw(&t, "TIMESTAMP")) {
+    int p = 3;
+    if (accept(ps, T_LPAREN) && (parse_int_arg(ps, &p) || expect(ps, T_RPAREN, "')'")))
+      return CK_ESYNTAX;
+    if (p != 3)
+      return ck_error_set_at(ps->err, CK_EUNSUPPORTED, t.pos.line, t.pos.column,
+                             "TIMESTAMP(%d) is not supported: timestamps are epoch milliseconds, TIMESTAMP(3)",
+                             p);
+    *out = CK_TYPE(CK_T_TIMESTAMP);
+  } else {
+    fail_at(ps, &t, "expected %s", "a type");
+    static const char *const types[] = {"BOOLEAN", "INT", "INTEGER", "BIGINT", "FLOAT", "REAL",
+                                        "DOUBLE", "DECIMAL", "VARCHAR", "STRING", "TEXT",
+                                        "TIMESTAMP"};
+    char word[64];
+    snprintf(word, sizeof word, "%.*s", t.len < 63 ? t.len : 63, t.start);
+    const char *close = ck_closest(word, types, CK_ARRAY_LEN(types));
+    if (close) ck_error_hint(ps->err, "did you mean %s?", close);
+    else ck_error_hint(ps->err, "types are BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR and TIMESTAMP(3)");
+    return CK_ESYNTAX;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- expressions */
+
+static ck_ast_t *parse_expr(parser_t *ps);
+
+static ck_ast_t *parse_interval(parser_t *ps, ck_pos_t pos) {
+  /* INTERVAL '10' SECOND | INTERVAL 10 SECOND */
+  double v;
+  tok_t t = ps->tok;
+  if (t.kind == T_STRING) v = atof(string_text(ps, &t));
+  else if (t.kind == T_INT || t.kind == T_NUMBER) v = atof(t.start);
+  else return fail_at(ps, &t, "expected %s", "an interval length like '10'"), NULL;
+  next(ps);
+  tok_t u = ps->tok;
+  static const struct { const char *name; int64_t ms; } units[] = {
+      {"MILLISECOND", 1}, {"MILLISECONDS", 1}, {"SECOND", 1000}, {"SECONDS", 1000},
+      {"MINUTE", 60000}, {"MINUTES", 60000}, {"HOUR", 3600000}, {"HOURS", 3600000},
+      {"DAY", 86400000}, {"DAYS", 86400000},
+  };
+  for (size_t i = 0; i < CK_ARRAY_LEN(units); i++) {
+    if (is_kw(&u, units[i].name)) {
+      next(ps);
+      ck_ast_t *n = node(ps, CK_AST_INTERVAL, pos);
+      n->ms = (int64_t)(v * (double)units[i].ms + 0.5);
+      if (n->ms <= 0) {
+        ck_error_set_at(ps->err, CK_ESYNTAX, t.pos.line, t.pos.column,
+                        "an interval must be positive");
+        return NULL;
+      }
+      return n;
+    }
+  }
+  fail_at(ps, &u, "expected %s", "an interval unit (MILLISECOND, SECOND, MINUTE, HOUR or DAY)");
+  return NULL;
+}
+
+static ck_ast_t *parse_case(parser_t *ps, ck_pos_t pos) {
+  ck_ast_t *n = node(ps, CK_AST_CASE, pos);
+  if (!is_kw(&ps->tok, "WHEN")) {
+    n->operand = parse_expr(ps);
+    if (!n->operand) return NULL;
+  }
+  vec_t args = {0};
+  while (accept_kw(ps, "WHEN")) {
+    ck_ast_t *w = parse_expr(ps);
+    if (!w || expect_kw(ps, "THEN")) return NULL;
+    ck_ast_t *t = parse_expr(ps);
+    if (!t) return NULL;
+    vec_push(ps, &args, w);
+    vec_push(ps, &args, t);
+  }
+  if (!args.n) return fail_at(ps, &ps->tok, "expected %s", "WHEN"), NULL;
+  if (accept_kw(ps, "ELSE") && !(n->else_ = parse_expr(ps))) return NULL;
+  if (expect_kw(ps, "END")) return NULL;
+  n->nargs = args.n;
+  n->args = (ck_ast_t **)args.items;
+  return n;
+}
+
+static ck_ast_t *parse_call(parser_t *ps, const char *name, ck_pos_t pos) {
+  ck_ast_t *n = node(ps, CK_AST_CALL, pos);
+  n->text = name;
+  vec_t args = {0};
+  if (ps->tok.kind == T_STAR) {
+    vec_push(ps, &args, node(ps, CK_AST_STAR, ps->tok.pos));
+    next(ps);
+  } else if (ps->tok.kind != T_RPAREN) {
+    if (accept_kw(ps, "DISTINCT")) n->distinct = true;
+    else accept_kw(ps, "ALL");
+    for (;;) {
+      ck_ast_t *a = parse_expr(ps);
+      if (!a) return NULL;
+      vec_push(ps, &args, a);
+      /* SUBSTRING(x FROM a FOR b) */
+      if (ck_streq_i(name, "SUBSTRING") && args.n == 1 && accept_kw(ps, "FROM")) {
+        ck_ast_t *f = parse_expr(ps);
+        if (!f) return NULL;
+        vec_push(ps, &args, f);
+        if (accept_kw(ps, "FOR")) {
+          ck_ast_t *l = parse_expr(ps);
+          if (!l) return NULL;
+          vec_push(ps, &args, l);
+        }
+        break;
+      }
+      if (!accept(ps, T_COMMA)) break;
+    }
+  }
+  if (expect(ps, T_RPAREN, "')' or ','")) return NULL;
+  if (is_kw(&ps->tok, "OVER")) {
+    ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
+                    "OVER windows are not supported");
+    ck_error_hint(ps->err, "group by TUMBLE, HOP, SESSION or CUMULATE instead");
+    return NULL;
+  }
+  n->nargs = args.n;
+  n->args = (ck_ast_t **)args.items;
+  return n;
+}
+
+static ck_ast_t *parse_primary(parser_t *ps) {
+  tok_t t = ps->tok;
+  ck_ast_t *n;
+  switch (t.kind) {
+    case T_INT:
+    case T_NUMBER:
+      next(ps);
+      n = node(ps, t.kind == T_INT ? CK_AST_INT : CK_AST_NUMBER, t.pos);
+      n->text = ck_arena_strndup(ps->arena, t.start, (size_t)t.len);
+      return n;
+    case T_STRING:
+      next(ps);
+      n = node(ps, CK_AST_STRING, t.pos);
+      n->text = string_text(ps, &t);
+      return n;
+    case T_LPAREN:
+      next(ps);
+      if (is_kw(&ps->tok, "SELECT")) {
+        ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
+                        "subqueries are not supported");
+        return NULL;
+      }
+      n = parse_expr(ps);
+      if (!n || expect(ps, T_RPAREN, "')'")) return NULL;
+      return n;
+    case T_QIDENT:
+    case T_IDENT:
+      break;
+    default:
+      fail_at(ps, &t, "expected %s", "an expression");
+      return NULL;
+  }
+  if (t.kind == T_IDENT) {
+    if (is_kw(&t, "NULL")) return next(ps), node(ps, CK_AST_NULL, t.pos);
+    if (is_kw(&t, "TRUE") || is_kw(&t, "FALSE")) {
+      next(ps);
+      n = node(ps, CK_AST_BOOL, t.pos);
+      n->bval = is_kw(&t, "TRUE");
+      return n;
+    }
+    if (is_kw(&t, "CASE")) return next(ps), parse_case(ps, t.pos);
+    if (is_kw(&t, "INTERVAL")) return next(ps), parse_interval(ps, t.pos);
+    if (is_kw(&t, "CAST")) {
+      next(ps);
+      n = node(ps, CK_AST_CAST, t.pos);
+      n->nargs = 1;
+      n->args = ck_arena_alloc(ps->arena, sizeof(ck_ast_t *));
+      if (expect(ps, T_LPAREN, "'('") || !(n->args[0] = parse_expr(ps)) ||
+          expect_kw(ps, "AS") || parse_type(ps, &n->cast_type) || expect(ps, T_RPAREN, "')'"))
+        return NULL;
+      return n;
+    }
+    if (is_kw(&t, "SELECT")) {
+      ck_error_set_at(ps->err, CK_EUNSUPPORTED, t.pos.line, t.pos.column,
+                      "subqueries are not supported");
+      return NULL;
+    }
+    if (is_reserved(&t)) {
+      fail_at(ps, &t, "expected %s", "an expression");
+      return NULL;
+    }
+  }
+  next(ps);
+  const char *name = ident_text(ps, &t);
+  if (t.kind == T_IDENT && ps->tok.kind == T_LPAREN) {
+    next(ps);
+    return parse_call(ps, name, t.pos);
+  }
+  n = node(ps, CK_AST_IDENT, t.pos);
+  n->text = name;
+  if (accept(ps, T_DOT)) {
+    if (ps->tok.kind == T_STAR) {
+      ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
+                      "qualified '*' is not supported; write SELECT *");
+      return NULL;
+    }
+    n->qualifier = name;
+    if (expect_ident(ps, "a column name", &n->text, NULL)) return NULL;
+  }
+  return n;
+}
+
+static ck_ast_t *parse_unary(parser_t *ps) {
+  tok_t t = ps->tok;
+  if (t.kind == T_MINUS || t.kind == T_PLUS) {
+    next(ps);
+    ck_ast_t *a = parse_unary(ps);
+    if (!a) return NULL;
+    if (t.kind == T_PLUS) return a;
+    /* fold -literal so that -9223372036854775808 is a valid BIGINT */
+    if (a->kind == CK_AST_INT || a->kind == CK_AST_NUMBER) {
+      a->text = ck_arena_printf(ps->arena, "-%s", a->text);
+      a->pos = t.pos;
+      return a;
+    }
+    return node2(ps, CK_AST_UNARY, t.pos, "-", a, NULL);
+  }
+  return parse_primary(ps);
+}
+
+static ck_ast_t *parse_mul(parser_t *ps) {
+  ck_ast_t *a = parse_unary(ps);
+  while (a && (ps->tok.kind == T_STAR || ps->tok.kind == T_SLASH || ps->tok.kind == T_PERCENT)) {
+    tok_t op = ps->tok;
+    next(ps);
+    ck_ast_t *b = parse_unary(ps);
+    if (!b) return NULL;
+    a = node2(ps, CK_AST_BINARY, op.pos,
+              op.kind == T_STAR ? "*" : op.kind == T_SLASH ? "/" : "%", a, b);
+  }
+  return a;
+}
+
+static ck_ast_t *parse_add(parser_t *ps) {
+  ck_ast_t *a = parse_mul(ps);
+  while (a && (ps->tok.kind == T_PLUS || ps->tok.kind == T_MINUS || ps->tok.kind == T_CONCAT)) {
+    tok_t op = ps->tok;
+    next(ps);
+    ck_ast_t *b = parse_mul(ps);
+    if (!b) return NULL;
+    a = node2(ps, CK_AST_BINARY, op.pos,
+              op.kind == T_PLUS ? "+" : op.kind == T_MINUS ? "-" : "||", a, b);
+  }
+  return a;
+}
+
+static ck_ast_t *parse_predicate(parser_t *ps) {
+  ck_ast_t *a = parse_add(ps);
+  if (!a) return NULL;
+  for (;;) {
+    tok_t t = ps->tok;
+    const char *op = NULL;
+    switch (t.kind) {
+      case T_EQ: op = "="; break;
+      case T_NE: op = "<>"; break;
+      case T_LT: op = "<"; break;
+      case T_LE: op = "<="; break;
+      case T_GT: op = ">"; break;
+      case T_GE: op = ">="; break;
+      default: break;
+    }
+    if (op) {
+      next(ps);
+      ck_ast_t *b = parse_add(ps);
+      if (!b) return NULL;
+      a = node2(ps, CK_AST_BINARY, t.pos, op, a, b);
+      continue;
+    }
+    if (accept_kw(ps, "IS")) {
+      ck_ast_t *n = node2(ps, CK_AST_IS, t.pos, NULL, a, NULL);
+      n->negated = accept_kw(ps, "NOT");
+      if (accept_kw(ps, "NULL")) n->text = "NULL";
+      else if (accept_kw(ps, "TRUE")) n->text = "TRUE";
+      else if (accept_kw(ps, "FALSE")) n->text = "FALSE";
+      else return fail_at(ps, &ps->tok, "expected %s", "NULL, TRUE or FALSE after IS"), NULL;
+      a = n;
+      continue;
+    }
+    bool negated = false;
+    if (is_kw(&t, "NOT")) {
+      /* NOT IN / NOT BETWEEN / NOT LIKE; a bare NOT here is an error below */
+      next(ps);
+      negated = true;
+      t = ps->tok;
+    }
+    if (accept_kw(ps, "IN")) {
+      if (expect(ps, T_LPAREN, "'(' after IN")) return NULL;
+      if (is_kw(&ps->tok, "SELECT")) {
+        ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
+                        "subqueries are not supported");
+        return NULL;
+      }
+      vec_t list = {0};
+      vec_push(ps, &list, a);
+      do {
+        ck_ast_t *e = parse_expr(ps);
+        if (!e) return NULL;
+        vec_push(ps, &list, e);
+      } while (accept(ps, T_COMMA));
+      if (expect(ps, T_RPAREN, "')' or ','")) return NULL;
+      ck_ast_t *n = node(ps, CK_AST_IN, t.pos);
+      n->negated = negated;
+      n->nargs = list.n;
+      n->args = (ck_ast_t **)list.items;
+      a = n;
+      continue;
+    }
+    if (accept_kw(ps, "BETWEEN")) {
+      accept_kw(ps, "SYMMETRIC") ? (void)0 : (void)accept_kw(ps, "ASYMMETRIC");
+      ck_ast_t *lo = parse_add(ps);
+      if (!lo || expect_kw(ps, "AND")) return NULL;
+      ck_ast_t *hi = parse_add(ps);
+      if (!hi) return NULL;
+      ck_ast_t *n = node(ps, CK_AST_BETWEEN, t.pos);
+      n->negated = negated;
+      n->nargs = 3;
+      n->args = ck_arena_alloc(ps->arena, sizeof(ck_ast_t *) * 3);
+      n->args[0] = a, n->args[1] = lo, n->args[2] = hi;
+      a = n;
+      continue;
+    }
+    if (accept_kw(ps, "LIKE")) {
+      ck_ast_t *b = parse_add(ps);
+      if (!b) return NULL;
+      a = node2(ps, CK_AST_LIKE, t.pos, "LIKE", a, b);
+      a->negated = negated;
+      if (is_kw(&ps->tok, "ESCAPE")) {
+        ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
+                        "LIKE … ESCAPE is not supported");
+        return NULL;
+      }
+      continue;
+    }
+    if (negated) return fail_at(ps, &ps->tok, "expected %s", "IN, BETWEEN or LIKE after NOT"), NULL;
+    return a;
+  }
+}
+
+static ck_ast_t *parse_not(parser_t *ps) {
+  tok_t t = ps->tok;
+  if (accept_kw(ps, "NOT")) {
+    ck_ast_t *a = parse_not(ps);
+    return a ? node2(ps, CK_AST_UNARY, t.pos, "NOT", a, NULL) : NULL;
+  }
+  return parse_predicate(ps);
+}
+
+static ck_ast_t *parse_and(parser_t *ps) {
+  ck_ast_t *a = parse_not(ps);
+  while (a && is_kw(&ps->tok, "AND")) {
+    tok_t t = ps->tok;
+    next(ps);
+    ck_ast_t *b = parse_not(ps);
+    if (!b) return NULL;
+    a = node2(ps, CK_AST_BINARY, t.pos, "AND", a, b);
+  }
+  return a;
+}
+
+static ck_ast_t *parse_expr(parser_t *ps) {
+  ck_ast_t *a = parse_and(ps);
+  while (a && is_kw(&ps->tok, "OR")) {
+    tok_t t = ps->tok;
+    next(ps);
+    ck_ast_t *b = parse_and(ps);
+    if (!b) return NULL;
+    a = node2(ps, CK_AST_BINARY, t.pos, "OR", a, b);
+  }
+  return a;
+}
+
+/* ---------------------------------------------------------------- statements */
+
+static int refuse(parser_t *ps, const tok_t *t, const char *what, const char *hint) {
+  ck_error_set_at(ps->err, CK_EUNSUPPORTED, t->pos.line, t->pos.column, "%s is not supported",
+                  what);
+  if (hint) ck_error_hint(ps->err, "%s", hint);
+  return CK_EUNSUPPORTED;
+}
+
+static int parse_select(parser_t *ps, ck_ast_select_t **out) {
+  ck_ast_select_t *s = ck_arena_zalloc(ps->arena, sizeof *s);
+  s->pos = ps->tok.pos;
+  if (expect_kw(ps, "SELECT")) return CK_ESYNTAX;
+  if (is_kw(&ps->tok, "DISTINCT"))
+    return refuse(ps, &ps->tok, "SELECT DISTINCT", "use GROUP BY over the columns instead");
+  accept_kw(ps, "ALL");
+  vec_t items = {0};
+  do {
+    ck_ast_select_item_t *it = ck_arena_zalloc(ps->arena, sizeof *it);
+    it->pos = ps->tok.pos;
+    if (ps->tok.kind == T_STAR) {
+      it->expr = node(ps, CK_AST_STAR, ps->tok.pos);
+      next(ps);
+    } else {
+      if (!(it->expr = parse_expr(ps))) return CK_ESYNTAX;
+      if (accept_kw(ps, "AS")) {
+        if (expect_ident(ps, "an alias", &it->alias, NULL)) return CK_ESYNTAX;
+      } else if (ps->tok.kind == T_QIDENT || (ps->tok.kind == T_IDENT && !is_reserved(&ps->tok))) {
+        it->alias_pos = ps->tok.pos; /* an implicit alias: remembered for the FROM hint */
+        it->alias = ident_text(ps, &ps->tok);
+        next(ps);
+      }
+    }
+    vec_push(ps, &items, it);
+  } while (accept(ps, T_COMMA));
+  s->nitems = items.n;
+  s->items = ck_arena_alloc(ps->arena, sizeof *s->items * (size_t)items.n);
+  for (int i = 0; i < items.n; i++) s->items[i] = *(ck_ast_select_item_t *)items.items[i];
+
+  const ck_ast_select_item_t *lastit = items.items[items.n - 1];
+  if (!is_kw(&ps->tok, "FROM") && lastit->alias && lastit->alias_pos.line &&
+      (ps->tok.kind == T_IDENT || ps->tok.kind == T_QIDENT)) {
+    const char *cands[] = {"FROM"};
+    if (ck_closest(lastit->alias, cands, 1)) {
+      ck_error_set_at(ps->err, CK_ESYNTAX, lastit->alias_pos.line, lastit->alias_pos.column,
+                      "expected FROM, found '%s'", lastit->alias);
+      ck_error_hint(ps->err, "did you mean FROM?");
+      return CK_ESYNTAX;
+    }
+  }
+  if (expect_kw(ps, "FROM")) {
+    if (ps->tok.kind == T_EOF || ps->tok.kind == T_SEMI)
+      ck_error_hint(ps->err, "a query reads FROM a table created with CREATE TABLE");
+    return CK_ESYNTAX;
+  }
+  if (ps->tok.kind == T_LPAREN) return refuse(ps, &ps->tok, "a subquery in FROM", NULL);
+  if (is_kw(&ps->tok, "TABLE"))
+    return refuse(ps, &ps->tok, "TABLE(…) table functions",
+                  "write the window in GROUP BY: GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), key");
+  s->from_pos = ps->tok.pos;
+  if (expect_ident(ps, "a table name", &s->from, NULL)) return CK_ESYNTAX;
+  if (accept_kw(ps, "AS")) {
+    if (expect_ident(ps, "an alias", &s->from_alias, NULL)) return CK_ESYNTAX;
+  } else if (ps->tok.kind == T_IDENT && !is_reserved(&ps->tok)) {
+    s->from_alias = ident_text(ps, &ps->tok);
+    next(ps);
+  }
+  if (ps->tok.kind == T_COMMA) return refuse(ps, &ps->tok, "reading several tables (joins)", NULL);
+  static const char *const joins[] = {"JOIN", "LEFT", "RIGHT", "INNER", "FULL", "CROSS"};
+  for (size_t i = 0; i < CK_ARRAY_LEN(joins); i++)
+    if (is_kw(&ps->tok, joins[i])) return refuse(ps, &ps->tok, "JOIN", NULL);
+  if (accept_kw(ps, "WHERE") && !(s->where = parse_expr(ps))) return CK_ESYNTAX;
+  if (is_kw(&ps->tok, "GROUP")) {
+    next(ps);
+    if (expect_kw(ps, "BY")) return CK_ESYNTAX;
+    vec_t g = {0};
+    do {
+      ck_ast_t *e = parse_expr(ps);
+      if (!e) return CK_ESYNTAX;
+      vec_push(ps, &g, e);
+    } while (accept(ps, T_COMMA));
+    s->ngroup = g.n;
+    s->group_by = (ck_ast_t **)g.items;
+  }
+  if (accept_kw(ps, "HAVING") && !(s->having = parse_expr(ps))) return CK_ESYNTAX;
+  if (is_kw(&ps->tok, "ORDER"))
+    return refuse(ps, &ps->tok, "ORDER BY", "a stream has no end to sort at; sort the output");
+  if (is_kw(&ps->tok, "LIMIT")) return refuse(ps, &ps->tok, "LIMIT", NULL);
+  if (is_kw(&ps->tok, "UNION") || is_kw(&ps->tok, "EXCEPT") || is_kw(&ps->tok, "INTERSECT"))
+    return refuse(ps, &ps->tok, "set operations (UNION, EXCEPT, INTERSECT)", NULL);
+  if (is_kw(&ps->tok, "WINDOW")) return refuse(ps, &ps->tok, "named WINDOW clauses", NULL);
+  *out = s;
+  return 0;
+}
+
+static int parse_option_key(parser_t *ps, const char **out) {
+  if (ps->tok.kind == T_STRING) {
+    *out = string_text(ps, &ps->tok);
+    next(ps);
+    return 0;
+  }
+  ck_buf_t key;
+  ck_buf_init(&key);
+  for (;;) {
+    if (ps->tok.kind != T_IDENT && ps->tok.kind != T_QIDENT) {
+      ck_buf_fini(&key);
+      return fail_at(ps, &ps->tok, "expected %s", "an option name");
+    }
+    const char *part = ident_text(ps, &ps->tok);
+    ck_buf_puts(&key, part);
+    next(ps);
+    if (!accept(ps, T_DOT)) break;
+    ck_buf_putc(&key, '.');
+  }
+  *out = ck_arena_strdup(ps->arena, key.data);
+  ck_buf_fini(&key);
+  return 0;
+}
+
+static int parse_create(parser_t *ps, ck_stmt_t *st) {
+  st->kind = CK_STMT_CREATE_TABLE;
+  if (!accept_kw(ps, "TABLE")) {
+    if (is_kw(&ps->tok, "VIEW")) return refuse(ps, &ps->tok, "CREATE VIEW", NULL);
+    if (is_kw(&ps->tok, "FUNCTION")) return refuse(ps, &ps->tok, "CREATE FUNCTION", NULL);
+    return expect_kw(ps, "TABLE");
+  }
+  if (is_kw(&ps->tok, "IF")) {
+    next(ps);
+    if (expect_kw(ps, "NOT") || expect_kw(ps, "EXISTS")) return CK_ESYNTAX;
+    st->if_not_exists = true;
+  }
+  if (expect_ident(ps, "a table name", &st->table, &st->table_pos)) return CK_ESYNTAX;
+  if (is_kw(&ps->tok, "AS")) return refuse(ps, &ps->tok, "CREATE TABLE … AS SELECT", NULL);
+  if (expect(ps, T_LPAREN, "'(' and the table's columns")) return CK_ESYNTAX;
+  vec_t cols = {0};
+  do {
+    if (is_kw(&ps->tok, "PRIMARY") || is_kw(&ps->tok, "WATERMARK") ||
+        is_kw(&ps->tok, "CONSTRAINT"))
+      return refuse(ps, &ps->tok, "table constraints and WATERMARK FOR clauses",
+                    "event time and watermarks are options: WITH (event_time_column = 'ts', watermark_lag_ms = '3000')");
+    ck_ast_column_t *c = ck_arena_zalloc(ps->arena, sizeof *c);
+    if (expect_ident(ps, "a column name", &c->name, &c->pos) || parse_type(ps, &c->type))
+      return CK_ESYNTAX;
+    if (is_kw(&ps->tok, "NOT")) {
+      next(ps);
+      if (expect_kw(ps, "NULL")) return CK_ESYNTAX;
+    } else {
+      accept_kw(ps, "NULL");
+    }
+    for (int i = 0; i < cols.n; i++)
+      if (ck_streq_i(((ck_ast_column_t *)cols.items[i])->name, c->name))
+        return ck_error_set_at(ps->err, CK_EBIND, c->pos.line, c->pos.column,
+                               "column '%s' is declared twice in table '%s'", c->name, st->table);
+    vec_push(ps, &cols, c);
+  } while (accept(ps, T_COMMA));
+  if (expect(ps, T_RPAREN, "')' or ','")) return CK_ESYNTAX;
+  st->ncolumns = cols.n;
+  st->columns = ck_arena_alloc(ps->arena, sizeof *st->columns * (size_t)cols.n);
+  for (int i = 0; i < cols.n; i++) st->columns[i] = *(ck_ast_column_t *)cols.items[i];
+  if (accept_kw(ps, "WITH")) {
+    if (expect(ps, T_LPAREN, "'(' and the table's options")) return CK_ESYNTAX;
+    vec_t keys = {0}, vals = {0}, poss = {0};
+    do {
+      ck_pos_t *pos = ck_arena_alloc(ps->arena, sizeof *pos);
+      *pos = ps->tok.pos;
+      const char *key = NULL;
+      if (parse_option_key(ps, &key) || expect(ps, T_EQ, "'='")) return CK_ESYNTAX;
+      if (ps->tok.kind != T_STRING) {
+        fail_at(ps, &ps->tok, "expected %s", "a quoted option value");
+        ck_error_hint(ps->err, "option values are quoted strings: %s = '…'", key);
+        return CK_ESYNTAX;
+      }
+      for (int i = 0; i < keys.n; i++)
+        if (strcmp(keys.items[i], key) == 0)
+          return ck_error_set_at(ps->err, CK_EOPTION, pos->line, pos->column,
+                                 "option '%s' is given twice", key);
+      vec_push(ps, &keys, (void *)key);
+      vec_push(ps, &vals, (void *)string_text(ps, &ps->tok));
+      vec_push(ps, &poss, pos);
+      next(ps);
+    } while (accept(ps, T_COMMA));
+    if (expect(ps, T_RPAREN, "')' or ','")) return CK_ESYNTAX;
+    st->noptions = keys.n;
+    st->opt_keys = (const char **)keys.items;
+    st->opt_values = (const char **)vals.items;
+    st->opt_pos = ck_arena_alloc(ps->arena, sizeof(ck_pos_t) * (size_t)(keys.n ? keys.n : 1));
+    for (int i = 0; i < keys.n; i++) st->opt_pos[i] = *(ck_pos_t *)poss.items[i];
+  }
+  return 0;
+}
+
+static int parse_statement(parser_t *ps, ck_stmt_t **out) {
+  ck_stmt_t *st = ck_arena_zalloc(ps->arena, sizeof *st);
+  st->pos = ps->tok.pos;
+  tok_t t = ps->tok;
+  int rc;
+  if (accept_kw(ps, "CREATE")) {
+    rc = parse_create(ps, st);
+  } else if (accept_kw(ps, "INSERT")) {
+    st->kind = CK_STMT_INSERT;
+    if (is_kw(&ps->tok, "OVERWRITE")) return refuse(ps, &ps->tok, "INSERT OVERWRITE", NULL);
+    if (expect_kw(ps, "INTO") || expect_ident(ps, "a table name", &st->table, &st->table_pos))
+      return CK_ESYNTAX;
+    if (accept(ps, T_LPAREN)) {
+      vec_t cols = {0};
+      do {
+        const char *c;
+        if (expect_ident(ps, "a column name", &c, NULL)) return CK_ESYNTAX;
+        vec_push(ps, &cols, (void *)c);
+      } while (accept(ps, T_COMMA));
+      if (expect(ps, T_RPAREN, "')' or ','")) return CK_ESYNTAX;
+      st->ninsert_cols = cols.n;
+      st->insert_cols = (const char **)cols.items;
+    }
+    if (is_kw(&ps->tok, "VALUES")) return refuse(ps, &ps->tok, "INSERT … VALUES", "insert from a SELECT over a source table");
+    rc = parse_select(ps, &st->select);
+  } else if (is_kw(&t, "SELECT")) {
+    st->kind = CK_STMT_SELECT;
+    rc = parse_select(ps, &st->select);
+  } else if (t.kind == T_IDENT) {
+    static const char *const verbs[] = {"DROP", "ALTER", "UPDATE", "DELETE", "SET", "USE",
+                                        "SHOW", "EXPLAIN", "DESCRIBE", "WITH", "MERGE"};
+    for (size_t i = 0; i < CK_ARRAY_LEN(verbs); i++)
+      if (is_kw(&t, verbs[i]))
+        return refuse(ps, &t, ck_arena_printf(ps->arena, "the %s statement", verbs[i]),
+                      "clink runs CREATE TABLE, INSERT INTO … SELECT and SELECT");
+    fail_at(ps, &t, "expected %s", "a statement (CREATE TABLE, INSERT INTO or SELECT)");
+    static const char *const stmts[] = {"CREATE", "INSERT", "SELECT"};
+    char word[64];
+    snprintf(word, sizeof word, "%.*s", t.len < 63 ? t.len : 63, t.start);
+    const char *close = ck_closest(word, stmts, 3);
+    if (close) ck_error_hint(ps->err, "did you mean %s?", close);
+    return CK_ESYNTAX;
+  } else {
+    return fail_at(ps, &t, "expected %s", "a statement (CREATE TABLE, INSERT INTO or SELECT)");
+  }
+  if (rc) return rc;
+  if (ps->tok.kind != T_SEMI && ps->tok.kind != T_EOF) {
+    fail_at(ps, &ps->tok, "expected %s", "';' or the end of the statement");
+    if (ps->tok.kind == T_IDENT) {
+      char word[64];
+      snprintf(word, sizeof word, "%.*s", ps->tok.len < 63 ? ps->tok.len : 63, ps->tok.start);
+      static const char *const clauses[] = {"FROM", "WHERE", "GROUP", "HAVING", "WITH", "SELECT"};
+      const char *close = ck_closest(word, clauses, CK_ARRAY_LEN(clauses));
+      if (close) ck_error_hint(ps->err, "did you mean %s?", close);
+    }
+    return CK_ESYNTAX;
+  }
+  *out = st;
+  return 0;
+}
+
+int ck_sql_parse(const char *sql, ck_arena_t *arena, ck_script_t *out, ck_error_t *err) {
+  parser_t ps = {.src = sql, .p = sql, .line = 1, .line_start = sql, .arena = arena, .err = err};
+  memset(out, 0, sizeof *out);
+  next(&ps);
+  vec_t stmts = {0};
+  while (ps.tok.kind != T_EOF) {
+    if (ps.tok.kind == T_BAD) {
+      if (!err || !err->code) fail_at(&ps, &ps.tok, "%s", "unexpected character");
+      return CK_ESYNTAX;
+    }
+    if (accept(&ps, T_SEMI)) continue;
+    ck_stmt_t *st = NULL;
+    int rc = parse_statement(&ps, &st);
+    if (rc || (err && err->code)) return rc ? rc : err->code;
+    vec_push(&ps, &stmts, st);
+  }
+  if (err && err->code) return err->code;
+  out->nstmts = stmts.n;
+  out->stmts = (ck_stmt_t **)stmts.items;
+  return 0;
+}
+
+void ck_sql_render_error(const char *sql, const char *filename, const ck_error_t *err,
+                         ck_buf_t *out) {
+  const char *msg = err->message[0] ? err->message : ck_error_default(err->code);
+  if (err->line > 0)
+    ck_buf_printf(out, "%s:%d:%d: error: %s\n", filename ? filename : "<sql>", err->line,
+                  err->column, msg);
+  else
+    ck_buf_printf(out, "error: %s\n", msg);
+  if (err->line > 0 && sql) {
+    const char *p = sql;
+    for (int l = 1; l < err->line && *p; l++) {
+      p = strchr(p, '\n');
+      if (!p) break;
+      p++;
+    }
+    if (p) {
+      size_t n = strcspn(p, "\n");
+      char gutter[16];
+      int gw = snprintf(gutter, sizeof gutter, "%d", err->line);
+      ck_buf_printf(out, " %s | %.*s\n %*s | ", gutter, (int)n, p, gw, "");
+      int col = err->column - 1;
+      for (int i = 0; i < col && (size_t)i < n; i++) ck_buf_putc(out, p[i] == '\t' ? '\t' : ' ');
+      /* underline the token at the column */
+      size_t len = 1;
+      const char *t = p + col;
+      if ((size_t)col < n) {
+        if (isalnum((unsigned char)*t) || *t == '_') {
+          len = 0;
+          while ((size_t)col + len < n && (isalnum((unsigned char)t[len]) || t[len] == '_')) len++;
+        } else if (*t == '\'') {
+          len = 1;
+          while ((size_t)col + len < n && t[len] != '\'') len++;
+          if ((size_t)col + len < n) len++;
+        }
+      }
+      for (size_t i = 0; i < len; i++) ck_buf_putc(out, '^');
+      ck_buf_putc(out, '\n');
+    }
+  }
+  if (err->detail[0]) ck_buf_printf(out, "detail: %s\n", err->detail);
+  if (err->hint[0]) ck_buf_printf(out, "hint: %s\n", err->hint);
+}

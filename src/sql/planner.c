@@ -1,0 +1,1128 @@
+/*
+ * DESIGN: the binder and planner; see planner.h.
+ *
+ * Binding works in one of two scopes. The row scope sees the FROM table's columns (WHERE, the
+ * GROUP BY keys, aggregate arguments, the SELECT list of a plain query). The group scope sees
+ * what an aggregation outputs: the GROUP BY expressions (matched structurally, so
+ * `GROUP BY UPPER(name)` lets the SELECT say `UPPER(name)`), window_start / window_end, and the
+ * aggregate calls; a bare column outside GROUP BY is an error there, as in any SQL engine.
+ */
+#include "sql/planner.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/buf.h"
+
+typedef struct table {
+  const ck_stmt_t *st;
+  ck_schema_t schema;
+  ck_options_t options;
+  const ck_connector_t *conn;
+} table_t;
+
+typedef struct agg_info {
+  int ngroup;             /* non-window GROUP BY expressions (the keys) */
+  ck_ast_t **group;
+  const ck_ast_t *window; /* the TUMBLE/HOP/… call, or NULL */
+  int ncalls;
+  const ck_ast_t *calls[64];
+} agg_info_t;
+
+typedef struct planner {
+  ck_graph_t *graph;
+  ck_arena_t *arena;
+  ck_error_t *err;
+  const ck_plan_opts_t *opts;
+  table_t tables[64];
+  int ntables;
+  ck_node_t *nodes;
+  int nnodes, cap;
+} planner_t;
+
+typedef struct scope {
+  planner_t *pl;
+  const table_t *tbl;
+  const char *alias;
+  const char *clause;     /* "WHERE", "GROUP BY", … for error messages */
+  const agg_info_t *agg;  /* non-NULL: group scope */
+  bool windowed;
+} scope_t;
+
+static const char *const agg_names[] = {"COUNT", "SUM", "AVG", "MIN", "MAX"};
+static const char *const window_names[] = {"TUMBLE", "HOP", "SESSION", "CUMULATE"};
+
+static bool is_agg_call(const ck_ast_t *a) {
+  if (a->kind != CK_AST_CALL) return false;
+  for (size_t i = 0; i < CK_ARRAY_LEN(agg_names); i++)
+    if (ck_streq_i(a->text, agg_names[i])) return true;
+  return false;
+}
+
+static bool is_window_call(const ck_ast_t *a) {
+  if (a->kind != CK_AST_CALL) return false;
+  for (size_t i = 0; i < CK_ARRAY_LEN(window_names); i++)
+    if (ck_streq_i(a->text, window_names[i])) return true;
+  return false;
+}
+
+static int fail(planner_t *pl, ck_pos_t pos, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(planner_t *pl, ck_pos_t pos, int code, const char *fmt, ...) {
+  if (pl->err->code) return pl->err->code;
+  va_list ap;
+  va_start(ap, fmt);
+  char msg[CK_ERR_MSG];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ck_error_set_at(pl->err, code, pos.line, pos.column, "%s", msg);
+  return code;
+}
+
+/* Gives a constructor's error (which has no position) the position of the node. */
+static void place(planner_t *pl, ck_pos_t pos) {
+  if (pl->err->code && pl->err->line == 0) {
+    pl->err->line = pos.line;
+    pl->err->column = pos.column;
+  }
+}
+
+/* ---------------------------------------------------------------- catalog */
+
+static const table_t *find_table(planner_t *pl, const char *name) {
+  for (int i = 0; i < pl->ntables; i++)
+    if (ck_streq_i(pl->tables[i].st->table, name)) return &pl->tables[i];
+  return NULL;
+}
+
+static int unknown_table(planner_t *pl, const char *name, ck_pos_t pos) {
+  fail(pl, pos, CK_EBIND, "unknown table '%s'", name);
+  const char *names[64];
+  for (int i = 0; i < pl->ntables; i++) names[i] = pl->tables[i].st->table;
+  const char *close = ck_closest(name, names, (size_t)pl->ntables);
+  if (close) ck_error_hint(pl->err, "did you mean '%s'?", close);
+  else ck_error_hint(pl->err, "declare it first with CREATE TABLE %s (…) WITH (connector = '…')", name);
+  return CK_EBIND;
+}
+
+static int add_table(planner_t *pl, const ck_stmt_t *st) {
+  if (find_table(pl, st->table)) {
+    if (st->if_not_exists) return 0;
+    return fail(pl, st->table_pos, CK_EEXISTS, "table '%s' is already declared", st->table);
+  }
+  if (pl->ntables == (int)CK_ARRAY_LEN(pl->tables))
+    return fail(pl, st->pos, CK_EUNSUPPORTED, "a script may declare at most 64 tables");
+  table_t *t = &pl->tables[pl->ntables];
+  memset(t, 0, sizeof *t);
+  t->st = st;
+  t->schema = ck_schema_make(pl->arena, st->ncolumns);
+  for (int i = 0; i < st->ncolumns; i++) {
+    t->schema.names[i] = ck_arena_strdup(pl->arena, st->columns[i].name);
+    t->schema.types[i] = st->columns[i].type;
+  }
+  t->options.n = st->noptions;
+  t->options.keys = ck_arena_zalloc(pl->arena, sizeof(char *) * (size_t)(st->noptions + 1));
+  t->options.values = ck_arena_zalloc(pl->arena, sizeof(char *) * (size_t)(st->noptions + 1));
+  const char *connector = NULL;
+  for (int i = 0; i < st->noptions; i++) {
+    t->options.keys[i] = ck_arena_strdup(pl->arena, st->opt_keys[i]);
+    t->options.values[i] = ck_arena_strdup(pl->arena, st->opt_values[i]);
+    if (strcmp(st->opt_keys[i], "connector") == 0) connector = st->opt_values[i];
+  }
+  if (!connector) {
+    fail(pl, st->table_pos, CK_EOPTION, "table '%s' has no connector", st->table);
+    ck_error_hint(pl->err, "add WITH (connector = '…'); 'clink connectors' lists them");
+    return CK_EOPTION;
+  }
+  t->conn = ck_connector_find(connector);
+  if (!t->conn) {
+    ck_pos_t pos = st->table_pos;
+    for (int i = 0; i < st->noptions; i++)
+      if (strcmp(st->opt_keys[i], "connector") == 0) pos = st->opt_pos[i];
+    fail(pl, pos, CK_EOPTION, "unknown connector '%s' in table '%s'", connector, st->table);
+    const char *names[64];
+    int n = ck_connector_count();
+    for (int i = 0; i < n && i < 64; i++) names[i] = ck_connector_at(i)->name;
+    const char *close = ck_closest(connector, names, (size_t)(n < 64 ? n : 64));
+    if (close) ck_error_hint(pl->err, "did you mean '%s'?", close);
+    else ck_error_hint(pl->err, "'clink connectors' lists the connectors");
+    return CK_EOPTION;
+  }
+  pl->ntables++;
+  return 0;
+}
+
+/* Options of a table in its role, checked against the connector's tables. */
+static int check_role(planner_t *pl, const table_t *t, bool as_sink, ck_pos_t use_pos) {
+  const ck_connector_t *c = t->conn;
+  if (as_sink ? !c->sink : !c->source)
+    return fail(pl, use_pos, CK_EUNSUPPORTED, "connector '%s' of table '%s' cannot be %s",
+                c->name, t->st->table, as_sink ? "written to (it is a source only)"
+                                               : "read from (it is a sink only)");
+  const ck_opt_def_t *tables[3] = {
+      as_sink ? c->sink_options : c->source_options,
+      as_sink ? ck_sink_common_options : ck_source_common_options,
+      NULL,
+  };
+  static const ck_opt_def_t connector_opt[] = {
+      {"connector", CK_OPT_STRING, NULL, NULL, true, "the connector"},
+      {NULL, 0, NULL, NULL, false, NULL}};
+  tables[2] = connector_opt;
+  char what[200];
+  snprintf(what, sizeof what, "table '%s' (connector '%s', as a %s)", t->st->table, c->name,
+           as_sink ? "sink" : "source");
+  int rc = ck_options_validate(&t->options, tables, 3, what, pl->err);
+  if (rc) {
+    /* point at the option at fault when we can */
+    for (int i = 0; i < t->st->noptions; i++) {
+      char quoted[300];
+      snprintf(quoted, sizeof quoted, "'%s'", t->st->opt_keys[i]);
+      if (strstr(pl->err->message, quoted) && pl->err->line == 0) {
+        pl->err->line = t->st->opt_pos[i].line;
+        pl->err->column = t->st->opt_pos[i].column;
+      }
+    }
+    place(pl, t->st->table_pos);
+    return rc;
+  }
+  if (!as_sink) {
+    const char *etc = ck_options_get(&t->options, "event_time_column");
+    if (etc) {
+      int col = ck_schema_find(&t->schema, etc);
+      if (col < 0)
+        return fail(pl, t->st->table_pos, CK_EOPTION,
+                    "event_time_column '%s' is not a column of table '%s'", etc, t->st->table);
+      ck_type_id_t id = t->schema.types[col].id;
+      if (id != CK_T_INT64 && id != CK_T_TIMESTAMP && id != CK_T_INT32)
+        return fail(pl, t->st->table_pos, CK_ETYPE,
+                    "event_time_column '%s' of table '%s' must be BIGINT or TIMESTAMP(3) (epoch milliseconds)",
+                    etc, t->st->table);
+    }
+  }
+  if (as_sink && c->sink_guarantee < CK_GUARANTEE_EXACTLY_ONCE) {
+    const char *g = ck_options_get(&t->options, "delivery_guarantee");
+    if (g && strcmp(g, "exactly_once") == 0) {
+      fail(pl, t->st->table_pos, CK_EUNSUPPORTED,
+           "the %s sink of table '%s' cannot give delivery_guarantee = 'exactly_once'", c->name,
+           t->st->table);
+      ck_error_detail(pl->err, "it has no way to commit its output together with a checkpoint, so a restart may write some rows again");
+      ck_error_hint(pl->err, "remove the option to run at least once, and deduplicate on a key downstream");
+      return CK_EUNSUPPORTED;
+    }
+  }
+  if (c->check && (rc = c->check(&t->schema, &t->options, as_sink, pl->err))) {
+    place(pl, t->st->table_pos);
+    return rc;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- expressions */
+
+static bool ast_eq(const ck_ast_t *a, const ck_ast_t *b) {
+  if (!a || !b) return a == b;
+  if (a->kind != b->kind || a->nargs != b->nargs || a->negated != b->negated ||
+      a->distinct != b->distinct || a->bval != b->bval || a->ms != b->ms)
+    return false;
+  if ((a->text == NULL) != (b->text == NULL)) return false;
+  if (a->text) {
+    bool ci = a->kind == CK_AST_IDENT || a->kind == CK_AST_CALL;
+    if (ci ? !ck_streq_i(a->text, b->text) : strcmp(a->text, b->text) != 0) return false;
+  }
+  if (a->kind == CK_AST_CAST && !ck_type_eq(a->cast_type, b->cast_type)) return false;
+  if (!ast_eq(a->operand, b->operand) || !ast_eq(a->else_, b->else_)) return false;
+  for (int i = 0; i < a->nargs; i++)
+    if (!ast_eq(a->args[i], b->args[i])) return false;
+  return true;
+}
+
+static ck_expr_t *bind(scope_t *sc, const ck_ast_t *a);
+
+static ck_expr_t *bind_literal(scope_t *sc, const ck_ast_t *a) {
+  planner_t *pl = sc->pl;
+  ck_value_t v;
+  memset(&v, 0, sizeof v);
+  switch (a->kind) {
+    case CK_AST_NULL: v.type = CK_TYPE(CK_T_NULL); v.is_null = true; break;
+    case CK_AST_BOOL: v.type = CK_TYPE(CK_T_BOOL); v.v.b = a->bval; break;
+    case CK_AST_STRING:
+      v.type = CK_TYPE(CK_T_STRING);
+      v.v.s.ptr = a->text;
+      v.v.s.len = strlen(a->text);
+      break;
+    case CK_AST_INTERVAL: v.type = CK_TYPE(CK_T_INT64); v.v.i = a->ms; break;
+    case CK_AST_INT: {
+      errno = 0;
+      char *end;
+      long long x = strtoll(a->text, &end, 10);
+      if (errno == ERANGE) {
+        size_t digits = strlen(a->text) - (a->text[0] == '-');
+        if (digits > CK_DECIMAL_MAX_PRECISION) {
+          fail(pl, a->pos, CK_ETYPE, "integer literal %s is too large", a->text);
+          return NULL;
+        }
+        v.type = (ck_type_t){CK_T_DECIMAL, (uint8_t)digits, 0};
+        ck_decimal_parse(a->text, strlen(a->text), (int)digits, 0, &v.v.dec);
+      } else {
+        v.type = CK_TYPE(x >= INT32_MIN && x <= INT32_MAX ? CK_T_INT32 : CK_T_INT64);
+        v.v.i = x;
+      }
+      break;
+    }
+    case CK_AST_NUMBER: {
+      const char *t = a->text;
+      if (strpbrk(t, "eE")) {
+        v.type = CK_TYPE(CK_T_FLOAT64);
+        v.v.f = strtod(t, NULL);
+        break;
+      }
+      const char *dot = strchr(t, '.');
+      int scale = dot ? (int)strlen(dot + 1) : 0;
+      int digits = 0;
+      for (const char *p = t; *p; p++) digits += *p >= '0' && *p <= '9';
+      if (digits > CK_DECIMAL_MAX_PRECISION) {
+        v.type = CK_TYPE(CK_T_FLOAT64);
+        v.v.f = strtod(t, NULL);
+        break;
+      }
+      int precision = digits < scale + 1 ? scale + 1 : digits;
+      v.type = (ck_type_t){CK_T_DECIMAL, (uint8_t)precision, (uint8_t)scale};
+      if (!ck_decimal_parse(t, strlen(t), precision, scale, &v.v.dec)) {
+        fail(pl, a->pos, CK_ETYPE, "invalid numeric literal %s", t);
+        return NULL;
+      }
+      break;
+    }
+    default: break;
+  }
+  return ck_expr_literal(pl->arena, &v);
+}
+
+typedef struct fn_name {
+  const char *name;
+  ck_fn_t fn;
+} fn_name_t;
+
+static const fn_name_t functions[] = {
+    {"UPPER", CK_FN_UPPER},         {"LOWER", CK_FN_LOWER},
+    {"CHAR_LENGTH", CK_FN_CHAR_LENGTH}, {"CHARACTER_LENGTH", CK_FN_CHAR_LENGTH},
+    {"SUBSTRING", CK_FN_SUBSTRING}, {"SUBSTR", CK_FN_SUBSTRING},
+    {"CONCAT", CK_FN_CONCAT},       {"TRIM", CK_FN_TRIM},
+    {"LTRIM", CK_FN_LTRIM},         {"RTRIM", CK_FN_RTRIM},
+    {"REPLACE", CK_FN_REPLACE},     {"SPLIT_INDEX", CK_FN_SPLIT_INDEX},
+    {"ABS", CK_FN_ABS},             {"ROUND", CK_FN_ROUND},
+    {"FLOOR", CK_FN_FLOOR},         {"CEIL", CK_FN_CEIL},
+    {"CEILING", CK_FN_CEIL},        {"MOD", CK_FN_MOD},
+    {"POWER", CK_FN_POWER},         {"POW", CK_FN_POWER},
+    {"SQRT", CK_FN_SQRT},           {"COALESCE", CK_FN_COALESCE},
+    {"NULLIF", CK_FN_NULLIF},
+};
+
+static ck_expr_t *call(scope_t *sc, ck_pos_t pos, ck_fn_t fn, ck_expr_t **args, int n) {
+  ck_expr_t *e = ck_expr_call(sc->pl->arena, fn, args, n, sc->pl->err);
+  if (!e) place(sc->pl, pos);
+  return e;
+}
+
+static ck_expr_t *call2(scope_t *sc, ck_pos_t pos, ck_fn_t fn, ck_expr_t *a, ck_expr_t *b) {
+  ck_expr_t *args[2] = {a, b};
+  return call(sc, pos, fn, args, b ? 2 : 1);
+}
+
+static int bind_args(scope_t *sc, const ck_ast_t *a, int from, ck_expr_t **out) {
+  for (int i = from; i < a->nargs; i++)
+    if (!(out[i - from] = bind(sc, a->args[i]))) return CK_EBIND;
+  return 0;
+}
+
+/* Group scope: the column of the aggregation's output an expression stands for, or -1. */
+static int group_column(scope_t *sc, const ck_ast_t *a) {
+  const agg_info_t *g = sc->agg;
+  for (int i = 0; i < g->ngroup; i++)
+    if (ast_eq(g->group[i], a)) return i;
+  int base = g->ngroup + (g->window ? 2 : 0);
+  if (is_agg_call(a))
+    for (int i = 0; i < g->ncalls; i++)
+      if (ast_eq(g->calls[i], a)) return base + i;
+  if (g->window && a->kind == CK_AST_IDENT) {
+    if (ck_streq_i(a->text, "window_start")) return g->ngroup;
+    if (ck_streq_i(a->text, "window_end")) return g->ngroup + 1;
+  }
+  if (g->window && a->kind == CK_AST_CALL) {
+    /* Flink's legacy TUMBLE_START(ts, …) / TUMBLE_END(…) and friends */
+    const char *us = strrchr(a->text, '_');
+    if (us && (ck_streq_i(us, "_START") || ck_streq_i(us, "_END"))) {
+      size_t n = (size_t)(us - a->text);
+      for (size_t i = 0; i < CK_ARRAY_LEN(window_names); i++)
+        if (strlen(window_names[i]) == n && strncasecmp(a->text, window_names[i], n) == 0)
+          return g->ngroup + (ck_streq_i(us, "_END") ? 1 : 0);
+    }
+  }
+  return -1;
+}
+
+static ck_expr_t *bind_ident(scope_t *sc, const ck_ast_t *a) {
+  planner_t *pl = sc->pl;
+  const table_t *t = sc->tbl;
+  if (a->qualifier && !ck_streq_i(a->qualifier, t->st->table) &&
+      !(sc->alias && ck_streq_i(a->qualifier, sc->alias))) {
+    fail(pl, a->pos, CK_EBIND, "unknown table or alias '%s' in '%s.%s'", a->qualifier,
+         a->qualifier, a->text);
+    ck_error_hint(pl->err, "the query reads '%s'%s%s", t->st->table, sc->alias ? " as " : "",
+                  sc->alias ? sc->alias : "");
+    return NULL;
+  }
+  int col = ck_schema_find(&t->schema, a->text);
+  if (sc->agg) {
+    if (col >= 0) {
+      fail(pl, a->pos, CK_EBIND,
+           "column '%s' must appear in GROUP BY or be used in an aggregate function", a->text);
+      ck_error_hint(pl->err, "add it to GROUP BY, or aggregate it, e.g. MAX(%s)", a->text);
+      return NULL;
+    }
+  } else if (col >= 0) {
+    return ck_expr_column(pl->arena, col, t->schema.types[col]);
+  }
+  if (ck_streq_i(a->text, "window_start") || ck_streq_i(a->text, "window_end")) {
+    fail(pl, a->pos, CK_EBIND, "%s exists only in a query that groups by a window", a->text);
+    ck_error_hint(pl->err, "add GROUP BY TUMBLE(<time column>, INTERVAL '…' SECOND), …");
+    return NULL;
+  }
+  fail(pl, a->pos, CK_EBIND, "unknown column '%s' in table '%s'", a->text, t->st->table);
+  const char *names[260];
+  size_t n = 0;
+  for (int i = 0; i < t->schema.ncols && n < 256; i++) names[n++] = t->schema.names[i];
+  if (sc->windowed) names[n++] = "window_start", names[n++] = "window_end";
+  const char *close = ck_closest(a->text, names, n);
+  if (close) ck_error_hint(pl->err, "did you mean '%s'?", close);
+  return NULL;
+}
+
+static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
+  planner_t *pl = sc->pl;
+  if (is_agg_call(a)) {
+    fail(pl, a->pos, CK_EBIND, "aggregate function %s is not allowed in %s", a->text,
+         sc->clause);
+    return NULL;
+  }
+  if (is_window_call(a)) {
+    fail(pl, a->pos, CK_EBIND, "window function %s is only allowed in GROUP BY", a->text);
+    ck_error_hint(pl->err, "GROUP BY %s(…), … and select window_start / window_end", a->text);
+    return NULL;
+  }
+  for (size_t i = 0; i < CK_ARRAY_LEN(functions); i++) {
+    if (!ck_streq_i(a->text, functions[i].name)) continue;
+    if (a->distinct) {
+      fail(pl, a->pos, CK_ESYNTAX, "DISTINCT is only allowed in aggregate functions");
+      return NULL;
+    }
+    ck_expr_t *args[16];
+    if (a->nargs > 16) {
+      fail(pl, a->pos, CK_EBIND, "too many arguments to %s", a->text);
+      return NULL;
+    }
+    if (a->nargs && a->args[0]->kind == CK_AST_STAR) {
+      fail(pl, a->pos, CK_EBIND, "%s(*) is not a function call", a->text);
+      return NULL;
+    }
+    if (bind_args(sc, a, 0, args)) return NULL;
+    return call(sc, a->pos, functions[i].fn, args, a->nargs);
+  }
+  fail(pl, a->pos, CK_EBIND, "unknown function '%s'", a->text);
+  const char *names[64];
+  size_t n = 0;
+  for (size_t i = 0; i < CK_ARRAY_LEN(functions); i++) names[n++] = functions[i].name;
+  for (size_t i = 0; i < CK_ARRAY_LEN(agg_names); i++) names[n++] = agg_names[i];
+  const char *close = ck_closest(a->text, names, n);
+  if (close) ck_error_hint(pl->err, "did you mean %s?", close);
+  return NULL;
+}
+
+static ck_expr_t *bind(scope_t *sc, const ck_ast_t *a) {
+  planner_t *pl = sc->pl;
+  if (pl->err->code) return NULL;
+  if (sc->agg) {
+    int col = group_column(sc, a);
+    if (col >= 0) {
+      const ck_node_t *agg = &pl->nodes[pl->nnodes - 1];
+      return ck_expr_column(pl->arena, col, agg->out_schema.types[col]);
+    }
+  }
+  switch (a->kind) {
+    case CK_AST_IDENT: return bind_ident(sc, a);
+    case CK_AST_INT:
+    case CK_AST_NUMBER:
+    case CK_AST_STRING:
+    case CK_AST_BOOL:
+    case CK_AST_NULL:
+    case CK_AST_INTERVAL: return bind_literal(sc, a);
+    case CK_AST_STAR:
+      fail(pl, a->pos, CK_ESYNTAX, "'*' is only allowed as SELECT * or COUNT(*)");
+      return NULL;
+    case CK_AST_CALL: return bind_call(sc, a);
+    case CK_AST_UNARY: {
+      ck_expr_t *x = bind(sc, a->args[0]);
+      if (!x) return NULL;
+      return call2(sc, a->pos, strcmp(a->text, "NOT") == 0 ? CK_FN_NOT : CK_FN_NEG, x, NULL);
+    }
+    case CK_AST_BINARY: {
+      static const struct { const char *op; ck_fn_t fn; } ops[] = {
+          {"+", CK_FN_ADD}, {"-", CK_FN_SUB}, {"*", CK_FN_MUL}, {"/", CK_FN_DIV},
+          {"%", CK_FN_MOD}, {"=", CK_FN_EQ},  {"<>", CK_FN_NE}, {"<", CK_FN_LT},
+          {"<=", CK_FN_LE}, {">", CK_FN_GT},  {">=", CK_FN_GE}, {"AND", CK_FN_AND},
+          {"OR", CK_FN_OR}, {"||", CK_FN_CONCAT},
+      };
+      ck_expr_t *x = bind(sc, a->args[0]), *y = x ? bind(sc, a->args[1]) : NULL;
+      if (!y) return NULL;
+      for (size_t i = 0; i < CK_ARRAY_LEN(ops); i++)
+        if (strcmp(ops[i].op, a->text) == 0) return call2(sc, a->pos, ops[i].fn, x, y);
+      fail(pl, a->pos, CK_EINTERNAL, "operator %s has no implementation", a->text);
+      return NULL;
+    }
+    case CK_AST_IS: {
+      ck_expr_t *x = bind(sc, a->args[0]);
+      if (!x) return NULL;
+      if (strcmp(a->text, "NULL") == 0)
+        return call2(sc, a->pos, a->negated ? CK_FN_IS_NOT_NULL : CK_FN_IS_NULL, x, NULL);
+      ck_expr_t *e = call2(sc, a->pos, strcmp(a->text, "TRUE") == 0 ? CK_FN_IS_TRUE : CK_FN_IS_FALSE,
+                           x, NULL);
+      return e && a->negated ? call2(sc, a->pos, CK_FN_NOT, e, NULL) : e;
+    }
+    case CK_AST_LIKE: {
+      ck_expr_t *x = bind(sc, a->args[0]), *y = x ? bind(sc, a->args[1]) : NULL;
+      if (!y) return NULL;
+      ck_expr_t *e = call2(sc, a->pos, CK_FN_LIKE, x, y);
+      if (e) e->negated = a->negated;
+      return e;
+    }
+    case CK_AST_BETWEEN: {
+      ck_expr_t *x = bind(sc, a->args[0]), *lo = x ? bind(sc, a->args[1]) : NULL,
+                *hi = lo ? bind(sc, a->args[2]) : NULL;
+      if (!hi) return NULL;
+      ck_expr_t *ge = call2(sc, a->pos, CK_FN_GE, x, lo);
+      ck_expr_t *le = ge ? call2(sc, a->pos, CK_FN_LE, x, hi) : NULL;
+      ck_expr_t *e = le ? call2(sc, a->pos, CK_FN_AND, ge, le) : NULL;
+      return e && a->negated ? call2(sc, a->pos, CK_FN_NOT, e, NULL) : e;
+    }
+    case CK_AST_IN: {
+      ck_expr_t **args = ck_arena_alloc(pl->arena, sizeof(ck_expr_t *) * (size_t)a->nargs);
+      if (bind_args(sc, a, 0, args)) return NULL;
+      ck_expr_t *e = ck_expr_in(pl->arena, args[0], args + 1, a->nargs - 1, a->negated, pl->err);
+      if (!e) place(pl, a->pos);
+      return e;
+    }
+    case CK_AST_CAST: {
+      ck_expr_t *x = bind(sc, a->args[0]);
+      if (!x) return NULL;
+      ck_expr_t *e = ck_expr_cast(pl->arena, x, a->cast_type, pl->err);
+      if (!e) place(pl, a->pos);
+      return e;
+    }
+    case CK_AST_CASE: {
+      int n = a->nargs / 2;
+      ck_expr_t **whens = ck_arena_alloc(pl->arena, sizeof(ck_expr_t *) * (size_t)n);
+      ck_expr_t **thens = ck_arena_alloc(pl->arena, sizeof(ck_expr_t *) * (size_t)n);
+      ck_expr_t *operand = a->operand ? bind(sc, a->operand) : NULL;
+      if (a->operand && !operand) return NULL;
+      for (int i = 0; i < n; i++) {
+        ck_expr_t *w = bind(sc, a->args[2 * i]);
+        if (!w) return NULL;
+        if (operand && !(w = call2(sc, a->args[2 * i]->pos, CK_FN_EQ, operand, w))) return NULL;
+        whens[i] = w;
+        if (!(thens[i] = bind(sc, a->args[2 * i + 1]))) return NULL;
+      }
+      ck_expr_t *else_ = a->else_ ? bind(sc, a->else_) : NULL;
+      if (a->else_ && !else_) return NULL;
+      ck_expr_t *e = ck_expr_case(pl->arena, whens, thens, n, else_, pl->err);
+      if (!e) place(pl, a->pos);
+      return e;
+    }
+  }
+  return NULL;
+}
+
+static ck_expr_t *bind_predicate(scope_t *sc, const ck_ast_t *a) {
+  ck_expr_t *e = bind(sc, a);
+  if (!e) return NULL;
+  if (e->type.id != CK_T_BOOL && e->type.id != CK_T_NULL) {
+    char tn[48];
+    fail(sc->pl, a->pos, CK_ETYPE, "%s must be a BOOLEAN condition, not %s", sc->clause,
+         ck_type_name(e->type, tn, sizeof tn));
+    return NULL;
+  }
+  return e;
+}
+
+/* ---------------------------------------------------------------- nodes */
+
+static ck_node_t *add_node(planner_t *pl, ck_node_kind_t kind, const char *name, int input) {
+  if (pl->nnodes == pl->cap) {
+    int cap = pl->cap ? pl->cap * 2 : 16;
+    ck_node_t *nodes = ck_arena_zalloc(pl->arena, sizeof *nodes * (size_t)cap);
+    if (pl->nnodes) memcpy(nodes, pl->nodes, sizeof *nodes * (size_t)pl->nnodes);
+    pl->nodes = nodes;
+    pl->cap = cap;
+  }
+  ck_node_t *n = &pl->nodes[pl->nnodes];
+  memset(n, 0, sizeof *n);
+  n->id = pl->nnodes++;
+  n->kind = kind;
+  n->name = name;
+  n->input = input;
+  n->edge = CK_EDGE_FORWARD;
+  n->parallelism = input >= 0 ? pl->nodes[input].parallelism : pl->opts->parallelism;
+  n->changelog = input >= 0 && pl->nodes[input].changelog;
+  return n;
+}
+
+static const char *expr_name(planner_t *pl, const ck_ast_select_item_t *it, int i) {
+  if (it->alias) return it->alias;
+  const ck_ast_t *a = it->expr;
+  if (a->kind == CK_AST_IDENT) return a->text;
+  return ck_arena_printf(pl->arena, "EXPR$%d", i);
+}
+
+static int source_node(planner_t *pl, const table_t *t, ck_pos_t pos) {
+  if (check_role(pl, t, false, pos)) return -1;
+  ck_node_t *n = add_node(pl, CK_NODE_SOURCE, ck_arena_printf(pl->arena, "%s_source", t->conn->name), -1);
+  n->out_schema = t->schema;
+  ck_conn_spec_t *c = &n->u.conn;
+  c->connector = t->conn;
+  c->table = t->st->table;
+  c->schema = t->schema;
+  c->options = t->options;
+  const char *etc = ck_options_get(&t->options, "event_time_column");
+  c->event_time_col = etc ? ck_schema_find(&t->schema, etc) : -1;
+  c->watermark_lag_ms = ck_opt_int(&t->options, ck_source_common_options, "watermark_lag_ms");
+  c->idle_timeout_ms = ck_opt_int(&t->options, ck_source_common_options, "idle_timeout_ms");
+  if (c->watermark_lag_ms < 0 || c->idle_timeout_ms < 0) {
+    fail(pl, t->st->table_pos, CK_EOPTION,
+         "watermark_lag_ms and idle_timeout_ms of table '%s' must not be negative", t->st->table);
+    return -1;
+  }
+  return n->id;
+}
+
+/* Collects the aggregate calls of an expression tree into g (deduplicated). */
+static int collect_aggs(planner_t *pl, agg_info_t *g, const ck_ast_t *a, bool inside_agg) {
+  if (!a) return 0;
+  if (is_agg_call(a)) {
+    if (inside_agg)
+      return fail(pl, a->pos, CK_EBIND, "aggregate function calls cannot be nested");
+    for (int i = 0; i < a->nargs; i++)
+      if (collect_aggs(pl, g, a->args[i], true)) return CK_EBIND;
+    for (int i = 0; i < g->ncalls; i++)
+      if (ast_eq(g->calls[i], a)) return 0;
+    if (g->ncalls == (int)CK_ARRAY_LEN(g->calls))
+      return fail(pl, a->pos, CK_EUNSUPPORTED, "a query may have at most 64 aggregate calls");
+    g->calls[g->ncalls++] = a;
+    return 0;
+  }
+  if (collect_aggs(pl, g, a->operand, inside_agg) || collect_aggs(pl, g, a->else_, inside_agg))
+    return CK_EBIND;
+  for (int i = 0; i < a->nargs; i++)
+    if (collect_aggs(pl, g, a->args[i], inside_agg)) return CK_EBIND;
+  return 0;
+}
+
+static int interval_arg(planner_t *pl, const ck_ast_t *call, int i, int64_t *ms) {
+  if (i >= call->nargs)
+    return fail(pl, call->pos, CK_EBIND, "%s needs more arguments", call->text);
+  const ck_ast_t *a = call->args[i];
+  if (a->kind == CK_AST_INTERVAL) *ms = a->ms;
+  else if (a->kind == CK_AST_INT) *ms = strtoll(a->text, NULL, 10);
+  else
+    return fail(pl, a->pos, CK_EBIND,
+                "argument %d of %s must be an interval such as INTERVAL '10' SECOND", i + 1,
+                call->text);
+  if (*ms <= 0)
+    return fail(pl, a->pos, CK_EBIND, "argument %d of %s must be a positive interval", i + 1,
+                call->text);
+  return 0;
+}
+
+static int plan_window(planner_t *pl, const table_t *t, const ck_ast_t *w, ck_window_spec_t *spec,
+                       int *time_col) {
+  const char *name = w->text;
+  int want = ck_streq_i(name, "TUMBLE") || ck_streq_i(name, "SESSION") ? 2 : 3;
+  if (w->nargs != want)
+    return fail(pl, w->pos, CK_EBIND, "%s takes %d arguments: %s", name, want,
+                ck_streq_i(name, "TUMBLE")    ? "TUMBLE(time_column, size)"
+                : ck_streq_i(name, "SESSION") ? "SESSION(time_column, gap)"
+                : ck_streq_i(name, "HOP")     ? "HOP(time_column, size, slide)"
+                                              : "CUMULATE(time_column, step, size)");
+  const ck_ast_t *tc = w->args[0];
+  if (tc->kind != CK_AST_IDENT)
+    return fail(pl, tc->pos, CK_EBIND, "the first argument of %s must be the time column", name);
+  int col = ck_schema_find(&t->schema, tc->text);
+  if (col < 0) {
+    scope_t sc = {.pl = pl, .tbl = t, .clause = "GROUP BY"};
+    bind_ident(&sc, tc);
+    return CK_EBIND;
+  }
+  const char *etc = ck_options_get(&t->options, "event_time_column");
+  if (!etc) {
+    fail(pl, tc->pos, CK_EBIND, "%s over '%s' needs event time, but table '%s' has none", name,
+         tc->text, t->st->table);
+    ck_error_hint(pl->err, "add event_time_column = '%s' (and watermark_lag_ms) to its WITH options",
+                  tc->text);
+    return CK_EBIND;
+  }
+  if (!ck_streq_i(etc, tc->text)) {
+    fail(pl, tc->pos, CK_EBIND,
+         "%s is over '%s', but the event time of table '%s' is '%s'", name, tc->text,
+         t->st->table, etc);
+    ck_error_hint(pl->err, "window over the event_time_column, '%s'", etc);
+    return CK_EBIND;
+  }
+  *time_col = col;
+  memset(spec, 0, sizeof *spec);
+  if (ck_streq_i(name, "TUMBLE")) {
+    spec->kind = CK_WIN_TUMBLE;
+    return interval_arg(pl, w, 1, &spec->size);
+  }
+  if (ck_streq_i(name, "SESSION")) {
+    spec->kind = CK_WIN_SESSION;
+    return interval_arg(pl, w, 1, &spec->gap);
+  }
+  if (ck_streq_i(name, "HOP")) {
+    spec->kind = CK_WIN_HOP;
+    if (interval_arg(pl, w, 1, &spec->size) || interval_arg(pl, w, 2, &spec->slide))
+      return CK_EBIND;
+    if (spec->size % spec->slide != 0)
+      return fail(pl, w->pos, CK_EBIND,
+                  "HOP size (%lld ms) must be a whole multiple of its slide (%lld ms)",
+                  (long long)spec->size, (long long)spec->slide);
+    return 0;
+  }
+  spec->kind = CK_WIN_CUMULATE;
+  if (interval_arg(pl, w, 1, &spec->step) || interval_arg(pl, w, 2, &spec->size)) return CK_EBIND;
+  if (spec->size % spec->step != 0)
+    return fail(pl, w->pos, CK_EBIND,
+                "CUMULATE size (%lld ms) must be a whole multiple of its step (%lld ms)",
+                (long long)spec->size, (long long)spec->step);
+  return 0;
+}
+
+static int agg_call_spec(planner_t *pl, const ck_ast_t *a, int arg_col, ck_type_t arg_type,
+                         ck_agg_call_t *out) {
+  memset(out, 0, sizeof *out);
+  out->arg_col = arg_col;
+  out->arg_type = arg_type;
+  out->distinct = a->distinct;
+  char tn[48];
+  bool star = a->nargs == 1 && a->args[0]->kind == CK_AST_STAR;
+  if (ck_streq_i(a->text, "COUNT")) {
+    if (a->nargs != 1) return fail(pl, a->pos, CK_EBIND, "COUNT takes one argument or *");
+    out->fn = star ? CK_AGG_COUNT_STAR : CK_AGG_COUNT;
+    if (star && a->distinct) return fail(pl, a->pos, CK_ESYNTAX, "COUNT(DISTINCT *) is not valid SQL");
+    out->result_type = CK_TYPE(CK_T_INT64);
+    return 0;
+  }
+  if (a->nargs != 1 || star)
+    return fail(pl, a->pos, CK_EBIND, "%s takes exactly one argument", a->text);
+  if (ck_streq_i(a->text, "MIN") || ck_streq_i(a->text, "MAX")) {
+    out->fn = ck_streq_i(a->text, "MIN") ? CK_AGG_MIN : CK_AGG_MAX;
+    if (arg_type.id == CK_T_NULL)
+      return fail(pl, a->pos, CK_ETYPE, "%s needs a typed argument, not NULL", a->text);
+    out->result_type = arg_type;
+    return 0;
+  }
+  bool sum = ck_streq_i(a->text, "SUM");
+  out->fn = sum ? CK_AGG_SUM : CK_AGG_AVG;
+  if (!ck_type_is_numeric(arg_type))
+    return fail(pl, a->pos, CK_ETYPE, "%s needs a numeric argument, not %s", a->text,
+                ck_type_name(arg_type, tn, sizeof tn));
+  if (arg_type.id == CK_T_DECIMAL)
+    out->result_type = (ck_type_t){CK_T_DECIMAL, 38,
+                                   (uint8_t)(sum ? arg_type.scale : (arg_type.scale > 6 ? arg_type.scale : 6))};
+  else if (ck_type_is_integer(arg_type))
+    out->result_type = CK_TYPE(sum ? CK_T_INT64 : CK_T_FLOAT64);
+  else
+    out->result_type = CK_TYPE(CK_T_FLOAT64);
+  return 0;
+}
+
+/* Plans one SELECT into source → … ; returns the id of its last node, or -1. */
+static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***names_out) {
+  const table_t *t = find_table(pl, s->from);
+  if (!t) return unknown_table(pl, s->from, s->from_pos), -1;
+  int src = source_node(pl, t, s->from_pos);
+  if (src < 0) return -1;
+  scope_t row = {.pl = pl, .tbl = t, .alias = s->from_alias, .clause = "WHERE"};
+
+  agg_info_t g;
+  memset(&g, 0, sizeof g);
+  for (int i = 0; i < s->nitems; i++)
+    if (collect_aggs(pl, &g, s->items[i].expr, false)) return -1;
+  if (collect_aggs(pl, &g, s->having, false)) return -1;
+  if (s->where) {
+    agg_info_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    if (collect_aggs(pl, &tmp, s->where, false)) return -1;
+    if (tmp.ncalls) {
+      fail(pl, tmp.calls[0]->pos, CK_EBIND, "aggregate function %s is not allowed in WHERE",
+           tmp.calls[0]->text);
+      ck_error_hint(pl->err, "filter aggregates with HAVING");
+      return -1;
+    }
+  }
+  bool grouped = s->ngroup > 0 || g.ncalls > 0;
+
+  if (!grouped) {
+    if (s->having)
+      return fail(pl, s->having->pos, CK_EBIND, "HAVING needs GROUP BY or an aggregate"), -1;
+    ck_node_t *calc = add_node(pl, CK_NODE_CALC, "calc", src);
+    if (s->where && !(calc->u.calc.filter = bind_predicate(&row, s->where))) return -1;
+    row.clause = "SELECT";
+    int n = 0;
+    for (int i = 0; i < s->nitems; i++)
+      n += s->items[i].expr->kind == CK_AST_STAR ? t->schema.ncols : 1;
+    calc = &pl->nodes[pl->nnodes - 1];
+    calc->u.calc.nexprs = n;
+    calc->u.calc.exprs = ck_arena_alloc(pl->arena, sizeof(ck_expr_t *) * (size_t)(n ? n : 1));
+    calc->out_schema = ck_schema_make(pl->arena, n);
+    int k = 0;
+    for (int i = 0; i < s->nitems; i++) {
+      const ck_ast_select_item_t *it = &s->items[i];
+      if (it->expr->kind == CK_AST_STAR) {
+        for (int c = 0; c < t->schema.ncols; c++, k++) {
+          calc->u.calc.exprs[k] = ck_expr_column(pl->arena, c, t->schema.types[c]);
+          calc->out_schema.names[k] = t->schema.names[c];
+          calc->out_schema.types[k] = t->schema.types[c];
+        }
+        continue;
+      }
+      ck_expr_t *e = bind(&row, it->expr);
+      if (!e) return -1;
+      calc->u.calc.exprs[k] = e;
+      calc->out_schema.names[k] = expr_name(pl, it, k);
+      calc->out_schema.types[k] = e->type;
+      k++;
+    }
+    *names_out = calc->out_schema.names;
+    return calc->id;
+  }
+
+  /* GROUP BY: split the window call from the keys */
+  ck_window_spec_t win;
+  memset(&win, 0, sizeof win);
+  int time_col = -1;
+  g.group = ck_arena_alloc(pl->arena, sizeof(ck_ast_t *) * (size_t)(s->ngroup + 1));
+  for (int i = 0; i < s->ngroup; i++) {
+    const ck_ast_t *e = s->group_by[i];
+    if (is_window_call(e)) {
+      if (g.window)
+        return fail(pl, e->pos, CK_EUNSUPPORTED, "a query may group by only one window"), -1;
+      g.window = e;
+      if (plan_window(pl, t, e, &win, &time_col)) return -1;
+      continue;
+    }
+    if (e->kind == CK_AST_INT)
+      return fail(pl, e->pos, CK_EUNSUPPORTED,
+                  "GROUP BY a position (%s) is not supported; name the expression", e->text), -1;
+    if (is_agg_call(e))
+      return fail(pl, e->pos, CK_EBIND, "aggregate function %s is not allowed in GROUP BY",
+                  e->text), -1;
+    g.group[g.ngroup++] = s->group_by[i];
+  }
+  for (int i = 0; i < s->nitems; i++)
+    if (s->items[i].expr->kind == CK_AST_STAR)
+      return fail(pl, s->items[i].pos, CK_EBIND,
+                  "SELECT * cannot be used with GROUP BY; name the columns"), -1;
+
+  /* calc 1: WHERE, then keys, [time], aggregate arguments */
+  int nin = g.ngroup + (g.window ? 1 : 0) + g.ncalls;
+  ck_node_t *pre = add_node(pl, CK_NODE_CALC, "calc", src);
+  if (s->where && !(pre->u.calc.filter = bind_predicate(&row, s->where))) return -1;
+  pre = &pl->nodes[pl->nnodes - 1];
+  pre->u.calc.nexprs = nin;
+  pre->u.calc.exprs = ck_arena_alloc(pl->arena, sizeof(ck_expr_t *) * (size_t)(nin ? nin : 1));
+  pre->out_schema = ck_schema_make(pl->arena, nin);
+  int k = 0;
+  row.clause = "GROUP BY";
+  for (int i = 0; i < g.ngroup; i++, k++) {
+    ck_expr_t *e = bind(&row, g.group[i]);
+    if (!e) return -1;
+    pre->u.calc.exprs[k] = e;
+    pre->out_schema.names[k] =
+        g.group[i]->kind == CK_AST_IDENT ? g.group[i]->text : ck_arena_printf(pl->arena, "key$%d", i);
+    pre->out_schema.types[k] = e->type;
+  }
+  if (g.window) {
+    pre->u.calc.exprs[k] = ck_expr_column(pl->arena, time_col, t->schema.types[time_col]);
+    pre->out_schema.names[k] = t->schema.names[time_col];
+    pre->out_schema.types[k] = t->schema.types[time_col];
+    k++;
+  }
+  ck_agg_call_t *calls = ck_arena_zalloc(pl->arena, sizeof *calls * (size_t)(g.ncalls + 1));
+  row.clause = "an aggregate function";
+  for (int i = 0; i < g.ncalls; i++) {
+    const ck_ast_t *c = g.calls[i];
+    ck_expr_t *e = NULL;
+    if (c->nargs == 1 && c->args[0]->kind != CK_AST_STAR) {
+      if (!(e = bind(&row, c->args[0]))) return -1;
+    } else {
+      ck_value_t one = {.type = CK_TYPE(CK_T_INT32), .v.i = 1};
+      e = ck_expr_literal(pl->arena, &one);
+    }
+    pre->u.calc.exprs[k] = e;
+    pre->out_schema.names[k] = ck_arena_printf(pl->arena, "arg$%d", i);
+    pre->out_schema.types[k] = e->type;
+    if (agg_call_spec(pl, c, c->nargs == 1 && c->args[0]->kind == CK_AST_STAR ? -1 : k, e->type,
+                      &calls[i]))
+      return -1;
+    k++;
+  }
+
+  /* the aggregation, keyed by the first ngroup columns */
+  ck_node_t *agg = add_node(pl, CK_NODE_AGG, g.window ? "window_agg" : "group_agg", pre->id);
+  ck_agg_spec_t *spec = &agg->u.agg;
+  spec->nkeys = g.ngroup;
+  spec->key_cols = ck_arena_alloc(pl->arena, sizeof(int) * (size_t)(g.ngroup + 1));
+  for (int i = 0; i < g.ngroup; i++) spec->key_cols[i] = i;
+  spec->ncalls = g.ncalls;
+  spec->calls = calls;
+  spec->window = win;
+  spec->window.time_col = g.window ? g.ngroup : -1;
+  spec->allowed_lateness_ms =
+      ck_opt_int(&t->options, ck_source_common_options, "allowed_lateness_ms");
+  if (g.ngroup > 0 && pl->opts->parallelism > 1) {
+    agg->edge = CK_EDGE_HASH;
+    agg->nkeys = g.ngroup;
+    agg->key_cols = spec->key_cols;
+  } else if (pl->opts->parallelism > 1) {
+    agg->edge = CK_EDGE_GATHER; /* a global aggregate runs once */
+    agg->parallelism = 1;
+  }
+  agg->changelog = !g.window;
+  int nout = g.ngroup + (g.window ? 2 : 0) + g.ncalls;
+  agg->out_schema = ck_schema_make(pl->arena, nout);
+  for (int i = 0; i < g.ngroup; i++) {
+    agg->out_schema.names[i] = pre->out_schema.names[i];
+    agg->out_schema.types[i] = pre->out_schema.types[i];
+  }
+  int base = g.ngroup;
+  if (g.window) {
+    agg->out_schema.names[base] = "window_start";
+    agg->out_schema.names[base + 1] = "window_end";
+    agg->out_schema.types[base] = agg->out_schema.types[base + 1] = CK_TYPE(CK_T_TIMESTAMP);
+    base += 2;
+  }
+  for (int i = 0; i < g.ncalls; i++) {
+    agg->out_schema.names[base + i] = ck_arena_printf(pl->arena, "agg$%d", i);
+    agg->out_schema.types[base + i] = calls[i].result_type;
+  }
+
+  scope_t grp = {.pl = pl, .tbl = t, .alias = s->from_alias, .clause = "HAVING", .agg = &g,
+                 .windowed = g.window != NULL};
+  if (s->having && !(agg->u.agg.having = bind_predicate(&grp, s->having))) return -1;
+  agg = &pl->nodes[pl->nnodes - 1];
+  int agg_id = agg->id;
+
+  /* calc 2: the SELECT list over the aggregation's output */
+  grp.clause = "SELECT";
+  ck_expr_t **exprs = ck_arena_alloc(pl->arena, sizeof(ck_expr_t *) * (size_t)s->nitems);
+  for (int i = 0; i < s->nitems; i++)
+    if (!(exprs[i] = bind(&grp, s->items[i].expr))) return -1;
+  ck_node_t *post = add_node(pl, CK_NODE_CALC, "calc", agg_id);
+  post->u.calc.nexprs = s->nitems;
+  post->u.calc.exprs = exprs;
+  post->out_schema = ck_schema_make(pl->arena, s->nitems);
+  for (int i = 0; i < s->nitems; i++) {
+    post->out_schema.names[i] = expr_name(pl, &s->items[i], i);
+    post->out_schema.types[i] = exprs[i]->type;
+  }
+  *names_out = post->out_schema.names;
+  return post->id;
+}
+
+static int check_unique_names(planner_t *pl, const ck_ast_select_t *s, const ck_schema_t *out) {
+  for (int i = 0; i < out->ncols; i++)
+    for (int j = 0; j < i; j++)
+      if (ck_streq_i(out->names[i], out->names[j])) {
+        ck_pos_t pos = i < s->nitems ? s->items[i].pos : s->pos;
+        fail(pl, pos, CK_EBIND, "the query outputs two columns named '%s'", out->names[i]);
+        ck_error_hint(pl->err, "give one of them another name with AS");
+        return CK_EBIND;
+      }
+  return 0;
+}
+
+static int plan_sink(planner_t *pl, const ck_stmt_t *st, int last) {
+  const ck_node_t *in = &pl->nodes[last];
+  const ck_ast_select_t *s = st->select;
+  if (check_unique_names(pl, s, &in->out_schema)) return CK_EBIND;
+  ck_node_t *sink;
+  if (st->kind == CK_STMT_SELECT) {
+    const ck_connector_t *print = ck_connector_find("print");
+    if (!print) return fail(pl, st->pos, CK_EINTERNAL, "the print connector is not registered");
+    sink = add_node(pl, CK_NODE_SINK, "print_sink", last);
+    sink->u.conn.connector = print;
+    sink->u.conn.table = "stdout";
+    sink->u.conn.schema = in->out_schema;
+    sink->out_schema = in->out_schema;
+    sink->u.conn.col_map = ck_arena_alloc(pl->arena, sizeof(int) * (size_t)(in->out_schema.ncols + 1));
+    for (int i = 0; i < in->out_schema.ncols; i++) sink->u.conn.col_map[i] = i;
+  } else {
+    const table_t *t = find_table(pl, st->table);
+    if (!t) return unknown_table(pl, st->table, st->table_pos);
+    if (check_role(pl, t, true, st->table_pos)) return pl->err->code;
+    int *col_map = ck_arena_alloc(pl->arena, sizeof(int) * (size_t)(t->schema.ncols + 1));
+    for (int i = 0; i < t->schema.ncols; i++) col_map[i] = -1;
+    int nin = in->out_schema.ncols;
+    if (st->ninsert_cols && st->ninsert_cols != nin)
+      return fail(pl, st->pos, CK_EBIND, "INSERT INTO %s names %d columns but the query gives %d",
+                  st->table, st->ninsert_cols, nin);
+    for (int i = 0; i < nin; i++) {
+      const char *name = st->ninsert_cols ? st->insert_cols[i] : in->out_schema.names[i];
+      int col = ck_schema_find(&t->schema, name);
+      ck_pos_t pos = i < s->nitems ? s->items[i].pos : s->pos;
+      if (col < 0) {
+        fail(pl, pos, CK_EBIND, "table '%s' has no column '%s' for the query's column %d",
+             st->table, name, i + 1);
+        const char *close = ck_closest(name, t->schema.names, (size_t)t->schema.ncols);
+        if (close) ck_error_hint(pl->err, "did you mean '%s'? sink columns are matched by name", close);
+        else ck_error_hint(pl->err, "sink columns are matched by name; rename it with AS");
+        return CK_EBIND;
+      }
+      if (col_map[col] >= 0)
+        return fail(pl, pos, CK_EBIND, "column '%s' of table '%s' is written twice", name,
+                    st->table);
+      ck_type_t from = in->out_schema.types[i], to = t->schema.types[col];
+      if (from.id != CK_T_NULL && !ck_type_assignable(from, to)) {
+        char a[48], b[48];
+        fail(pl, pos, CK_ETYPE, "cannot write %s into column '%s' of table '%s', which is %s",
+             ck_type_name(from, a, sizeof a), t->schema.names[col], st->table,
+             ck_type_name(to, b, sizeof b));
+        ck_error_hint(pl->err, "CAST it explicitly if the conversion is what you want");
+        return CK_ETYPE;
+      }
+      col_map[col] = i;
+    }
+    /* a projection onto the sink's own columns and types, unless the query already is one */
+    bool identity = nin == t->schema.ncols;
+    for (int i = 0; identity && i < t->schema.ncols; i++)
+      identity = col_map[i] == i && ck_type_eq(in->out_schema.types[i], t->schema.types[i]);
+    if (!identity) {
+      ck_expr_t **exprs = ck_arena_alloc(pl->arena, sizeof(ck_expr_t *) * (size_t)(t->schema.ncols + 1));
+      for (int i = 0; i < t->schema.ncols; i++) {
+        if (col_map[i] < 0) {
+          ck_value_t null = {.type = t->schema.types[i], .is_null = true};
+          exprs[i] = ck_expr_literal(pl->arena, &null);
+          continue;
+        }
+        ck_expr_t *e = ck_expr_column(pl->arena, col_map[i], in->out_schema.types[col_map[i]]);
+        if (!(exprs[i] = ck_expr_coerce(pl->arena, e, t->schema.types[i], pl->err))) {
+          place(pl, st->table_pos);
+          return pl->err->code;
+        }
+      }
+      ck_node_t *cast = add_node(pl, CK_NODE_CALC, "calc", last);
+      cast->u.calc.nexprs = t->schema.ncols;
+      cast->u.calc.exprs = exprs;
+      cast->out_schema = t->schema;
+      last = cast->id;
+    }
+    sink = add_node(pl, CK_NODE_SINK, ck_arena_printf(pl->arena, "%s_sink", t->conn->name), last);
+    ck_conn_spec_t *c = &sink->u.conn;
+    c->connector = t->conn;
+    c->table = t->st->table;
+    c->schema = t->schema;
+    c->options = t->options;
+    sink->out_schema = t->schema;
+    c->col_map = ck_arena_alloc(pl->arena, sizeof(int) * (size_t)(t->schema.ncols + 1));
+    for (int i = 0; i < t->schema.ncols; i++) c->col_map[i] = i;
+  }
+  if (sink->parallelism > 1 && sink->u.conn.connector == ck_connector_find("print")) {
+    sink->edge = CK_EDGE_GATHER; /* one writer keeps stdout lines whole and ordered per input */
+    sink->parallelism = 1;
+  }
+  return 0;
+}
+
+int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_graph_t **out,
+                ck_error_t *err) {
+  ck_plan_opts_t opts = {1, 128};
+  if (opts_in) {
+    if (opts_in->parallelism > 0) opts.parallelism = opts_in->parallelism;
+    if (opts_in->max_parallelism > 0) opts.max_parallelism = opts_in->max_parallelism;
+  }
+  if (opts.parallelism > opts.max_parallelism)
+    return ck_error_set(err, CK_EINVAL, "parallelism %d is above the maximum parallelism %d",
+                        opts.parallelism, opts.max_parallelism);
+  ck_graph_t *graph = ck_calloc(1, sizeof *graph);
+  ck_arena_init(&graph->arena, 0);
+  graph->max_parallelism = opts.max_parallelism;
+  planner_t *pl = ck_calloc(1, sizeof *pl);
+  pl->graph = graph;
+  pl->arena = &graph->arena;
+  pl->err = err;
+  pl->opts = &opts;
+  int rc = 0, queries = 0;
+  for (int i = 0; i < script->nstmts && !rc; i++) {
+    const ck_stmt_t *st = script->stmts[i];
+    if (st->kind == CK_STMT_CREATE_TABLE) {
+      rc = add_table(pl, st);
+      continue;
+    }
+    const char **names = NULL;
+    int last = plan_select(pl, st->select, &names);
+    if (last < 0) {
+      rc = err->code ? err->code : CK_EINTERNAL;
+      break;
+    }
+    rc = plan_sink(pl, st, last);
+    queries++;
+  }
+  if (!rc && queries == 0)
+    rc = ck_error_set(err, CK_EINVAL,
+                      "nothing to run: the script has no INSERT INTO … SELECT or SELECT");
+  if (rc) {
+    ck_free(pl);
+    ck_graph_free(graph);
+    return rc;
+  }
+  graph->nnodes = pl->nnodes;
+  graph->nodes = pl->nodes;
+  ck_free(pl);
+  *out = graph;
+  return 0;
+}
+
+void ck_graph_free(ck_graph_t *graph) {
+  if (!graph) return;
+  ck_arena_fini(&graph->arena);
+  ck_free(graph);
+}
+
+void ck_graph_guarantee(const ck_graph_t *graph, bool checkpointing, ck_buf_t *out) {
+  ck_guarantee_t worst = CK_GUARANTEE_EXACTLY_ONCE;
+  const char *limiter = NULL;
+  for (int i = 0; i < graph->nnodes; i++) {
+    const ck_node_t *n = &graph->nodes[i];
+    if (n->kind != CK_NODE_SINK) continue;
+    ck_guarantee_t g = n->u.conn.connector->sink_guarantee;
+    const char *asked = ck_options_get(&n->u.conn.options, "delivery_guarantee");
+    if (g == CK_GUARANTEE_EXACTLY_ONCE && !(asked && strcmp(asked, "exactly_once") == 0))
+      g = CK_GUARANTEE_AT_LEAST_ONCE;
+    if (g < worst || !limiter) {
+      if (g < worst || (g == worst && !limiter)) limiter = n->name;
+      if (g < worst) worst = g;
+    }
+  }
+  if (!checkpointing) {
+    ck_buf_puts(out, "NONE (no checkpoints: a failure loses state and in-flight output)");
+    return;
+  }
+  const char *what = worst == CK_GUARANTEE_EXACTLY_ONCE ? "STATE_EXACTLY_ONCE_OUTPUT_EXACTLY_ONCE"
+                     : worst == CK_GUARANTEE_AT_LEAST_ONCE ? "STATE_EXACTLY_ONCE_OUTPUT_AT_LEAST_ONCE"
+                                                           : "STATE_EXACTLY_ONCE_OUTPUT_NONE";
+  ck_buf_puts(out, what);
+  if (worst < CK_GUARANTEE_EXACTLY_ONCE && limiter)
+    ck_buf_printf(out, " (limited by sink '%s')", limiter);
+}
