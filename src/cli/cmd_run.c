@@ -5,6 +5,11 @@
  * delivery guarantee, and runs it until every bounded input is consumed or the user presses
  * Ctrl-C: the first Ctrl-C stops the sources and drains what is in flight into the sinks
  * (exit 0); a second one exits at once (exit 130).
+ *
+ * With --checkpoint-dir the run takes checkpoints and is a takeover of whatever the last run
+ * with that directory left (checkpoint/lineage.h): it resumes from its own last completed
+ * checkpoint unless the pipeline differs (refused), the last run finished its input, or
+ * --fresh is given.
  */
 #include <errno.h>
 #include <signal.h>
@@ -17,6 +22,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "cli/cli.h"
+#include "checkpoint/lineage.h"
 #include "connectors/connectors.h"
 #include "runtime/exec.h"
 #include "sql/parser.h"
@@ -26,6 +32,9 @@ static const ck_cli_opt_t opts[] = {
     {"e", "SQL", "run this SQL text instead of a file"},
     {"parallelism", "N", "subtasks per operator (default 1)"},
     {"max-parallelism", "N", "key groups for keyed state and exchange (default 128)"},
+    {"checkpoint-dir", "DIR", "take checkpoints into DIR, and resume from them when run again"},
+    {"checkpoint-interval-ms", "MS", "time between checkpoints (default 1000)"},
+    {"fresh", NULL, "ignore the checkpoints in --checkpoint-dir and start the job over"},
     {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
     {NULL, NULL, NULL},
 };
@@ -91,6 +100,7 @@ static int run_main(int argc, char **argv) {
     ck_log_set_level((ck_log_level_t)l);
   }
 
+  ck_exec_t *ex = NULL;
   ck_error_t err;
   ck_error_clear(&err);
   ck_buf_t sql;
@@ -121,9 +131,53 @@ static int run_main(int argc, char **argv) {
     return 1;
   }
 
+  ck_exec_opts_t eopts = {.job_name = filename};
+  const char *ckpt_dir = ck_cli_get(cmd, &args, "checkpoint-dir");
+  bool fresh = ck_cli_flag(cmd, &args, "fresh");
+  if (fresh && !ckpt_dir) {
+    fprintf(stderr, "clink run: --fresh needs --checkpoint-dir\n");
+    rc = 2;
+    goto out;
+  }
+  if ((v = ck_cli_get(cmd, &args, "checkpoint-interval-ms"))) {
+    int ms;
+    if (parse_positive("checkpoint-interval-ms", v, &ms)) {
+      rc = 2;
+      goto out;
+    }
+    eopts.ckpt.interval_ms = ms;
+  }
+  if (ckpt_dir) {
+    ck_buf_t desc;
+    ck_buf_init(&desc);
+    ck_graph_describe(graph, &desc);
+    ck_lineage_t lin;
+    rc = ck_lineage_begin(ckpt_dir, desc.data, popts.parallelism, fresh,
+                          ck_exec_task_count(graph), &lin, &err);
+    eopts.ckpt.fingerprint = ck_lineage_fingerprint(desc.data);
+    ck_buf_fini(&desc);
+    if (rc) {
+      char msg[2048];
+      ck_error_format(&err, msg, sizeof msg);
+      fprintf(stderr, "clink run: %s\n", msg);
+      rc = 1;
+      goto out;
+    }
+    eopts.ckpt.dir = ckpt_dir;
+    eopts.ckpt.ids_above = lin.ids_above;
+    eopts.ckpt.restore_id = lin.restore_id;
+    if (lin.restore_id)
+      CK_LOG_INFO("checkpoint", "restore point: checkpoint %lld (latest_completed=%lld latest_confirmed=%lld run_base=%lld): %s",
+                  (long long)lin.restore_id, (long long)lin.latest_completed,
+                  (long long)lin.latest_confirmed, (long long)lin.run_base, lin.why);
+    else
+      CK_LOG_INFO("checkpoint", "starting fresh (%s); new checkpoints are numbered above %lld",
+                  lin.why, (long long)lin.ids_above);
+  }
+
   ck_buf_t g;
   ck_buf_init(&g);
-  ck_graph_guarantee(graph, false, &g);
+  ck_graph_guarantee(graph, ckpt_dir != NULL, &g);
   CK_LOG_INFO("job", "job delivery guarantee: %s", g.data);
   ck_buf_fini(&g);
 
@@ -135,30 +189,32 @@ static int run_main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  ck_exec_t *ex = NULL;
-  ck_exec_opts_t eopts = {.job_name = filename};
   rc = ck_exec_start(graph, &eopts, &ex, &err);
   if (!rc) {
     running = ex;
     rc = ck_exec_wait(ex, &err);
     running = NULL;
     ck_exec_totals_t tot = ck_exec_totals(ex);
-    CK_LOG_INFO("job", "%s: %lld records read, %lld written, %lld late records dropped, %lld undecodable records skipped",
+    CK_LOG_INFO("job", "%s: %lld records read, %lld written, %lld late records dropped, %lld undecodable records skipped, %lld checkpoints",
                 rc ? "failed" : interrupts ? "stopped" : "finished", (long long)tot.source_records,
                 (long long)tot.sink_records, (long long)tot.late_dropped,
-                (long long)tot.decode_skipped);
+                (long long)tot.decode_skipped, (long long)tot.checkpoints_completed);
+    /* a bounded job that consumed its input runs afresh next time */
+    if (!rc && ckpt_dir && tot.input_ended && !interrupts) rc = ck_lineage_clean_finish(ckpt_dir, &err);
   }
   fflush(stdout);
   if (rc) {
     char msg[2048];
     ck_error_format(&err, msg, sizeof msg);
     fprintf(stderr, "clink run: %s\n", msg);
+    rc = 1;
   }
+out:
   ck_exec_free(ex);
   ck_graph_free(graph);
   ck_arena_fini(&arena);
   ck_buf_fini(&sql);
-  return rc ? 1 : 0;
+  return rc;
 }
 
 const ck_cli_cmd_t ck_cli_cmd_run = {

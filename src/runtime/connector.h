@@ -91,6 +91,10 @@ typedef struct ck_sink_ops {
   int (*commit)(ck_sink_t *sink, int64_t ckpt, ck_error_t *err);
   int (*finish)(ck_sink_t *sink, ck_error_t *err); /* end of input: flush everything */
   void (*close)(ck_sink_t *sink);
+  /* Optional. After a restore from checkpoint ckpt (which completed): re-commit what its
+   * prepare left in `state` if that commit may not have happened, and roll back anything a
+   * dead incarnation prepared after it. Called after open(restored = true). */
+  int (*recover)(ck_sink_t *sink, int64_t ckpt, const void *state, size_t len, ck_error_t *err);
 } ck_sink_ops_t;
 
 struct ck_sink {

@@ -10,6 +10,17 @@
  * the least over partitions (an idle partition does not count; a subtask whose partitions are
  * all idle sends IDLE). A receiving subtask takes the least over its senders, ignoring idle
  * ones and counting ended ones as done. Watermarks only move forward.
+ *
+ * Checkpoints (DESIGN §4): an in-process coordinator thread triggers checkpoint N by setting
+ * each source subtask's trigger; a source subtask, between two polls, snapshots its position
+ * and its chain's state, writes its snapshot file durably, acknowledges and sends BARRIER(N)
+ * to every downstream subtask. A receiving subtask aligns: once a sender delivered BARRIER(N),
+ * that sender's later messages are held back (stashed, in arrival order) until every sender
+ * that has not ended delivered it; then it snapshots, acknowledges, forwards the barrier and
+ * replays the stash. When every subtask acknowledged N, the acknowledging thread writes the
+ * COMPLETED marker and sets each sink subtask's commit_upto; sinks commit on their own thread
+ * (checked between polls or messages) and the last one writes CONFIRMED. One checkpoint is in
+ * flight at a time; none is triggered once any subtask has finished its input.
  */
 #include "runtime/exec.h"
 
@@ -22,8 +33,10 @@
 #include "base/log.h"
 #include "base/thread.h"
 #include "base/time.h"
+#include "checkpoint/fault.h"
+#include "checkpoint/store.h"
 
-typedef enum msg_kind { MSG_BATCH, MSG_WATERMARK, MSG_IDLE, MSG_END } msg_kind_t;
+typedef enum msg_kind { MSG_BATCH, MSG_WATERMARK, MSG_IDLE, MSG_BARRIER, MSG_END } msg_kind_t;
 
 typedef struct msg {
   msg_kind_t kind;
@@ -75,6 +88,18 @@ struct task {
   int rr;           /* rebalance cursor */
   int64_t sink_records, source_records, skipped;
   ck_thread_t thread;
+  /* checkpoints */
+  int index;                  /* in the job: snapshot directory v1/<index> */
+  _Atomic int64_t trigger;    /* sources: newest checkpoint asked for */
+  int64_t triggered;          /* sources: newest checkpoint taken */
+  _Atomic int64_t commit_upto;/* sinks: newest completed checkpoint to commit */
+  int64_t committed;          /* sinks: newest checkpoint committed */
+  uint8_t *blocked;           /* receivers: sender delivered the barrier being aligned */
+  int nblocked;
+  int64_t aligning;           /* the barrier id being aligned, 0 when none */
+  msg_t *stash;               /* messages of blocked senders, in arrival order */
+  int nstash, stash_cap;
+  bool finished;
 };
 
 struct ck_exec {
@@ -87,6 +112,25 @@ struct ck_exec {
   ck_mutex_t err_mu;
   ck_error_t err;
   ck_exec_totals_t totals;
+  /* checkpoint coordination (ckpt_mu) */
+  bool checkpointing;
+  ck_store_t store;
+  int ntasks, nsinks;
+  task_t **all;               /* every task by index */
+  ck_thread_t coord;
+  ck_mutex_t ckpt_mu;
+  ck_cond_t ckpt_cv;
+  int64_t next_id;            /* last id handed out */
+  int64_t pending;            /* in flight, 0 when none */
+  int64_t pending_since;
+  int acks;
+  int64_t last_completed;
+  int64_t completed_count;
+  int64_t confirm_id;         /* the completed checkpoint whose commits are being counted */
+  int commits;
+  atomic_int any_finished;    /* a subtask reached the end of its input */
+  atomic_int done;            /* every subtask has exited */
+  atomic_int stopped_sources; /* sources that stopped because of ck_exec_stop */
 };
 
 /* ---------------------------------------------------------------- channels */
@@ -127,14 +171,18 @@ static int chan_push(struct ck_exec *ex, chan_t *c, msg_t m) {
   return 0;
 }
 
+/* Waits up to 100 ms for a message: CK_ETIMEOUT lets the caller look at its mailbox. */
 static int chan_pop(struct ck_exec *ex, chan_t *c, msg_t *m) {
   ck_mutex_lock(&c->mu);
-  while (c->count == 0) {
-    if (atomic_load(&ex->failed)) {
-      ck_mutex_unlock(&c->mu);
-      return CK_ECANCELLED;
-    }
+  if (c->count == 0 && !atomic_load(&ex->failed))
     ck_cond_wait_until(&c->not_empty, &c->mu, ck_mono_ms() + 100);
+  if (atomic_load(&ex->failed)) {
+    ck_mutex_unlock(&c->mu);
+    return CK_ECANCELLED;
+  }
+  if (c->count == 0) {
+    ck_mutex_unlock(&c->mu);
+    return CK_ETIMEOUT;
   }
   *m = c->ring[c->head];
   c->head = (c->head + 1) % c->cap;
@@ -258,6 +306,168 @@ static int exchange_control(task_t *t, msg_kind_t kind, int64_t value) {
   return 0;
 }
 
+
+/* ---------------------------------------------------------------- checkpoints */
+
+/* Called on the thread of the last subtask to acknowledge N, under ckpt_mu. */
+static int complete_checkpoint(struct ck_exec *ex, int64_t id, ck_error_t *err) {
+  ck_fault(CK_FAULT_BEFORE_COMPLETED);
+  int rc = ck_store_mark(&ex->store, "completed", id, err);
+  if (rc) return rc;
+  ck_fault(CK_FAULT_AFTER_COMPLETED);
+  ex->last_completed = id;
+  ex->completed_count++;
+  ex->pending = 0;
+  ex->confirm_id = id;
+  ex->commits = 0;
+  CK_LOG_DEBUG("checkpoint", "checkpoint %lld completed", (long long)id);
+  int retain = ex->opts.ckpt.retain > 0 ? ex->opts.ckpt.retain : 3;
+  if (id - retain > 0) ck_store_prune(&ex->store, id - retain + 1, ex->ntasks);
+  for (int i = 0; i < ex->ntasks; i++)
+    if (ex->all[i]->has_sink) atomic_store(&ex->all[i]->commit_upto, id);
+  if (ex->nsinks == 0) rc = ck_store_mark(&ex->store, "confirmed", id, err);
+  ck_cond_broadcast(&ex->ckpt_cv);
+  return rc;
+}
+
+static int ack_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
+  struct ck_exec *ex = t->ex;
+  int rc = 0;
+  ck_mutex_lock(&ex->ckpt_mu);
+  if (ex->pending == id && ++ex->acks == ex->ntasks) rc = complete_checkpoint(ex, id, err);
+  ck_mutex_unlock(&ex->ckpt_mu);
+  return rc;
+}
+
+/* Snapshots the whole chain of this subtask for checkpoint id and sends the barrier on. */
+static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
+  struct ck_exec *ex = t->ex;
+  ck_snap_section_t sections[64];
+  ck_buf_t bufs[64];
+  int n = 0, rc = 0;
+  for (int i = 0; i < t->nstages && n < 64 && !rc; i++) {
+    const ck_node_t *node = stage_node(t, i);
+    ck_buf_init(&bufs[n]);
+    uint8_t kind;
+    if (node->kind == CK_NODE_SOURCE) {
+      kind = CK_SNAP_SOURCE;
+      rc = t->source.ops->snapshot(&t->source, &bufs[n], err);
+    } else if (node->kind == CK_NODE_SINK) {
+      kind = CK_SNAP_SINK;
+      ck_fault(CK_FAULT_BEFORE_PREPARE);
+      rc = t->sink.ops->prepare(&t->sink, id, &bufs[n], err);
+      if (!rc) ck_fault(CK_FAULT_AFTER_PREPARE);
+    } else {
+      kind = CK_SNAP_OP;
+      rc = t->ops[i].ops->snapshot(&t->ops[i], &bufs[n], err);
+    }
+    sections[n] = (ck_snap_section_t){(uint32_t)node->id, kind, bufs[n].data ? bufs[n].data : "",
+                                      bufs[n].len};
+    n++;
+  }
+  if (!rc) {
+    ck_buf_t file;
+    ck_buf_init(&file);
+    ck_snap_encode(id, ex->opts.ckpt.fingerprint, t->index, sections, n, &file);
+    char rel[128];
+    ck_snap_path(t->index, id, rel, sizeof rel);
+    ck_fault(CK_FAULT_BEFORE_SNAPSHOT_WRITE);
+    rc = ck_store_write(&ex->store, rel, file.data, file.len, err);
+    if (!rc) ck_fault(CK_FAULT_AFTER_SNAPSHOT_WRITE);
+    ck_buf_fini(&file);
+  }
+  for (int i = 0; i < n; i++) ck_buf_fini(&bufs[i]);
+  if (!rc) rc = ack_checkpoint(t, id, err);
+  if (!rc) rc = exchange_control(t, MSG_BARRIER, id);
+  return rc;
+}
+
+/* Sinks: commit what the newest completed checkpoint covers, on the sink's own thread. */
+static int maybe_commit(task_t *t, ck_error_t *err) {
+  if (!t->has_sink || !t->sink_open) return 0;
+  int64_t upto = atomic_load(&t->commit_upto);
+  if (upto <= t->committed) return 0;
+  ck_fault(CK_FAULT_BEFORE_COMMIT);
+  int rc = t->sink.ops->commit(&t->sink, upto, err);
+  if (rc) return rc;
+  ck_fault(CK_FAULT_AFTER_COMMIT);
+  t->committed = upto;
+  struct ck_exec *ex = t->ex;
+  ck_mutex_lock(&ex->ckpt_mu);
+  if (ex->confirm_id == upto && ++ex->commits == ex->nsinks)
+    rc = ck_store_mark(&ex->store, "confirmed", upto, err);
+  ck_mutex_unlock(&ex->ckpt_mu);
+  return rc;
+}
+
+/* Restores this subtask's chain from its snapshot of the restore checkpoint. */
+static int restore_task(task_t *t, ck_error_t *err) {
+  struct ck_exec *ex = t->ex;
+  int64_t id = ex->opts.ckpt.restore_id;
+  char rel[128];
+  ck_snap_path(t->index, id, rel, sizeof rel);
+  ck_buf_t file;
+  ck_buf_init(&file);
+  int rc = ck_store_read(&ex->store, rel, &file, err);
+  if (rc == CK_ENOTFOUND)
+    rc = ck_error_set(err, CK_ESTATE, "checkpoint %lld has no snapshot for subtask %d (%s)",
+                      (long long)id, t->index, rel);
+  ck_snap_section_t sections[64];
+  int n = 0;
+  if (!rc)
+    rc = ck_snap_decode(file.data, file.len, id, ex->opts.ckpt.fingerprint, t->index, sections,
+                        64, &n, err);
+  for (int k = 0; k < n && !rc; k++) {
+    for (int i = 0; i < t->nstages && !rc; i++) {
+      const ck_node_t *node = stage_node(t, i);
+      if ((uint32_t)node->id != sections[k].node) continue;
+      if (node->kind == CK_NODE_SOURCE)
+        rc = t->source.ops->restore(&t->source, sections[k].data, sections[k].len, err);
+      else if (node->kind == CK_NODE_SINK)
+        rc = t->sink.ops->recover ? t->sink.ops->recover(&t->sink, id, sections[k].data,
+                                                         sections[k].len, err)
+                                  : 0;
+      else
+        rc = t->ops[i].ops->restore(&t->ops[i], sections[k].data, sections[k].len, err);
+    }
+  }
+  ck_buf_fini(&file);
+  t->committed = id;
+  return rc;
+}
+
+static void *coordinator_main(void *arg) {
+  struct ck_exec *ex = arg;
+  const ck_exec_ckpt_t *c = &ex->opts.ckpt;
+  int64_t interval = c->interval_ms > 0 ? c->interval_ms : 1000;
+  int64_t timeout = c->timeout_ms > 0 ? c->timeout_ms : 600000;
+  ck_mutex_lock(&ex->ckpt_mu);
+  int64_t next = ck_mono_ms() + interval;
+  while (!atomic_load(&ex->failed) && !atomic_load(&ex->done) && !atomic_load(&ex->stop)) {
+    int64_t now = ck_mono_ms();
+    if (ex->pending && now - ex->pending_since > timeout) {
+      CK_LOG_WARN("checkpoint", "checkpoint %lld did not complete within %lld ms: aborted",
+                  (long long)ex->pending, (long long)timeout);
+      ex->pending = 0;
+      next = now + interval;
+    }
+    if (ex->pending || now < next || atomic_load(&ex->any_finished)) {
+      ck_cond_wait_until(&ex->ckpt_cv, &ex->ckpt_mu, (ex->pending ? now + 100 : next < now + 100 ? next : now + 100));
+      if (!ex->pending && now >= next) next = ck_mono_ms() + interval;
+      continue;
+    }
+    int64_t id = ++ex->next_id;
+    ex->pending = id;
+    ex->pending_since = now;
+    ex->acks = 0;
+    for (int i = 0; i < ex->ntasks; i++)
+      if (ex->all[i]->has_source) atomic_store(&ex->all[i]->trigger, id);
+    next = now + interval;
+  }
+  ck_mutex_unlock(&ex->ckpt_mu);
+  return NULL;
+}
+
 /* ---------------------------------------------------------------- subtasks */
 
 static int open_task(task_t *t, ck_error_t *err) {
@@ -266,6 +476,7 @@ static int open_task(task_t *t, ck_error_t *err) {
     ck_conn_ctx_t ctx = {n->u.conn.table, &n->u.conn.schema, &n->u.conn.options, t->subtask,
                          t->seg->parallelism, t->ex->opts.job_name};
     int rc = 0;
+    bool restoring = t->ex->checkpointing && t->ex->opts.ckpt.restore_id > 0;
     if (n->kind == CK_NODE_SOURCE) {
       t->source.ops = n->u.conn.connector->source;
       t->source.ctx = ctx;
@@ -274,7 +485,7 @@ static int open_task(task_t *t, ck_error_t *err) {
     } else if (n->kind == CK_NODE_SINK) {
       t->sink.ops = n->u.conn.connector->sink;
       t->sink.ctx = ctx;
-      rc = t->sink.ops->open(&t->sink, false, err);
+      rc = t->sink.ops->open(&t->sink, restoring, err);
       t->sink_open = rc == 0;
     } else {
       ck_op_t *op = &t->ops[i];
@@ -289,6 +500,7 @@ static int open_task(task_t *t, ck_error_t *err) {
     }
     if (rc) return rc;
   }
+  if (t->ex->checkpointing && t->ex->opts.ckpt.restore_id > 0) return restore_task(t, err);
   return 0;
 }
 
@@ -302,6 +514,8 @@ static void close_task(task_t *t) {
 
 /* Ends the chain: sinks flush; END goes downstream. */
 static int finish_task(task_t *t, ck_error_t *err) {
+  t->finished = true;
+  atomic_store(&t->ex->any_finished, 1);
   if (t->has_sink && t->sink_open) {
     int rc = t->sink.ops->finish(&t->sink, err);
     if (rc) return rc;
@@ -327,7 +541,17 @@ static int run_source(task_t *t, ck_error_t *err) {
     idle_sent = true;
   }
   while (!rc) {
-    if (atomic_load(&ex->stop) || atomic_load(&ex->failed)) break;
+    if (atomic_load(&ex->failed)) break;
+    if (atomic_load(&ex->stop)) {
+      atomic_fetch_add(&ex->stopped_sources, 1);
+      break;
+    }
+    int64_t trig = atomic_load(&t->trigger);
+    if (trig > t->triggered) {
+      t->triggered = trig;
+      if ((rc = take_checkpoint(t, trig, err))) break;
+    }
+    if ((rc = maybe_commit(t, err))) break;
     ck_batch_t *batch = ck_batch_new(spec->schema.ncols, types, CK_BATCH_ROWS);
     int part = 0;
     int r = t->source.ops->poll(&t->source, batch, CK_BATCH_ROWS, 100, &part, err);
@@ -399,47 +623,110 @@ static int64_t senders_watermark(const task_t *t, bool *all_idle) {
   return wm;
 }
 
+static void stash_push(task_t *t, msg_t m) {
+  if (t->nstash == t->stash_cap) {
+    t->stash_cap = t->stash_cap ? t->stash_cap * 2 : 64;
+    t->stash = ck_realloc(t->stash, sizeof *t->stash * (size_t)t->stash_cap);
+  }
+  t->stash[t->nstash++] = m;
+}
+
+static int handle_msg(task_t *t, msg_t m, bool *ended, ck_error_t *err);
+
+/* Every sender that has not ended delivered the barrier: snapshot, forward, replay. */
+static int maybe_aligned(task_t *t, bool *ended, ck_error_t *err) {
+  if (!t->aligning || t->nblocked < t->nsenders - t->nended) return 0;
+  int64_t id = t->aligning;
+  int rc = take_checkpoint(t, id, err);
+  t->aligning = 0;
+  t->nblocked = 0;
+  memset(t->blocked, 0, (size_t)t->nsenders);
+  if (rc) return rc;
+  msg_t *replay = t->stash;
+  int n = t->nstash;
+  t->stash = NULL;
+  t->nstash = t->stash_cap = 0;
+  for (int i = 0; i < n; i++) {
+    if (rc) {
+      ck_batch_free(replay[i].batch);
+      continue;
+    }
+    rc = handle_msg(t, replay[i], ended, err);
+  }
+  ck_free(replay);
+  return rc;
+}
+
+static int handle_msg(task_t *t, msg_t m, bool *ended, ck_error_t *err) {
+  if (m.sender >= 0 && t->blocked[m.sender]) {
+    stash_push(t, m); /* aligned barriers: this sender waits for the others */
+    return 0;
+  }
+  int rc = 0;
+  switch (m.kind) {
+    case MSG_BATCH: return deliver_batch(t, 0, m.batch, err);
+    case MSG_WATERMARK:
+    case MSG_IDLE: {
+      if (m.kind == MSG_WATERMARK) {
+        if (m.value > t->sender_wm[m.sender]) t->sender_wm[m.sender] = m.value;
+        t->sender_idle[m.sender] = 0;
+      } else {
+        t->sender_idle[m.sender] = 1;
+      }
+      bool all_idle;
+      int64_t wm = senders_watermark(t, &all_idle);
+      if (all_idle) {
+        /* pass idleness on so the next exchange does not wait for us either */
+        rc = exchange_control(t, MSG_IDLE, 0);
+      } else if (wm > t->wm) {
+        t->wm = wm;
+        rc = deliver_watermark(t, 0, wm, err);
+      }
+      return rc;
+    }
+    case MSG_BARRIER:
+      if (t->aligning && m.value != t->aligning) {
+        /* a newer barrier while aligning an older one: the older was abandoned upstream */
+        CK_LOG_DEBUG("checkpoint", "subtask %d: barrier %lld overtakes %lld", t->index,
+                     (long long)m.value, (long long)t->aligning);
+      }
+      if (!t->aligning || m.value > t->aligning) t->aligning = m.value;
+      t->blocked[m.sender] = 1;
+      t->nblocked++;
+      return maybe_aligned(t, ended, err);
+    case MSG_END: {
+      /* an ended sender holds nothing back any more */
+      t->sender_idle[m.sender] = 0;
+      t->sender_wm[m.sender] = CK_WATERMARK_MAX;
+      if (++t->nended == t->nsenders) {
+        *ended = true;
+        return 0;
+      }
+      bool all_idle;
+      int64_t wm = senders_watermark(t, &all_idle);
+      if (!all_idle && wm > t->wm) {
+        t->wm = wm;
+        rc = deliver_watermark(t, 0, wm, err);
+      }
+      return rc ? rc : maybe_aligned(t, ended, err);
+    }
+  }
+  return 0;
+}
+
 static int run_receiver(task_t *t, ck_error_t *err) {
   int rc = 0;
-  while (!rc) {
+  bool ended = false;
+  while (!rc && !ended) {
     msg_t m;
     rc = chan_pop(t->ex, &t->in, &m);
-    if (rc) break;
-    switch (m.kind) {
-      case MSG_BATCH: rc = deliver_batch(t, 0, m.batch, err); break;
-      case MSG_WATERMARK:
-      case MSG_IDLE: {
-        if (m.kind == MSG_WATERMARK) {
-          if (m.value > t->sender_wm[m.sender]) t->sender_wm[m.sender] = m.value;
-          t->sender_idle[m.sender] = 0;
-        } else {
-          t->sender_idle[m.sender] = 1;
-        }
-        bool all_idle;
-        int64_t wm = senders_watermark(t, &all_idle);
-        if (all_idle) {
-          /* pass idleness on so the next exchange does not wait for us either */
-          rc = exchange_control(t, MSG_IDLE, 0);
-        } else if (wm > t->wm) {
-          t->wm = wm;
-          rc = deliver_watermark(t, 0, wm, err);
-        }
-        break;
-      }
-      case MSG_END: {
-        /* an ended sender holds nothing back any more */
-        t->sender_idle[m.sender] = 0;
-        t->sender_wm[m.sender] = CK_WATERMARK_MAX;
-        if (++t->nended == t->nsenders) return 0;
-        bool all_idle;
-        int64_t wm = senders_watermark(t, &all_idle);
-        if (!all_idle && wm > t->wm) {
-          t->wm = wm;
-          rc = deliver_watermark(t, 0, wm, err);
-        }
-        break;
-      }
+    if (rc == CK_ETIMEOUT) {
+      rc = maybe_commit(t, err);
+      continue;
     }
+    if (rc) break;
+    rc = handle_msg(t, m, &ended, err);
+    if (!rc) rc = maybe_commit(t, err);
   }
   return rc;
 }
@@ -458,6 +745,40 @@ static void *task_main(void *arg) {
 
 /* ---------------------------------------------------------------- setup */
 
+/* Cuts the node list into chains: a node joins its input's chain when the edge is forward,
+ * the parallelism equal and the input is that chain's last node. Returns the count. */
+static int cut_segments(const ck_graph_t *graph, seg_t *segs) {
+  int nsegs = 0;
+  int *seg_of = ck_calloc((size_t)graph->nnodes, sizeof(int));
+  for (int i = 0; i < graph->nnodes; i++) {
+    const ck_node_t *n = &graph->nodes[i];
+    bool chained = n->input >= 0 && n->edge == CK_EDGE_FORWARD &&
+                   graph->nodes[n->input].parallelism == n->parallelism &&
+                   segs[seg_of[n->input]].last == n->input;
+    if (chained) {
+      seg_of[i] = seg_of[n->input];
+      segs[seg_of[i]].last = i;
+    } else {
+      seg_t *s = &segs[nsegs];
+      s->first = s->last = i;
+      s->parallelism = n->parallelism;
+      s->down = -1;
+      seg_of[i] = nsegs++;
+      if (n->input >= 0) segs[seg_of[n->input]].down = seg_of[i];
+    }
+  }
+  ck_free(seg_of);
+  return nsegs;
+}
+
+int ck_exec_task_count(const ck_graph_t *graph) {
+  seg_t *segs = ck_calloc((size_t)graph->nnodes, sizeof *segs);
+  int nsegs = cut_segments(graph, segs), n = 0;
+  for (int s = 0; s < nsegs; s++) n += segs[s].parallelism;
+  ck_free(segs);
+  return n;
+}
+
 int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t **out,
                   ck_error_t *err) {
   struct ck_exec *ex = ck_calloc(1, sizeof *ex);
@@ -466,27 +787,23 @@ int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t
   if (ex->opts.channel_capacity <= 0) ex->opts.channel_capacity = 16;
   if (!ex->opts.job_name) ex->opts.job_name = "clink";
   ck_mutex_init(&ex->err_mu);
-  /* cut the node list into segments */
+  ck_mutex_init(&ex->ckpt_mu);
+  ck_cond_init(&ex->ckpt_cv);
   ex->segs = ck_calloc((size_t)graph->nnodes, sizeof *ex->segs);
-  int *seg_of = ck_calloc((size_t)graph->nnodes, sizeof(int));
-  for (int i = 0; i < graph->nnodes; i++) {
-    const ck_node_t *n = &graph->nodes[i];
-    bool chained = n->input >= 0 && n->edge == CK_EDGE_FORWARD &&
-                   graph->nodes[n->input].parallelism == n->parallelism &&
-                   ex->segs[seg_of[n->input]].last == n->input;
-    if (chained) {
-      seg_of[i] = seg_of[n->input];
-      ex->segs[seg_of[i]].last = i;
-    } else {
-      seg_t *s = &ex->segs[ex->nsegs];
-      s->first = s->last = i;
-      s->parallelism = n->parallelism;
-      s->down = -1;
-      seg_of[i] = ex->nsegs++;
-      if (n->input >= 0) ex->segs[seg_of[n->input]].down = seg_of[i];
+  ex->nsegs = cut_segments(graph, ex->segs);
+  ex->checkpointing = ex->opts.ckpt.dir != NULL;
+  if (ex->checkpointing) {
+    int rc = ck_store_open(ex->opts.ckpt.dir, &ex->store, err);
+    if (rc) {
+      ck_free(ex->segs);
+      ck_free(ex);
+      return rc;
     }
+    ex->next_id = ex->opts.ckpt.ids_above;
+    ex->last_completed = ex->opts.ckpt.restore_id;
   }
-  ck_free(seg_of);
+  ex->ntasks = ck_exec_task_count(graph);
+  ex->all = ck_calloc((size_t)ex->ntasks, sizeof *ex->all);
   int nthreads = 0;
   for (int s = 0; s < ex->nsegs; s++) {
     seg_t *seg = &ex->segs[s];
@@ -507,12 +824,16 @@ int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t
       t->has_source = first->kind == CK_NODE_SOURCE;
       t->has_sink = graph->nodes[seg->last].kind == CK_NODE_SINK;
       t->wm = CK_WATERMARK_MIN;
+      t->index = nthreads + p;
+      ex->all[t->index] = t;
+      ex->nsinks += t->has_sink;
       if (!t->has_source) {
         chan_init(&t->in, ex->opts.channel_capacity);
         t->nsenders = nsenders;
         t->sender_wm = ck_calloc((size_t)(nsenders ? nsenders : 1), sizeof(int64_t));
         t->sender_idle = ck_calloc((size_t)(nsenders ? nsenders : 1), 1);
         for (int k = 0; k < nsenders; k++) t->sender_wm[k] = CK_WATERMARK_MIN;
+        t->blocked = ck_calloc((size_t)(nsenders ? nsenders : 1), 1);
       }
     }
     nthreads += seg->parallelism;
@@ -528,7 +849,8 @@ int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t
                      p, s);
       }
     }
-  (void)nthreads;
+  if (ex->checkpointing && ck_thread_start(&ex->coord, "ck-checkpoint", coordinator_main, ex))
+    task_fail(ex->all[0], CK_EINTERNAL, NULL);
   *out = ex;
   return 0;
 }
@@ -545,6 +867,16 @@ int ck_exec_wait(ck_exec_t *ex, ck_error_t *err) {
       for (int i = 0; i < t->nstages; i++) ex->totals.late_dropped += t->ops[i].metrics.late_dropped;
       ex->totals.decode_skipped += t->skipped;
     }
+  atomic_store(&ex->done, 1);
+  if (ex->checkpointing) {
+    ck_mutex_lock(&ex->ckpt_mu);
+    ck_cond_broadcast(&ex->ckpt_cv);
+    ck_mutex_unlock(&ex->ckpt_mu);
+    ck_thread_join(&ex->coord);
+  }
+  ex->totals.checkpoints_completed = ex->completed_count;
+  ex->totals.last_checkpoint = ex->last_completed;
+  ex->totals.input_ended = !ex->err.code && atomic_load(&ex->stopped_sources) == 0;
   if (ex->err.code) {
     if (err && !err->code) *err = ex->err;
     return ex->err.code;
@@ -565,10 +897,17 @@ void ck_exec_free(ck_exec_t *ex) {
       ck_free(t->stages);
       ck_free(t->sender_wm);
       ck_free(t->sender_idle);
+      ck_free(t->blocked);
+      for (int i = 0; i < t->nstash; i++) ck_batch_free(t->stash[i].batch);
+      ck_free(t->stash);
     }
     ck_free(seg->tasks);
   }
   ck_free(ex->segs);
+  ck_free(ex->all);
+  if (ex->checkpointing) ck_store_close(&ex->store);
   ck_mutex_fini(&ex->err_mu);
+  ck_mutex_fini(&ex->ckpt_mu);
+  ck_cond_fini(&ex->ckpt_cv);
   ck_free(ex);
 }

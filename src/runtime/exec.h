@@ -22,10 +22,25 @@
 
 typedef struct ck_exec ck_exec_t;
 
+/* Checkpointing (DESIGN §4). dir NULL: off. */
+typedef struct ck_exec_ckpt {
+  const char *dir;        /* --checkpoint-dir */
+  int64_t interval_ms;    /* between the end of one checkpoint and the next trigger */
+  int64_t timeout_ms;     /* a checkpoint not complete by then is aborted */
+  int64_t ids_above;      /* new checkpoint ids are above this (every id on disk) */
+  int64_t restore_id;     /* restore every subtask from this completed checkpoint; 0: fresh */
+  uint64_t fingerprint;   /* the job graph's, written into every snapshot */
+  int retain;             /* completed checkpoints kept on disk (default 3) */
+} ck_exec_ckpt_t;
+
 typedef struct ck_exec_opts {
   const char *job_name;
   int channel_capacity; /* messages per channel; default 16 */
+  ck_exec_ckpt_t ckpt;
 } ck_exec_opts_t;
+
+/* Subtasks the graph runs as (snapshot directories v1/0 … v1/n-1). */
+int ck_exec_task_count(const ck_graph_t *graph);
 
 int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t **out,
                   ck_error_t *err);
@@ -39,6 +54,9 @@ typedef struct ck_exec_totals {
   int64_t sink_records;
   int64_t late_dropped;
   int64_t decode_skipped;
+  int64_t checkpoints_completed;
+  int64_t last_checkpoint; /* id of the newest completed checkpoint, 0 if none */
+  bool input_ended;        /* every source reached the end of its input (not stopped) */
 } ck_exec_totals_t;
 ck_exec_totals_t ck_exec_totals(const ck_exec_t *ex);
 

@@ -1126,3 +1126,65 @@ void ck_graph_guarantee(const ck_graph_t *graph, bool checkpointing, ck_buf_t *o
   if (worst < CK_GUARANTEE_EXACTLY_ONCE && limiter)
     ck_buf_printf(out, " (limited by sink '%s')", limiter);
 }
+
+static void describe_schema(const ck_schema_t *sc, ck_buf_t *out) {
+  char tn[48];
+  ck_buf_putc(out, '(');
+  for (int i = 0; i < sc->ncols; i++)
+    ck_buf_printf(out, "%s%s %s", i ? ", " : "", sc->names[i], ck_type_name(sc->types[i], tn, sizeof tn));
+  ck_buf_putc(out, ')');
+}
+
+void ck_graph_describe(const ck_graph_t *graph, ck_buf_t *out) {
+  ck_buf_printf(out, "max_parallelism=%d\n", graph->max_parallelism);
+  for (int i = 0; i < graph->nnodes; i++) {
+    const ck_node_t *n = &graph->nodes[i];
+    /* edges follow from the query and the parallelism, which is checked on its own */
+    ck_buf_printf(out, "node %d %s input=%d out=", n->id, n->name, n->input);
+    describe_schema(&n->out_schema, out);
+    switch (n->kind) {
+      case CK_NODE_SOURCE:
+      case CK_NODE_SINK: {
+        const ck_conn_spec_t *c = &n->u.conn;
+        ck_buf_printf(out, " connector=%s table=%s schema=", c->connector->name, c->table);
+        describe_schema(&c->schema, out);
+        /* options in a stable order */
+        for (int pass = 0; pass < c->options.n; pass++) {
+          const char *best = NULL;
+          int bi = -1;
+          for (int a = 0; a < c->options.n; a++) {
+            int rank = 0;
+            for (int b = 0; b < c->options.n; b++) rank += strcmp(c->options.keys[b], c->options.keys[a]) < 0;
+            if (rank == pass) best = c->options.keys[a], bi = a;
+          }
+          if (best) ck_buf_printf(out, " %s=%s", best, c->options.values[bi]);
+        }
+        break;
+      }
+      case CK_NODE_CALC: {
+        const ck_calc_spec_t *c = &n->u.calc;
+        ck_buf_puts(out, " filter=");
+        if (c->filter) ck_expr_to_string(c->filter, out);
+        for (int e = 0; e < c->nexprs; e++) {
+          ck_buf_puts(out, " expr=");
+          ck_expr_to_string(c->exprs[e], out);
+        }
+        break;
+      }
+      case CK_NODE_AGG: {
+        const ck_agg_spec_t *a = &n->u.agg;
+        ck_buf_printf(out, " window=%d/%lld/%lld/%lld/%lld/%d lateness=%lld", (int)a->window.kind,
+                      (long long)a->window.size, (long long)a->window.slide,
+                      (long long)a->window.gap, (long long)a->window.step, a->window.time_col,
+                      (long long)a->allowed_lateness_ms);
+        for (int k = 0; k < a->ncalls; k++)
+          ck_buf_printf(out, " call=%d/%d/%d", (int)a->calls[k].fn, a->calls[k].distinct,
+                        a->calls[k].arg_col);
+        ck_buf_puts(out, " having=");
+        if (a->having) ck_expr_to_string(a->having, out);
+        break;
+      }
+    }
+    ck_buf_putc(out, '\n');
+  }
+}

@@ -28,6 +28,10 @@ int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts, ck_graph_
                 ck_error_t *err);
 void ck_graph_free(ck_graph_t *graph);
 
+/* A printable identity of the job graph — every node, schema, option and expression, but
+ * not its parallelism — for the checkpoint fingerprint. */
+void ck_graph_describe(const ck_graph_t *graph, ck_buf_t *out);
+
 /* The job's end-to-end guarantee, as the coordinator states it at submission:
  * "STATE_EXACTLY_ONCE_OUTPUT_AT_LEAST_ONCE (limited by sink 'clickhouse_sink')". */
 void ck_graph_guarantee(const ck_graph_t *graph, bool checkpointing, ck_buf_t *out);

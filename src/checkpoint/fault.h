@@ -1,0 +1,39 @@
+/*
+ * DESIGN: fault points — named places in the checkpoint protocol where a test can make the
+ * process die (or stall) at an exact step rather than at a wall-clock moment.
+ *
+ * Armed from the environment: CLINK_FAULT="<point>:<action>[:<ordinal>]" where action is
+ * exit (exit(86) at once, no cleanup), abort (SIGABRT), kill (SIGKILL to ourselves) or
+ * delay=<ms>; ordinal n fires on the n-th time the point is reached (default 1). Several
+ * points may be armed, separated by ','. The table below is the one list of points: tests
+ * check that each has a call site and a test that kills there (tests/integration).
+ *
+ * Threads: any; hit counters are atomics.
+ */
+#ifndef CK_CHECKPOINT_FAULT_H
+#define CK_CHECKPOINT_FAULT_H
+
+/*  id                     name                      where */
+#define CK_FAULT_TABLE(X)                                                                     \
+  X(BEFORE_PREPARE,        "before_prepare",        "a sink is about to prepare for barrier N") \
+  X(AFTER_PREPARE,         "after_prepare",         "a sink prepared for barrier N; its subtask's snapshot is not yet written") \
+  X(BEFORE_SNAPSHOT_WRITE, "before_snapshot_write", "a subtask holds its state for N in memory, not yet on disk") \
+  X(AFTER_SNAPSHOT_WRITE,  "after_snapshot_write",  "a subtask's snapshot for N is durable, not yet acknowledged") \
+  X(BEFORE_COMPLETED,      "before_completed",      "every subtask acknowledged N; the COMPLETED marker is not yet written") \
+  X(AFTER_COMPLETED,       "after_completed",       "COMPLETED-N is durable; no sink has committed N") \
+  X(BEFORE_COMMIT,         "before_commit",         "a sink is about to commit N") \
+  X(AFTER_COMMIT,          "after_commit",          "a sink committed N externally; CONFIRMED-N is not yet written") \
+  X(BEFORE_RESTORE,        "before_restore",        "a rerun chose its restore point and has restored nothing yet")
+
+typedef enum ck_fault_point {
+#define CK_X_FAULT(id, name, where) CK_FAULT_##id,
+  CK_FAULT_TABLE(CK_X_FAULT)
+#undef CK_X_FAULT
+  CK_FAULT__COUNT
+} ck_fault_point_t;
+
+const char *ck_fault_name(ck_fault_point_t point);
+/* Called at each point; does nothing unless CLINK_FAULT arms it. */
+void ck_fault(ck_fault_point_t point);
+
+#endif

@@ -1,0 +1,317 @@
+/* DESIGN: see store.h. */
+#include "checkpoint/store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/crc32c.h"
+
+#define SNAP_MAGIC "CKSNAP\0\1"
+#define SNAP_VERSION 1
+
+static int mkdirs(char *path) {
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    int rc = mkdir(path, 0755);
+    *p = '/';
+    if (rc && errno != EEXIST) return -1;
+  }
+  if (mkdir(path, 0755) && errno != EEXIST) return -1;
+  return 0;
+}
+
+int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err) {
+  size_t n = strlen(dir) + 8;
+  store->root = ck_malloc(n);
+  snprintf(store->root, n, "%s/v1", dir);
+  char *meta = ck_malloc(n + 8);
+  snprintf(meta, n + 8, "%s/_meta", store->root);
+  int rc = mkdirs(meta);
+  ck_free(meta);
+  if (rc) {
+    ck_error_set(err, CK_EIO, "could not create checkpoint directory '%s': %s", store->root,
+                 strerror(errno));
+    ck_free(store->root);
+    store->root = NULL;
+    return CK_EIO;
+  }
+  return 0;
+}
+
+void ck_store_close(ck_store_t *store) {
+  ck_free(store->root);
+  store->root = NULL;
+}
+
+static void full(const ck_store_t *s, const char *rel, char *out, size_t n) {
+  snprintf(out, n, "%s/%s", s->root, rel);
+}
+
+static int fsync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int rc = fsync(fd);
+  close(fd);
+  return rc;
+}
+
+int ck_store_write(const ck_store_t *store, const char *relpath, const void *data, size_t n,
+                   ck_error_t *err) {
+  char path[4096], tmp[4200], dir[4096];
+  full(store, relpath, path, sizeof path);
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  *slash = 0;
+  if (mkdirs(dir))
+    return ck_error_set(err, CK_EIO, "could not create '%s': %s", dir, strerror(errno));
+  snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ck_error_set(err, CK_EIO, "could not create '%s': %s", tmp, strerror(errno));
+  const char *p = data;
+  size_t left = n;
+  while (left) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      int e = errno;
+      close(fd);
+      unlink(tmp);
+      return ck_error_set(err, CK_EIO, "could not write '%s': %s", tmp, strerror(e));
+    }
+    p += w;
+    left -= (size_t)w;
+  }
+  if (fsync(fd) || close(fd)) {
+    int e = errno;
+    unlink(tmp);
+    return ck_error_set(err, CK_EIO, "could not sync '%s': %s", tmp, strerror(e));
+  }
+  if (rename(tmp, path)) {
+    int e = errno;
+    unlink(tmp);
+    return ck_error_set(err, CK_EIO, "could not rename '%s' into place: %s", tmp, strerror(e));
+  }
+  if (fsync_dir(dir))
+    return ck_error_set(err, CK_EIO, "could not sync directory '%s': %s", dir, strerror(errno));
+  return 0;
+}
+
+int ck_store_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, ck_error_t *err) {
+  char path[4096];
+  full(store, relpath, path, sizeof path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return CK_ENOTFOUND;
+    return ck_error_set(err, CK_EIO, "could not open '%s': %s", path, strerror(errno));
+  }
+  char chunk[65536];
+  for (;;) {
+    ssize_t r = read(fd, chunk, sizeof chunk);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      int e = errno;
+      close(fd);
+      return ck_error_set(err, CK_EIO, "could not read '%s': %s", path, strerror(e));
+    }
+    if (r == 0) break;
+    ck_buf_append(out, chunk, (size_t)r);
+  }
+  close(fd);
+  return 0;
+}
+
+bool ck_store_exists(const ck_store_t *store, const char *relpath) {
+  char path[4096];
+  full(store, relpath, path, sizeof path);
+  return access(path, F_OK) == 0;
+}
+
+int ck_store_remove(const ck_store_t *store, const char *relpath) {
+  char path[4096];
+  full(store, relpath, path, sizeof path);
+  return unlink(path) == 0 || errno == ENOENT ? 0 : CK_EIO;
+}
+
+int ck_store_mark(const ck_store_t *store, const char *kind, int64_t id, ck_error_t *err) {
+  char rel[128];
+  snprintf(rel, sizeof rel, "_meta/%s-%lld", kind, (long long)id);
+  return ck_store_write(store, rel, "", 0, err);
+}
+
+bool ck_store_marked(const ck_store_t *store, const char *kind, int64_t id) {
+  char rel[128];
+  snprintf(rel, sizeof rel, "_meta/%s-%lld", kind, (long long)id);
+  return ck_store_exists(store, rel);
+}
+
+/* Largest N among names "<prefix>N<suffix>" in dir. */
+static int64_t scan_ids(const char *dir, const char *prefix, const char *suffix) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int64_t best = 0;
+  size_t pl = strlen(prefix), sl = strlen(suffix);
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    const char *n = e->d_name;
+    size_t len = strlen(n);
+    if (len <= pl + sl || strncmp(n, prefix, pl) != 0) continue;
+    if (strcmp(n + len - sl, suffix) != 0 && !(strstr(n, ".tmp-") && strstr(n, suffix)))
+      continue;
+    char *end;
+    long long v = strtoll(n + pl, &end, 10);
+    if (end == n + pl) continue;
+    if (v > best) best = v;
+  }
+  closedir(d);
+  return best;
+}
+
+int64_t ck_store_max_id(const ck_store_t *store) {
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/_meta", store->root);
+  int64_t best = scan_ids(dir, "completed-", "");
+  int64_t c = scan_ids(dir, "confirmed-", "");
+  if (c > best) best = c;
+  DIR *d = opendir(store->root);
+  if (!d) return best;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    snprintf(dir, sizeof dir, "%s/%s", store->root, e->d_name);
+    int64_t s = scan_ids(dir, "checkpoint-", ".snap");
+    if (s > best) best = s;
+  }
+  closedir(d);
+  return best;
+}
+
+int64_t ck_store_restore_point(const ck_store_t *store, int64_t above, int ntasks) {
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/_meta", store->root);
+  /* walk completed markers from the newest down */
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int64_t ids[4096];
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < 4096) {
+    if (strncmp(e->d_name, "completed-", 10) != 0 || strstr(e->d_name, ".tmp-")) continue;
+    ids[n++] = strtoll(e->d_name + 10, NULL, 10);
+  }
+  closedir(d);
+  int64_t best = 0;
+  for (int i = 0; i < n; i++) {
+    if (ids[i] <= above || ids[i] <= best) continue;
+    bool whole = true;
+    for (int t = 0; t < ntasks && whole; t++) {
+      char rel[128];
+      ck_snap_path(t, ids[i], rel, sizeof rel);
+      whole = ck_store_exists(store, rel);
+    }
+    if (whole) best = ids[i];
+  }
+  return best;
+}
+
+void ck_store_prune(const ck_store_t *store, int64_t keep_from, int ntasks) {
+  char rel[512];
+  for (int t = 0; t < ntasks; t++) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/%d", store->root, t);
+    DIR *d = opendir(dir);
+    if (!d) continue;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (strncmp(e->d_name, "checkpoint-", 11) != 0) continue;
+      long long id = strtoll(e->d_name + 11, NULL, 10);
+      if (id > 0 && id < keep_from) {
+        snprintf(rel, sizeof rel, "%d/%s", t, e->d_name);
+        ck_store_remove(store, rel);
+      }
+    }
+    closedir(d);
+  }
+  /* markers stay: they are small, and they keep every used id on record */
+}
+
+void ck_snap_path(int task, int64_t id, char *out, size_t n) {
+  snprintf(out, n, "%d/checkpoint-%lld.snap", task, (long long)id);
+}
+
+static void put_u32(ck_buf_t *b, uint32_t v) { ck_buf_append(b, &v, 4); }
+static void put_u64(ck_buf_t *b, uint64_t v) { ck_buf_append(b, &v, 8); }
+
+void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_section_t *sections,
+                    int nsections, ck_buf_t *out) {
+  size_t start = out->len;
+  ck_buf_append(out, SNAP_MAGIC, 8);
+  put_u32(out, SNAP_VERSION);
+  put_u64(out, (uint64_t)id);
+  put_u64(out, fingerprint);
+  put_u32(out, (uint32_t)task);
+  put_u32(out, (uint32_t)nsections);
+  for (int i = 0; i < nsections; i++) {
+    put_u32(out, sections[i].node);
+    ck_buf_putc(out, (char)sections[i].kind);
+    put_u64(out, sections[i].len);
+    ck_buf_append(out, sections[i].data, sections[i].len);
+  }
+  put_u32(out, ck_crc32c(0, out->data + start, out->len - start));
+}
+
+int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprint, int task,
+                   ck_snap_section_t *sections, int max, int *nsections, ck_error_t *err) {
+  const unsigned char *p = data;
+  if (len < 8 + 4 + 8 + 8 + 4 + 4 + 4 || memcmp(p, SNAP_MAGIC, 8) != 0)
+    return ck_error_set(err, CK_ESTATE, "snapshot of task %d for checkpoint %lld is not a clink snapshot",
+                        task, (long long)id);
+  uint32_t crc;
+  memcpy(&crc, p + len - 4, 4);
+  if (crc != ck_crc32c(0, p, len - 4))
+    return ck_error_set(err, CK_ESTATE,
+                        "snapshot of task %d for checkpoint %lld is damaged (checksum mismatch)",
+                        task, (long long)id);
+  uint32_t version, t, ns;
+  uint64_t sid, fp;
+  memcpy(&version, p + 8, 4);
+  memcpy(&sid, p + 12, 8);
+  memcpy(&fp, p + 20, 8);
+  memcpy(&t, p + 28, 4);
+  memcpy(&ns, p + 32, 4);
+  if (version != SNAP_VERSION)
+    return ck_error_set(err, CK_ESTATE, "snapshot format version %u is not supported (this clink reads %d)",
+                        version, SNAP_VERSION);
+  if ((int64_t)sid != id || (int)t != task || fp != fingerprint)
+    return ck_error_set(err, CK_ESTATE,
+                        "snapshot file of task %d for checkpoint %lld belongs to another checkpoint, task or job",
+                        task, (long long)id);
+  size_t off = 36;
+  int n = 0;
+  for (uint32_t i = 0; i < ns; i++) {
+    if (off + 13 > len - 4 || n >= max)
+      return ck_error_set(err, CK_ESTATE, "snapshot of task %d for checkpoint %lld is truncated",
+                          task, (long long)id);
+    ck_snap_section_t *s = &sections[n++];
+    uint64_t sl;
+    memcpy(&s->node, p + off, 4);
+    s->kind = p[off + 4];
+    memcpy(&sl, p + off + 5, 8);
+    off += 13;
+    if (sl > len - 4 - off)
+      return ck_error_set(err, CK_ESTATE, "snapshot of task %d for checkpoint %lld is truncated",
+                          task, (long long)id);
+    s->data = p + off;
+    s->len = sl;
+    off += sl;
+  }
+  *nsections = n;
+  return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * DESIGN: checkpoint storage — the files a checkpoint directory holds, and how they become
+ * durable.
+ *
+ * Layout under the user's --checkpoint-dir (docs/checkpoint-format.md is the reference):
+ *   v1/<task>/checkpoint-<N>.snap   one subtask's state for checkpoint N (task = the subtask's
+ *                                   index in the job, in graph order)
+ *   v1/_meta/completed-<N>          checkpoint N completed: every subtask's snapshot is durable
+ *   v1/_meta/confirmed-<N>          every sink committed checkpoint N
+ *   v1/_meta/fingerprint            the job graph this directory belongs to
+ *   v1/_meta/run-base               the highest id on disk when the current lineage started
+ *                                   fresh: no checkpoint at or below it is ever restored
+ *   v1/_meta/clean-finish           a bounded job reached the end of its input
+ *
+ * Every file is written to a temporary name, fsynced, renamed into place and its directory
+ * fsynced, so a file either exists whole or not at all; snapshot files carry a CRC32C.
+ * Threads: any; operations on different paths do not interfere, and the same path is only
+ * ever written by one thread.
+ */
+#ifndef CK_CHECKPOINT_STORE_H
+#define CK_CHECKPOINT_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/error.h"
+
+typedef struct ck_store {
+  char *root; /* <dir>/v1 */
+} ck_store_t;
+
+int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err);
+void ck_store_close(ck_store_t *store);
+
+/* Durable whole-file write of relpath (under root); parent directories are created. */
+int ck_store_write(const ck_store_t *store, const char *relpath, const void *data, size_t n,
+                   ck_error_t *err);
+/* Reads relpath; CK_ENOTFOUND when it does not exist. */
+int ck_store_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, ck_error_t *err);
+bool ck_store_exists(const ck_store_t *store, const char *relpath);
+int ck_store_remove(const ck_store_t *store, const char *relpath);
+
+/* Markers: "completed" or "confirmed". */
+int ck_store_mark(const ck_store_t *store, const char *kind, int64_t id, ck_error_t *err);
+bool ck_store_marked(const ck_store_t *store, const char *kind, int64_t id);
+/* The highest checkpoint id with any durable record (marker or snapshot file); 0 if none. */
+int64_t ck_store_max_id(const ck_store_t *store);
+/* The newest completed checkpoint above `above` whose every snapshot file in `ntasks` task
+ * directories exists; 0 if none. */
+int64_t ck_store_restore_point(const ck_store_t *store, int64_t above, int ntasks);
+/* Removes snapshot files and markers of checkpoints below keep_from (retention). */
+void ck_store_prune(const ck_store_t *store, int64_t keep_from, int ntasks);
+
+/* Snapshot file of one subtask. */
+typedef struct ck_snap_section {
+  uint32_t node;      /* graph node id */
+  uint8_t kind;       /* CK_SNAP_SOURCE / OP / SINK */
+  const void *data;
+  size_t len;
+} ck_snap_section_t;
+
+enum { CK_SNAP_SOURCE = 0, CK_SNAP_OP = 1, CK_SNAP_SINK = 2 };
+
+void ck_snap_path(int task, int64_t id, char *out, size_t n);
+/* Encodes header + sections + CRC32C into out. */
+void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_section_t *sections,
+                    int nsections, ck_buf_t *out);
+/* Checks magic, version, CRC, id, fingerprint and task; fills up to max sections (pointing
+ * into data). CK_ESTATE with a reason on any mismatch. */
+int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprint, int task,
+                   ck_snap_section_t *sections, int max, int *nsections, ck_error_t *err);
+
+#endif
