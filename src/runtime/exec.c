@@ -20,7 +20,10 @@
  * replays the stash. When every subtask acknowledged N, the acknowledging thread writes the
  * COMPLETED marker and sets each sink subtask's commit_upto; sinks commit on their own thread
  * (checked between polls or messages) and the last one writes CONFIRMED. One checkpoint is in
- * flight at a time; none is triggered once any subtask has finished its input.
+ * flight at a time. When every source is done reading — end of input, or ck_exec_stop — they
+ * wait for one final checkpoint, taken after the last output (the maximal watermark's windows
+ * included), and sinks commit it before they finish: a job that ends or is stopped leaves
+ * nothing uncommitted, and a rerun after it resumes exactly there.
  */
 #include "runtime/exec.h"
 
@@ -129,6 +132,9 @@ struct ck_exec {
   int64_t confirm_id;         /* the completed checkpoint whose commits are being counted */
   int commits;
   atomic_int any_finished;    /* a subtask reached the end of its input */
+  int nsources;
+  atomic_int sources_at_end;  /* sources done reading (end of input or stop), awaiting the final checkpoint */
+  _Atomic int64_t final_id;   /* the checkpoint taken once every source is done reading */
   atomic_int done;            /* every subtask has exited */
   atomic_int stopped_sources; /* sources that stopped because of ck_exec_stop */
 };
@@ -443,7 +449,7 @@ static void *coordinator_main(void *arg) {
   int64_t timeout = c->timeout_ms > 0 ? c->timeout_ms : 600000;
   ck_mutex_lock(&ex->ckpt_mu);
   int64_t next = ck_mono_ms() + interval;
-  while (!atomic_load(&ex->failed) && !atomic_load(&ex->done) && !atomic_load(&ex->stop)) {
+  while (!atomic_load(&ex->failed) && !atomic_load(&ex->done)) {
     int64_t now = ck_mono_ms();
     if (ex->pending && now - ex->pending_since > timeout) {
       CK_LOG_WARN("checkpoint", "checkpoint %lld did not complete within %lld ms: aborted",
@@ -451,7 +457,13 @@ static void *coordinator_main(void *arg) {
       ex->pending = 0;
       next = now + interval;
     }
-    if (ex->pending || now < next || atomic_load(&ex->any_finished)) {
+    bool all_done = atomic_load(&ex->sources_at_end) == ex->nsources;
+    if (all_done && atomic_load(&ex->final_id)) {
+      /* the final checkpoint is out: nothing left to trigger */
+      ck_cond_wait_until(&ex->ckpt_cv, &ex->ckpt_mu, now + 100);
+      continue;
+    }
+    if (ex->pending || (now < next && !all_done)) {
       ck_cond_wait_until(&ex->ckpt_cv, &ex->ckpt_mu, (ex->pending ? now + 100 : next < now + 100 ? next : now + 100));
       if (!ex->pending && now >= next) next = ck_mono_ms() + interval;
       continue;
@@ -460,6 +472,7 @@ static void *coordinator_main(void *arg) {
     ex->pending = id;
     ex->pending_since = now;
     ex->acks = 0;
+    if (all_done) atomic_store(&ex->final_id, id);
     for (int i = 0; i < ex->ntasks; i++)
       if (ex->all[i]->has_source) atomic_store(&ex->all[i]->trigger, id);
     next = now + interval;
@@ -514,6 +527,17 @@ static void close_task(task_t *t) {
 
 /* Ends the chain: sinks flush; END goes downstream. */
 static int finish_task(task_t *t, ck_error_t *err) {
+  struct ck_exec *ex = t->ex;
+  while (ex->checkpointing && t->has_sink && !atomic_load(&ex->failed)) {
+    int rc = maybe_commit(t, err);
+    if (rc) return rc;
+    int64_t fin = atomic_load(&ex->final_id);
+    if (fin && t->committed >= fin) break;
+    ck_mutex_lock(&ex->ckpt_mu);
+    ck_cond_wait_until(&ex->ckpt_cv, &ex->ckpt_mu, ck_mono_ms() + 20);
+    ck_mutex_unlock(&ex->ckpt_mu);
+  }
+  if (atomic_load(&ex->failed)) return CK_ECANCELLED;
   t->finished = true;
   atomic_store(&t->ex->any_finished, 1);
   if (t->has_sink && t->sink_open) {
@@ -608,6 +632,26 @@ static int run_source(task_t *t, ck_error_t *err) {
   }
   ck_free(part_max);
   ck_free(part_seen);
+  if (!rc && ex->checkpointing) {
+    /* done reading: take checkpoints until the final one, then end */
+    atomic_fetch_add(&ex->sources_at_end, 1);
+    ck_mutex_lock(&ex->ckpt_mu);
+    ck_cond_broadcast(&ex->ckpt_cv);
+    ck_mutex_unlock(&ex->ckpt_mu);
+    while (!rc && !atomic_load(&ex->failed)) {
+      int64_t trig = atomic_load(&t->trigger);
+      if (trig > t->triggered) {
+        t->triggered = trig;
+        rc = take_checkpoint(t, trig, err);
+      }
+      int64_t fin = atomic_load(&ex->final_id);
+      if (!rc && fin && t->triggered >= fin) break;
+      if (!rc) rc = maybe_commit(t, err);
+      ck_mutex_lock(&ex->ckpt_mu);
+      ck_cond_wait_until(&ex->ckpt_cv, &ex->ckpt_mu, ck_mono_ms() + 20);
+      ck_mutex_unlock(&ex->ckpt_mu);
+    }
+  }
   return rc;
 }
 
@@ -827,6 +871,7 @@ int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t
       t->index = nthreads + p;
       ex->all[t->index] = t;
       ex->nsinks += t->has_sink;
+      ex->nsources += t->has_source;
       if (!t->has_source) {
         chan_init(&t->in, ex->opts.channel_capacity);
         t->nsenders = nsenders;
