@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/error.h"
 #include "base/time.h"
 
 static const char *const names[] = {
@@ -18,7 +19,7 @@ static const char *const names[] = {
 };
 
 typedef struct armed {
-  int action; /* 0 none, 1 exit, 2 abort, 3 kill, 4 delay */
+  int action; /* 0 none, 1 exit, 2 abort, 3 kill, 4 delay, 5 fail */
   long ordinal;
   long delay_ms;
 } armed_t;
@@ -50,17 +51,20 @@ static void parse(void) {
     else if (strcmp(f[1], "abort") == 0) a.action = 2;
     else if (strcmp(f[1], "kill") == 0) a.action = 3;
     else if (strncmp(f[1], "delay=", 6) == 0) a.action = 4, a.delay_ms = atol(f[1] + 6);
+    else if (strcmp(f[1], "fail") == 0) a.action = 5;
     if (a.action) armed[p] = a;
   }
   free(copy);
 }
 
-void ck_fault(ck_fault_point_t p) {
+int ck_fault(ck_fault_point_t p) { return ck_fault_err(p, NULL); }
+
+int ck_fault_err(ck_fault_point_t p, ck_error_t *err) {
   pthread_once(&once, parse);
-  if (!armed[p].action) return;
+  if (!armed[p].action) return 0;
   long n = atomic_fetch_add(&hits[p], 1) + 1;
-  if (armed[p].action != 4 && n != armed[p].ordinal) return;
-  if (armed[p].action == 4 && n < armed[p].ordinal) return;
+  if (armed[p].action != 4 && n != armed[p].ordinal) return 0;
+  if (armed[p].action == 4 && n < armed[p].ordinal) return 0;
   char line[128];
   int len = snprintf(line, sizeof line, "[fault] %s hit (%ld)\n", names[p], n);
   ssize_t w = write(2, line, (size_t)len);
@@ -70,5 +74,10 @@ void ck_fault(ck_fault_point_t p) {
     case 2: abort();
     case 3: kill(getpid(), SIGKILL); break;
     case 4: ck_sleep_ms(armed[p].delay_ms); break;
+    case 5:
+      ck_error_set(err, CK_EIO, "injected fault at %s", names[p]);
+      if (err) err->retriable = true;
+      return CK_EIO;
   }
+  return 0;
 }

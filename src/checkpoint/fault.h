@@ -3,8 +3,9 @@
  * process die (or stall) at an exact step rather than at a wall-clock moment.
  *
  * Armed from the environment: CLINK_FAULT="<point>:<action>[:<ordinal>]" where action is
- * exit (exit(86) at once, no cleanup), abort (SIGABRT), kill (SIGKILL to ourselves) or
- * delay=<ms>; ordinal n fires on the n-th time the point is reached (default 1). Several
+ * exit (exit(86) at once, no cleanup), abort (SIGABRT), kill (SIGKILL to ourselves),
+ * delay=<ms>, or fail (the step reports an I/O error, so the checkpoint fails and the job
+ * rewinds); ordinal n fires on the n-th time the point is reached (default 1). Several
  * points may be armed, separated by ','. The table below is the one list of points: tests
  * check that each has a call site and a test that kills there (tests/integration).
  *
@@ -33,7 +34,10 @@ typedef enum ck_fault_point {
 } ck_fault_point_t;
 
 const char *ck_fault_name(ck_fault_point_t point);
-/* Called at each point; does nothing unless CLINK_FAULT arms it. */
-void ck_fault(ck_fault_point_t point);
+/* Called at each point; does nothing unless CLINK_FAULT arms it. Returns CK_EIO (with err
+ * filled) when the point is armed with `fail`, else 0. */
+struct ck_error;
+int ck_fault(ck_fault_point_t point);
+int ck_fault_err(ck_fault_point_t point, struct ck_error *err);
 
 #endif

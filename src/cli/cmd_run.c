@@ -21,6 +21,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/time.h"
 #include "cli/cli.h"
 #include "checkpoint/lineage.h"
 #include "connectors/connectors.h"
@@ -35,6 +36,7 @@ static const ck_cli_opt_t opts[] = {
     {"checkpoint-dir", "DIR", "take checkpoints into DIR, and resume from them when run again"},
     {"checkpoint-interval-ms", "MS", "time between checkpoints (default 1000)"},
     {"fresh", NULL, "ignore the checkpoints in --checkpoint-dir and start the job over"},
+    {"max-restarts", "N", "with checkpoints, restart from the last one after a failure up to N times (default 3)"},
     {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
     {NULL, NULL, NULL},
 };
@@ -71,6 +73,36 @@ static int parse_positive(const char *what, const char *s, int *out) {
   }
   *out = (int)v;
   return 0;
+}
+
+/* Where this run starts: its own last checkpoint, or fresh (checkpoint/lineage.h). */
+static int begin_lineage(const char *dir, const ck_graph_t *graph, int parallelism, bool fresh,
+                         ck_exec_opts_t *eopts, ck_error_t *err) {
+  ck_buf_t desc;
+  ck_buf_init(&desc);
+  ck_graph_describe(graph, &desc);
+  ck_lineage_t lin;
+  int rc = ck_lineage_begin(dir, desc.data, parallelism, fresh, ck_exec_task_count(graph), &lin, err);
+  eopts->ckpt.fingerprint = ck_lineage_fingerprint(desc.data);
+  ck_buf_fini(&desc);
+  if (rc) return rc;
+  eopts->ckpt.dir = dir;
+  eopts->ckpt.ids_above = lin.ids_above;
+  eopts->ckpt.restore_id = lin.restore_id;
+  if (lin.restore_id)
+    CK_LOG_INFO("checkpoint", "restore point: checkpoint %lld (latest_completed=%lld latest_confirmed=%lld run_base=%lld): %s",
+                (long long)lin.restore_id, (long long)lin.latest_completed,
+                (long long)lin.latest_confirmed, (long long)lin.run_base, lin.why);
+  else
+    CK_LOG_INFO("checkpoint", "starting fresh (%s); new checkpoints are numbered above %lld",
+                lin.why, (long long)lin.ids_above);
+  return 0;
+}
+
+/* A failure a restart from the last checkpoint can get past (an I/O error, a connection). */
+static bool restartable(const ck_error_t *err) {
+  return err->retriable || err->code == CK_EIO || err->code == CK_ECONNECT ||
+         err->code == CK_ETIMEOUT;
 }
 
 static int run_main(int argc, char **argv) {
@@ -147,32 +179,12 @@ static int run_main(int argc, char **argv) {
     }
     eopts.ckpt.interval_ms = ms;
   }
-  if (ckpt_dir) {
-    ck_buf_t desc;
-    ck_buf_init(&desc);
-    ck_graph_describe(graph, &desc);
-    ck_lineage_t lin;
-    rc = ck_lineage_begin(ckpt_dir, desc.data, popts.parallelism, fresh,
-                          ck_exec_task_count(graph), &lin, &err);
-    eopts.ckpt.fingerprint = ck_lineage_fingerprint(desc.data);
-    ck_buf_fini(&desc);
-    if (rc) {
-      char msg[2048];
-      ck_error_format(&err, msg, sizeof msg);
-      fprintf(stderr, "clink run: %s\n", msg);
-      rc = 1;
-      goto out;
-    }
-    eopts.ckpt.dir = ckpt_dir;
-    eopts.ckpt.ids_above = lin.ids_above;
-    eopts.ckpt.restore_id = lin.restore_id;
-    if (lin.restore_id)
-      CK_LOG_INFO("checkpoint", "restore point: checkpoint %lld (latest_completed=%lld latest_confirmed=%lld run_base=%lld): %s",
-                  (long long)lin.restore_id, (long long)lin.latest_completed,
-                  (long long)lin.latest_confirmed, (long long)lin.run_base, lin.why);
-    else
-      CK_LOG_INFO("checkpoint", "starting fresh (%s); new checkpoints are numbered above %lld",
-                  lin.why, (long long)lin.ids_above);
+  if (ckpt_dir && begin_lineage(ckpt_dir, graph, popts.parallelism, fresh, &eopts, &err)) {
+    char msg[2048];
+    ck_error_format(&err, msg, sizeof msg);
+    fprintf(stderr, "clink run: %s\n", msg);
+    rc = 1;
+    goto out;
   }
 
   ck_buf_t g;
@@ -189,11 +201,40 @@ static int run_main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  rc = ck_exec_start(graph, &eopts, &ex, &err);
-  if (!rc) {
+  int max_restarts = 3;
+  if ((v = ck_cli_get(cmd, &args, "max-restarts"))) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || n < 0 || n > 1000) {
+      fprintf(stderr, "clink run: --max-restarts must be a whole number from 0 to 1000, not '%s'\n", v);
+      rc = 2;
+      goto out;
+    }
+    max_restarts = (int)n;
+  }
+  for (int attempt = 1;; attempt++) {
+    rc = ck_exec_start(graph, &eopts, &ex, &err);
+    if (rc) break;
     running = ex;
     rc = ck_exec_wait(ex, &err);
     running = NULL;
+    if (!rc || !ckpt_dir || interrupts || attempt > max_restarts || !restartable(&err)) break;
+    /* the failed checkpoint is abandoned as a whole: rewind to the last completed one */
+    char msg[1024];
+    ck_error_format(&err, msg, sizeof msg);
+    for (char *nl = strchr(msg, '\n'); nl; nl = strchr(nl, '\n')) *nl = ' ';
+    CK_LOG_WARN("job", "the job failed (%s); restarting from its last checkpoint (attempt %d/%d)",
+                msg, attempt, max_restarts);
+    /* ids handed out by the failed execution stay used, durable record or not */
+    int64_t used = ck_exec_totals(ex).last_triggered;
+    ck_exec_free(ex);
+    ex = NULL;
+    ck_error_clear(&err);
+    ck_sleep_ms(200LL * attempt);
+    if ((rc = begin_lineage(ckpt_dir, graph, popts.parallelism, false, &eopts, &err))) break;
+    if (eopts.ckpt.ids_above < used) eopts.ckpt.ids_above = used;
+  }
+  if (ex) {
     ck_exec_totals_t tot = ck_exec_totals(ex);
     CK_LOG_INFO("job", "%s: %lld records read, %lld written, %lld late records dropped, %lld undecodable records skipped, %lld checkpoints",
                 rc ? "failed" : interrupts ? "stopped" : "finished", (long long)tot.source_records,

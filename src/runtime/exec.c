@@ -377,8 +377,12 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
     ck_snap_encode(id, ex->opts.ckpt.fingerprint, t->index, sections, n, &file);
     char rel[128];
     ck_snap_path(t->index, id, rel, sizeof rel);
-    ck_fault(CK_FAULT_BEFORE_SNAPSHOT_WRITE);
-    rc = ck_store_write(&ex->store, rel, file.data, file.len, err);
+    rc = ck_fault_err(CK_FAULT_BEFORE_SNAPSHOT_WRITE, err);
+    if (!rc) rc = ck_store_write(&ex->store, rel, file.data, file.len, err);
+    if (rc) {
+      if (err) err->retriable = true; /* the checkpoint fails; a restart rewinds to the last one */
+      ck_error_detail(err, "subtask %d could not write its snapshot for checkpoint %lld", t->index, (long long)id);
+    }
     if (!rc) ck_fault(CK_FAULT_AFTER_SNAPSHOT_WRITE);
     ck_buf_fini(&file);
   }
@@ -921,6 +925,7 @@ int ck_exec_wait(ck_exec_t *ex, ck_error_t *err) {
   }
   ex->totals.checkpoints_completed = ex->completed_count;
   ex->totals.last_checkpoint = ex->last_completed;
+  ex->totals.last_triggered = ex->next_id;
   ex->totals.input_ended = !ex->err.code && atomic_load(&ex->stopped_sources) == 0;
   if (ex->err.code) {
     if (err && !err->code) *err = ex->err;

@@ -56,6 +56,7 @@ typedef struct ck_exec_totals {
   int64_t decode_skipped;
   int64_t checkpoints_completed;
   int64_t last_checkpoint; /* id of the newest completed checkpoint, 0 if none */
+  int64_t last_triggered;  /* the highest checkpoint id this execution handed out */
   bool input_ended;        /* every source reached the end of its input (not stopped) */
 } ck_exec_totals_t;
 ck_exec_totals_t ck_exec_totals(const ck_exec_t *ex);

@@ -105,4 +105,27 @@ def test_every_fault_point_has_a_call_site():
     src = "\n".join(p.read_text() for p in (REPO / "src").rglob("*.c"))
     for point in fault_points():
         ident = "CK_FAULT_" + point.upper()
-        assert re.search(r"ck_fault\(\s*" + ident + r"\s*\)", src), f"{point} is never called"
+        assert re.search(r"ck_fault(?:_err)?\(\s*" + ident + r"\b", src), f"{point} is never called"
+
+
+def test_a_failed_checkpoint_is_abandoned_and_the_job_rewinds_in_process(job):
+    j = job()
+    r = j.run(fault="before_snapshot_write:fail:3")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "restarting from its last checkpoint (attempt 1/3)" in r.stderr
+    m = re.search(r"restore point: checkpoint (\d+)", r.stderr)
+    assert m, "the restart did not restore a checkpoint"
+    # checkpoint 3 failed on one subtask, so it never completed and the rewind went below it
+    assert int(m.group(1)) < 3
+    assert "checkpoint 3 completed" not in r.stderr
+    j.check(exactly_once=False)
+
+
+def test_restarts_stop_at_the_budget(job):
+    j = job()
+    r = j.run("--max-restarts", "1", fault="before_snapshot_write:fail:1")
+    # the first failure is restarted once; the fault fires only once, so the job finishes
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = j.run("--fresh", "--max-restarts", "0", fault="before_snapshot_write:fail:1")
+    assert r.returncode == 1
+    assert "injected fault at before_snapshot_write" in r.stderr
