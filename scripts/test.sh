@@ -18,15 +18,21 @@ eval "$(scripts/services.sh env)"
 scripts/build.sh sanitize >/dev/null
 cd build-san
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# verbose output goes to a log (the per-case counts are read from it); the console gets one
+# line per ctest entry and, for a failure, that entry's output
 set +e
-ctest --output-on-failure --timeout 1200 "$@" 2>&1 | tee ctest.log
-rc=${PIPESTATUS[0]}
+ctest -V --timeout 1500 "$@" > ctest-verbose.log 2>&1
+rc=$?
 set -e
+grep -E '^ *[0-9]+/[0-9]+ Test +#' ctest-verbose.log || true
+if [ "$rc" -ne 0 ]; then
+  echo
+  echo "== output of the failed entries =="
+  for n in $(sed -n 's/^ *[0-9]*\/[0-9]* Test *#\([0-9]*\):.*\*\*\*.*/\1/p' ctest-verbose.log); do
+    grep -E "^$n: " ctest-verbose.log | tail -80
+  done
+fi
 echo
-echo "test counts by label:"
-for label in unit sql integration; do
-  n=$(ctest -N -L "$label" 2>/dev/null | sed -n 's/^Total Tests: //p')
-  echo "  $label: ${n:-0} ctest entries"
-done
-grep -hE '^[0-9]+ passed' ../build-san/*.log 2>/dev/null || true
+python3 ../scripts/test_summary.py ctest-verbose.log .
 exit "$rc"
+
