@@ -31,13 +31,27 @@ static const char *guarantee_name(ck_guarantee_t g) {
                                            : "none (output is not replayed)";
 }
 
+/* One Markdown table cell: a '|' inside it (enum choices "a|b") would end the cell. */
+static void md_cell(const char *s) {
+  fputs(" ", stdout);
+  for (; s && *s; s++) {
+    if (*s == '|') putchar('\\');
+    putchar(*s);
+  }
+  fputs(" |", stdout);
+}
+
 static void print_table(const char *title, const ck_opt_def_t *defs, int md) {
-  if (!defs) return;
+  if (!defs || !defs->name) return; /* no options of this kind: no empty heading or table */
   if (md) {
     printf("\n%s options:\n\n| option | type | default | description |\n|---|---|---|---|\n", title);
-    for (const ck_opt_def_t *d = defs; d->name; d++)
-      printf("| `%s`%s | %s | %s | %s |\n", d->name, d->required ? " (required)" : "",
-             type_name(d), d->default_value ? d->default_value : "", d->description);
+    for (const ck_opt_def_t *d = defs; d->name; d++) {
+      printf("| `%s`%s |", d->name, d->required ? " (required)" : "");
+      md_cell(type_name(d));
+      md_cell(d->default_value ? d->default_value : "");
+      md_cell(d->description);
+      putchar('\n');
+    }
     return;
   }
   printf("  %s options:\n", title);

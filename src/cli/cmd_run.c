@@ -216,6 +216,7 @@ static int run_main(int argc, char **argv) {
     rc = ck_exec_start(graph, &eopts, &ex, &err);
     if (rc) break;
     running = ex;
+    if (interrupts) ck_exec_stop(ex); /* a Ctrl-C that came before there was a job to stop */
     rc = ck_exec_wait(ex, &err);
     running = NULL;
     if (!rc || !ckpt_dir || interrupts || attempt > max_restarts || !restartable(&err)) break;

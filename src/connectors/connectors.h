@@ -9,6 +9,8 @@
  *   datagen    deterministic seeded row generator (source)
  *   print      NDJSON (or CSV) rows on standard output (sink); 'stdout' is an alias
  *   blackhole  discards rows, counting them (sink)
+ *   kafka      Apache Kafka topics (source; at-least-once sink)
+ *   clickhouse ClickHouse tables over the native protocol (at-least-once sink)
  *
  * Record formats (json, csv) live in connectors/format.h, shared with broker connectors.
  */
@@ -27,6 +29,8 @@ extern const ck_connector_t ck_datagen_connector;
 extern const ck_connector_t ck_print_connector;
 extern const ck_connector_t ck_stdout_connector;
 extern const ck_connector_t ck_blackhole_connector;
+extern const ck_connector_t ck_kafka_connector;
+extern const ck_connector_t ck_clickhouse_connector;
 
 /* Rows a blackhole sink instance has discarded so far (a metric; tests). */
 int64_t ck_blackhole_rows(const ck_sink_t *sink);

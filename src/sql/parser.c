@@ -999,6 +999,40 @@ int ck_sql_parse(const char *sql, ck_arena_t *arena, ck_script_t *out, ck_error_
   return 0;
 }
 
+/* A copy of line[0..n) with the quoted values of secret-looking options (password, secret,
+ * token) replaced by ***, so an error pointing at that line never shows a credential. */
+static char *mask_secrets(const char *line, size_t n, int *col) {
+  char *out = ck_strndup(line, n);
+  static const char *const words[] = {"password", "secret", "token"};
+  for (size_t i = 0; i < n; i++) {
+    for (size_t w = 0; w < CK_ARRAY_LEN(words); w++) {
+      size_t wl = strlen(words[w]);
+      if (i + wl > n || strncasecmp(out + i, words[w], wl) != 0) continue;
+      size_t j = i + wl;
+      while (j < n && (isalnum((unsigned char)out[j]) || out[j] == '_' || out[j] == '\'' ||
+                       out[j] == '"' || out[j] == '.'))
+        j++;
+      while (j < n && out[j] == ' ') j++;
+      if (j >= n || out[j] != '=') continue;
+      j++;
+      while (j < n && out[j] == ' ') j++;
+      if (j >= n || out[j] != '\'') continue;
+      size_t k = j + 1;
+      while (k < n && out[k] != '\'') k++;
+      if (k - j - 1 >= 3) {
+        size_t removed = (k - j - 1) - 3;
+        memset(out + j + 1, '*', 3);
+        memmove(out + j + 4, out + k, n - k + 1);
+        n -= removed;
+        if (*col > (int)k) *col -= (int)removed; /* keep the caret under the same token */
+      } else {
+        memset(out + j + 1, '*', k - j - 1);
+      }
+    }
+  }
+  return out;
+}
+
 void ck_sql_render_error(const char *sql, const char *filename, const ck_error_t *err,
                          ck_buf_t *out) {
   const char *msg = err->message[0] ? err->message : ck_error_default(err->code);
@@ -1018,8 +1052,11 @@ void ck_sql_render_error(const char *sql, const char *filename, const ck_error_t
       size_t n = strcspn(p, "\n");
       char gutter[16];
       int gw = snprintf(gutter, sizeof gutter, "%d", err->line);
-      ck_buf_printf(out, " %s | %.*s\n %*s | ", gutter, (int)n, p, gw, "");
       int col = err->column - 1;
+      char *shown = mask_secrets(p, n, &col);
+      ck_buf_printf(out, " %s | %s\n %*s | ", gutter, shown, gw, "");
+      p = shown;
+      n = strlen(shown);
       for (int i = 0; i < col && (size_t)i < n; i++) ck_buf_putc(out, p[i] == '\t' ? '\t' : ' ');
       /* underline the token at the column */
       size_t len = 1;
@@ -1036,6 +1073,7 @@ void ck_sql_render_error(const char *sql, const char *filename, const ck_error_t
       }
       for (size_t i = 0; i < len; i++) ck_buf_putc(out, '^');
       ck_buf_putc(out, '\n');
+      ck_free(shown);
     }
   }
   if (err->detail[0]) ck_buf_printf(out, "detail: %s\n", err->detail);

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Checkpoint costs, measured (issue 5):
+
+1. Throughput with 1-second checkpoints against none: datagen -> TUMBLE per key -> blackhole,
+   5M rows, 200k keys per window; CPU-seconds and wall time of the clink process, median of 3.
+2. Time from a rerun to its first output after a SIGKILL, with a large open-window state: one
+   pipeline holds N groups in a window that never closes (its state is what the rerun must
+   restore); a second pipeline in the same job prints a row per 10 ms. The job is killed after
+   a few checkpoints; we time from starting the rerun to the first row it prints.
+
+Usage: run.py [CLINK_BINARY]   (default build/src/cli/clink; use the release build)
+Bounded: a few minutes on 2 cores; loopback only; temporary directories are removed.
+"""
+import os
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CLINK = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else REPO / "build/src/cli/clink")
+
+THROUGHPUT = """
+CREATE TABLE g (k BIGINT, ts BIGINT, v BIGINT) WITH (connector = 'datagen', rows = '5000000',
+  'fields.k.kind' = 'random', 'fields.k.start' = '1', 'fields.k.end' = '200000',
+  'fields.ts.kind' = 'sequence', 'fields.ts.start' = '0', 'fields.ts.step' = '1',
+  'fields.v.kind' = 'random', 'fields.v.start' = '0', 'fields.v.end' = '1000',
+  event_time_column = 'ts', watermark_lag_ms = '100');
+CREATE TABLE sink (k BIGINT, window_start BIGINT, n BIGINT, s BIGINT) WITH (connector = 'blackhole');
+INSERT INTO sink SELECT k, window_start, COUNT(*) AS n, SUM(v) AS s
+FROM g GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), k;
+"""
+
+RECOVERY = """
+CREATE TABLE big (k BIGINT, ts BIGINT) WITH (connector = 'datagen', rows = '{groups}',
+  'fields.k.kind' = 'sequence', 'fields.k.start' = '1',
+  'fields.ts.kind' = 'sequence', 'fields.ts.start' = '0', 'fields.ts.step' = '0',
+  event_time_column = 'ts');
+CREATE TABLE held (k BIGINT, window_start BIGINT, n BIGINT) WITH (connector = 'blackhole');
+INSERT INTO held SELECT k, window_start, COUNT(*) AS n FROM big
+GROUP BY TUMBLE(ts, INTERVAL '1' DAY), k;
+CREATE TABLE ticks (i BIGINT) WITH (connector = 'datagen', rows_per_second = '100',
+  'fields.i.kind' = 'sequence', 'fields.i.start' = '0');
+SELECT i FROM ticks;
+"""
+
+
+def cpu_of(cmd, env=None):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        sys.exit(f"clink failed: {r.stderr[-2000:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+
+
+def throughput(tmp):
+    sql = tmp / "t.sql"
+    sql.write_text(THROUGHPUT)
+    env = dict(os.environ, CLINK_LOG_LEVEL="warn")
+    res = {}
+    for label, extra in (("no checkpoints", []),
+                         ("1 s checkpoints", ["--checkpoint-interval-ms", "1000"])):
+        cpus, walls = [], []
+        for i in range(3):
+            args = [CLINK, "run", str(sql)]
+            if extra:
+                d = tmp / f"ck-{i}"
+                args += ["--checkpoint-dir", str(d), "--fresh"] + extra
+            c, w = cpu_of(args, env)
+            cpus.append(c)
+            walls.append(w)
+        res[label] = (statistics.median(cpus), statistics.median(walls))
+    base_cpu, base_wall = res["no checkpoints"]
+    ck_cpu, ck_wall = res["1 s checkpoints"]
+    print("throughput, datagen -> TUMBLE(10 s) x 200k keys -> blackhole, 5M rows (median of 3):")
+    for label, (c, w) in res.items():
+        print(f"  {label:16} {c:6.2f} CPU-s {w:6.2f} s wall  {5e6 / c / 1e6:5.2f} M events/CPU-s")
+    print(f"  cost of checkpointing: CPU {100 * (ck_cpu / base_cpu - 1):+.1f} %, wall {100 * (ck_wall / base_wall - 1):+.1f} %")
+    return res
+
+
+def recovery(tmp, groups):
+    sql = tmp / "r.sql"
+    sql.write_text(RECOVERY.format(groups=groups))
+    ck = tmp / "ck-rec"
+    env = dict(os.environ, CLINK_LOG_LEVEL="debug")
+    p = subprocess.Popen([CLINK, "run", str(sql), "--checkpoint-dir", str(ck), "--fresh",
+                          "--checkpoint-interval-ms", "500"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    completed, deadline = 0, time.monotonic() + 120
+    for line in p.stderr:  # wait for checkpoints that hold the whole state
+        if "completed" in line:
+            completed += 1
+            if completed >= 3:
+                break
+        if time.monotonic() > deadline:
+            break
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    snap = max(ck.rglob("checkpoint-*.snap"), key=lambda f: f.stat().st_size)
+    env = dict(os.environ, CLINK_LOG_LEVEL="warn")
+    t0 = time.perf_counter()
+    q = subprocess.Popen([CLINK, "run", str(sql), "--checkpoint-dir", str(ck)],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    first = q.stdout.readline()
+    dt = time.perf_counter() - t0
+    q.send_signal(signal.SIGINT)
+    q.wait(timeout=60)
+    assert first, "the rerun printed nothing"
+    print(f"rerun to first output after SIGKILL, {groups:,} open groups "
+          f"(largest snapshot {snap.stat().st_size / 1e6:.1f} MB): {dt * 1000:.0f} ms")
+    return dt
+
+
+def main():
+    tmp = Path(tempfile.mkdtemp(prefix="clink-bench-ckpt-"))
+    try:
+        throughput(tmp)
+        for groups in (100_000, 1_000_000):
+            recovery(tmp, groups)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+/* DESIGN: see ch_compress.h. LZ4 comes from liblz4 (block format, no frame format). */
+#include "connectors/clickhouse/ch_compress.h"
+
+#include <lz4.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "connectors/clickhouse/ch_proto.h"
+#include "connectors/clickhouse/cityhash.h"
+
+static void put_checksum(uint8_t *dst, const uint8_t *frame, size_t len) {
+  ck_city128_t h = ck_cityhash128(frame, len);
+  for (int i = 0; i < 8; i++) {
+    dst[i] = (uint8_t)(h.first >> (8 * i));
+    dst[8 + i] = (uint8_t)(h.second >> (8 * i));
+  }
+}
+
+void ck_ch_compress(const void *data, size_t len, int method, ck_buf_t *out) {
+  const char *p = data;
+  do {
+    size_t chunk = len < CK_CH_MAX_FRAME_INPUT ? len : CK_CH_MAX_FRAME_INPUT;
+    size_t bound = method == CK_CH_METHOD_LZ4 ? (size_t)LZ4_compressBound((int)chunk) : chunk;
+    ck_buf_reserve(out, CK_CH_FRAME_CHECKSUM + CK_CH_FRAME_HEADER + bound);
+    uint8_t *frame = (uint8_t *)out->data + out->len;
+    uint8_t *hdr = frame + CK_CH_FRAME_CHECKSUM;
+    size_t payload;
+    if (method == CK_CH_METHOD_LZ4) {
+      int n = LZ4_compress_default(p, (char *)hdr + CK_CH_FRAME_HEADER, (int)chunk, (int)bound);
+      ck_assert(n > 0 || chunk == 0);
+      payload = (size_t)n;
+    } else {
+      memcpy(hdr + CK_CH_FRAME_HEADER, p, chunk);
+      payload = chunk;
+    }
+    uint32_t csize = (uint32_t)(payload + CK_CH_FRAME_HEADER), usize = (uint32_t)chunk;
+    hdr[0] = (uint8_t)method;
+    for (int i = 0; i < 4; i++) {
+      hdr[1 + i] = (uint8_t)(csize >> (8 * i));
+      hdr[5 + i] = (uint8_t)(usize >> (8 * i));
+    }
+    put_checksum(frame, hdr, csize);
+    out->len += CK_CH_FRAME_CHECKSUM + csize;
+    out->data[out->len] = 0;
+    p += chunk;
+    len -= chunk;
+  } while (len);
+}
+
+int ck_ch_frame_decode(const uint8_t *p, size_t avail, size_t max_out, ck_buf_t *out,
+                       size_t *used, size_t *need, ck_error_t *err) {
+  *need = CK_CH_FRAME_CHECKSUM + CK_CH_FRAME_HEADER;
+  if (avail < *need) return 1;
+  const uint8_t *hdr = p + CK_CH_FRAME_CHECKSUM;
+  uint32_t csize = (uint32_t)ck_ch_get_le(hdr + 1, 4);
+  uint32_t usize = (uint32_t)ck_ch_get_le(hdr + 5, 4);
+  int method = hdr[0];
+  if (method != CK_CH_METHOD_LZ4 && method != CK_CH_METHOD_NONE) {
+    if (method == CK_CH_METHOD_ZSTD)
+      return ck_error_set(err, CK_EPROTO, "the server sent a ZSTD-compressed frame, which this "
+                          "client does not read");
+    return ck_error_set(err, CK_EPROTO, "unknown compression method 0x%02x in a compressed frame",
+                        method);
+  }
+  if (csize < CK_CH_FRAME_HEADER || csize > (1u << 30))
+    return ck_error_set(err, CK_EPROTO, "compressed frame of impossible size %u", csize);
+  if (usize > max_out || usize > (1u << 30))
+    return ck_error_set(err, CK_EPROTO, "compressed frame would decompress to %u bytes, above "
+                        "the limit of %zu", usize, max_out);
+  size_t payload = csize - CK_CH_FRAME_HEADER;
+  if (method == CK_CH_METHOD_NONE ? payload != usize : (uint64_t)usize > (uint64_t)payload * 255 + 16)
+    return ck_error_set(err, CK_EPROTO, "compressed frame sizes disagree (%zu bytes for %u)",
+                        payload, usize);
+  *need = CK_CH_FRAME_CHECKSUM + (size_t)csize;
+  if (avail < *need) return 1;
+  ck_city128_t h = ck_cityhash128(hdr, csize);
+  uint8_t want[16];
+  for (int i = 0; i < 8; i++) {
+    want[i] = (uint8_t)(h.first >> (8 * i));
+    want[8 + i] = (uint8_t)(h.second >> (8 * i));
+  }
+  if (memcmp(want, p, 16) != 0)
+    return ck_error_set(err, CK_EPROTO, "checksum mismatch in a compressed frame of %u bytes "
+                        "(data corrupted in transit?)", csize);
+  ck_buf_reserve(out, usize);
+  if (method == CK_CH_METHOD_NONE) {
+    memcpy(out->data + out->len, hdr + CK_CH_FRAME_HEADER, usize);
+  } else {
+    int n = LZ4_decompress_safe((const char *)hdr + CK_CH_FRAME_HEADER, out->data + out->len,
+                                (int)payload, (int)usize);
+    if (n < 0 || (uint32_t)n != usize)
+      return ck_error_set(err, CK_EPROTO, "could not decompress an LZ4 frame of %u bytes", csize);
+  }
+  out->len += usize;
+  out->data[out->len] = 0;
+  *used = *need;
+  return 0;
+}

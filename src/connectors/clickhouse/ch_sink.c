@@ -1,0 +1,935 @@
+/*
+ * DESIGN: connector='clickhouse' — a sink writing through ClickHouse's native TCP protocol
+ * (ch_client.h), at least once.
+ *
+ * Columns. At plan time (check) and again at open, the sink reads the table's structure
+ * (DESCRIBE TABLE) and maps each SQL column to the ClickHouse column of the same name (exact
+ * spelling first, then the one that differs only in case). ClickHouse columns the SQL table
+ * does not declare are left out of the INSERT, so they take their defaults; a SQL column with
+ * no ClickHouse column, or one that is MATERIALIZED or ALIAS, is refused. Each SQL type must
+ * fit its ClickHouse type without losing information, or the plan is refused naming both:
+ *   BOOLEAN        → UInt8 … Int64, Bool, Decimal with ≥ 1 integer digit
+ *   INT, BIGINT    → a signed integer at least as wide (INT also Float64), Decimal(P, S) with
+ *                    P − S ≥ 10 (INT) or 19 (BIGINT); Date (days since 1970-01-01) and
+ *                    DateTime (seconds since the epoch), each value range-checked
+ *   FLOAT          → Float32, Float64;  DOUBLE → Float64
+ *   DECIMAL(p, s)  → Decimal(P, S) with S ≥ s and P − S ≥ p − s (no digit lost on either side);
+ *                    with s = 0 also an integer type that holds every p-digit value
+ *   VARCHAR        → String, FixedString(N) (a longer value stops the job), LowCardinality of
+ *                    either
+ *   TIMESTAMP(3)   → DateTime64(p ≥ 3) (exact), Int64 (epoch milliseconds). Never DateTime or
+ *                    Date, which would drop the milliseconds: declare the SQL column BIGINT and
+ *                    write ts / 1000 (seconds) or ts / 86400000 (days) if that is meant.
+ *   narrowing = 'checked' also admits the integer conversions that can overflow (INT into
+ *   Int8, BIGINT into UInt64, TIMESTAMP into UInt64, …): each value is range-checked as it is
+ *   written, and one that does not fit stops the job naming the column and the value.
+ * Every SQL column may hold NULL; a NULL bound for a column that is not Nullable stops the job
+ * with an error naming the column (it is not replaced by the type's default).
+ *
+ * Delivery. Rows are converted into native columns as they come (write), and inserted as one
+ * block per INSERT when batch_rows are buffered (a batch from upstream is never split across
+ * INSERTs), when batch_interval_ms passed since the
+ * first buffered row (checked on write and prepare), at every checkpoint barrier (prepare) and
+ * at the end of input (finish). An INSERT is synchronous: a row counts as written only when
+ * the server acknowledged its block (EndOfStream after the data); prepare returns only after
+ * that, so a checkpoint that completed covers every row before its barrier, and a crash after
+ * it loses none. Rows after the last completed checkpoint are written again after a restore:
+ * at least once (CK_GUARANTEE_AT_LEAST_ONCE; 'exactly_once' is refused by the planner).
+ * Servers from 21.11 on are sent async_insert = 0 and wait_for_async_insert = 1 with every
+ * INSERT; older ones have no asynchronous inserts to turn off.
+ *
+ * Failures. A connection that cannot be made or breaks, and a server error a retry can cure
+ * (ck_ch_code_retriable), make the sink retry the same rows with exponential backoff
+ * (retry_backoff_ms doubling to retry_backoff_max_ms), logging each attempt as
+ * "[clickhouse] table 'x': could not insert N rows into db.t: <reason>; retrying in M ms";
+ * the job waits (visibly) until the server is back, or until retry_timeout_ms when it is set
+ * (a first Ctrl-C drains into this wait; a second one exits at once).
+ * An INSERT that failed after its data was sent is in doubt — the server may have written it
+ * — and is sent again (the log says so): at least once. Anything else (authentication, a
+ * missing table, a type the table no longer has, a NULL for a non-Nullable column) fails the
+ * job at once. The password (password, or the environment variable password_env names) is
+ * never logged and never put in an error message.
+ *
+ * Threads: check runs on the planner's thread; each sink instance belongs to one subtask's
+ * thread.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/time.h"
+#include "connectors/clickhouse/ch_client.h"
+#include "connectors/clickhouse/ch_sink.h"
+#include "connectors/connectors.h"
+
+#define LOG_SUB "clickhouse"
+#define PLAN_CONNECT_TIMEOUT_MS 3000
+#define PLAN_RECEIVE_TIMEOUT_MS 10000
+
+static const ck_opt_def_t ch_sink_options[] = {
+    {"host", CK_OPT_STRING, "localhost", NULL, false, "ClickHouse server host name or address"},
+    {"port", CK_OPT_INT, "9000", NULL, false, "the server's native TCP port (not HTTP's 8123)"},
+    {"database", CK_OPT_STRING, "default", NULL, false, "database of the table"},
+    {"table", CK_OPT_STRING, NULL, NULL, true,
+     "the ClickHouse table rows are inserted into; it must exist. SQL columns are matched to "
+     "its columns by name, and its other columns take their defaults"},
+    {"user", CK_OPT_STRING, "default", NULL, false, "user to log in as"},
+    {"password", CK_OPT_STRING, NULL, NULL, false,
+     "password of the user (never logged); prefer password_env"},
+    {"password_env", CK_OPT_STRING, NULL, NULL, false,
+     "name of an environment variable holding the password (instead of password)"},
+    {"batch_rows", CK_OPT_INT, "65536", NULL, false,
+     "rows buffered before an INSERT is sent; every checkpoint barrier and the end of input "
+     "also send what is buffered"},
+    {"batch_interval_ms", CK_OPT_INT, "1000", NULL, false,
+     "the oldest buffered row waits at most this long (checked as rows arrive and at "
+     "barriers) before an INSERT is sent; 0: only batch_rows, barriers and the end"},
+    {"insert_format", CK_OPT_STRING, "native", NULL, false,
+     "how rows travel: 'native' (ClickHouse's native columnar format over the TCP protocol) is "
+     "the only one. The sink option format = 'json' is accepted for compatibility and has no "
+     "effect"},
+    {"compression", CK_OPT_ENUM, "lz4", "none|lz4", false,
+     "compression of the blocks sent: lz4 (with ClickHouse's CityHash128-checked framing) or "
+     "none"},
+    {"narrowing", CK_OPT_ENUM, "refuse", "refuse|checked", false,
+     "refuse: a column whose ClickHouse integer type cannot hold every value of its SQL type "
+     "(INT into Int8, BIGINT into UInt64) is refused at plan time; checked: such columns are "
+     "accepted and each value is range-checked when written (one that does not fit stops the "
+     "job, naming the column and the value)"},
+    {"connect_timeout_ms", CK_OPT_INT, "10000", NULL, false,
+     "how long one connection attempt may take"},
+    {"receive_timeout_ms", CK_OPT_INT, "300000", NULL, false,
+     "how long the server may take to answer (an INSERT's acknowledgement included) before "
+     "the attempt counts as failed and is retried"},
+    {"retry_backoff_ms", CK_OPT_INT, "100", NULL, false,
+     "first wait before retrying an INSERT or a connection that failed for a reason a retry "
+     "can cure; it doubles with each attempt"},
+    {"retry_backoff_max_ms", CK_OPT_INT, "5000", NULL, false, "the longest wait between retries"},
+    {"retry_timeout_ms", CK_OPT_INT, "0", NULL, false,
+     "give up and fail the job after retrying this long; 0: retry until the server is back"},
+    {NULL, 0, NULL, NULL, false, NULL},
+};
+
+/* ===================================================================== plan ====== */
+
+typedef enum conv {
+  CV_INT,   /* integer value (BOOL, INT, BIGINT, TIMESTAMP, DECIMAL(p,0)) into an integer base */
+  CV_F32,
+  CV_F64,
+  CV_DEC,   /* into Decimal(P,S): times 10^shift */
+  CV_STR,   /* String / FixedString */
+  CV_DT64,  /* TIMESTAMP ms into DateTime64(p): times 10^shift */
+} conv_t;
+
+typedef struct col_plan {
+  int src;           /* SQL column */
+  char *name, *type_name;
+  ck_ch_type_t t;
+  conv_t conv;
+  bool range_check;
+  __int128 lo, hi;   /* CV_INT: the target's range; CV_DEC, CV_DT64: |result| bound */
+  int shift;         /* CV_DEC / CV_DT64 */
+} col_plan_t;
+
+typedef struct ch_desc {
+  int n;
+  char **names, **types, **kinds; /* kinds: default_type ("", DEFAULT, MATERIALIZED, ALIAS) */
+} ch_desc_t;
+
+static void desc_fini(ch_desc_t *d) {
+  for (int i = 0; i < d->n; i++) {
+    ck_free(d->names[i]);
+    ck_free(d->types[i]);
+    ck_free(d->kinds[i]);
+  }
+  ck_free(d->names);
+  ck_free(d->types);
+  ck_free(d->kinds);
+  memset(d, 0, sizeof *d);
+}
+
+static void plan_free(col_plan_t *plan, int n) {
+  for (int i = 0; plan && i < n; i++) {
+    ck_free(plan[i].name);
+    ck_free(plan[i].type_name);
+  }
+  ck_free(plan);
+}
+
+/* Range of an integer base (Date and DateTime included). */
+static void int_range(ck_ch_base_t b, __int128 *lo, __int128 *hi) {
+  switch (b) {
+    case CK_CH_INT8: *lo = INT8_MIN; *hi = INT8_MAX; return;
+    case CK_CH_INT16: *lo = INT16_MIN; *hi = INT16_MAX; return;
+    case CK_CH_INT32: *lo = INT32_MIN; *hi = INT32_MAX; return;
+    case CK_CH_INT64: *lo = INT64_MIN; *hi = INT64_MAX; return;
+    case CK_CH_UINT8: case CK_CH_BOOL: *lo = 0; *hi = UINT8_MAX; return;
+    case CK_CH_UINT16: case CK_CH_DATE: *lo = 0; *hi = UINT16_MAX; return;
+    case CK_CH_UINT32: case CK_CH_DATETIME: *lo = 0; *hi = UINT32_MAX; return;
+    case CK_CH_UINT64: *lo = 0; *hi = UINT64_MAX; return;
+    default: *lo = *hi = 0; return;
+  }
+}
+
+static void sql_range(ck_type_t t, __int128 *lo, __int128 *hi) {
+  switch (t.id) {
+    case CK_T_BOOL: *lo = 0; *hi = 1; return;
+    case CK_T_INT32: *lo = INT32_MIN; *hi = INT32_MAX; return;
+    case CK_T_DECIMAL: *hi = ck_pow10_i128(t.precision) - 1; *lo = -*hi; return;
+    default: *lo = INT64_MIN; *hi = INT64_MAX; return;
+  }
+}
+
+/* Decides how SQL type `sql` goes into ClickHouse type `t`; -1 with the reason in why. */
+static int decide(ck_type_t sql, const ck_ch_type_t *t, bool checked, col_plan_t *cp, char *why,
+                  size_t why_len) {
+  ck_ch_base_t b = t->base;
+  cp->range_check = false;
+  cp->shift = 0;
+  bool intlike = sql.id == CK_T_BOOL || sql.id == CK_T_INT32 || sql.id == CK_T_INT64 ||
+                 sql.id == CK_T_TIMESTAMP || (sql.id == CK_T_DECIMAL && sql.scale == 0);
+  if (ck_ch_type_is_int(b) || b == CK_CH_BOOL || b == CK_CH_DATE || b == CK_CH_DATETIME) {
+    cp->conv = CV_INT;
+    int_range(b, &cp->lo, &cp->hi);
+    if (!intlike) {
+      snprintf(why, why_len, "it is not an integer type");
+      return -1;
+    }
+    if (b == CK_CH_BOOL && sql.id != CK_T_BOOL) {
+      snprintf(why, why_len, "only BOOLEAN goes into Bool");
+      return -1;
+    }
+    if (b == CK_CH_DATE || b == CK_CH_DATETIME) {
+      if (sql.id == CK_T_TIMESTAMP) {
+        snprintf(why, why_len, "it would drop the milliseconds; declare the column BIGINT and "
+                 "write %s, or make the ClickHouse column DateTime64(3)",
+                 b == CK_CH_DATE ? "days (ts / 86400000)" : "seconds (ts / 1000)");
+        return -1;
+      }
+      if (sql.id != CK_T_INT32 && sql.id != CK_T_INT64) {
+        snprintf(why, why_len, "only INT or BIGINT (%s since 1970-01-01) go into it",
+                 b == CK_CH_DATE ? "days" : "seconds");
+        return -1;
+      }
+      cp->range_check = true; /* a number of days or seconds, by declaration */
+      return 0;
+    }
+    __int128 lo, hi;
+    sql_range(sql, &lo, &hi);
+    if (lo >= cp->lo && hi <= cp->hi && !(sql.id == CK_T_TIMESTAMP && b != CK_CH_INT64)) return 0;
+    if (checked) {
+      cp->range_check = true;
+      return 0;
+    }
+    snprintf(why, why_len, "it cannot hold every value of the SQL type (set narrowing = "
+             "'checked' to check each value instead)");
+    return -1;
+  }
+  switch (b) {
+    case CK_CH_FLOAT32:
+      cp->conv = CV_F32;
+      if (sql.id == CK_T_FLOAT32) return 0;
+      snprintf(why, why_len, "only FLOAT goes into Float32 without rounding");
+      return -1;
+    case CK_CH_FLOAT64:
+      cp->conv = CV_F64;
+      if (sql.id == CK_T_FLOAT32 || sql.id == CK_T_FLOAT64 || sql.id == CK_T_INT32) return 0;
+      snprintf(why, why_len, "%s", sql.id == CK_T_INT64 ? "a double cannot hold every BIGINT exactly"
+                                                        : "it would round or reinterpret the value");
+      return -1;
+    case CK_CH_DECIMAL: {
+      cp->conv = CV_DEC;
+      int P = (int)t->n, S = (int)t->scale, p, s;
+      if (sql.id == CK_T_DECIMAL) p = sql.precision, s = sql.scale;
+      else if (sql.id == CK_T_INT32) p = 10, s = 0;
+      else if (sql.id == CK_T_INT64) p = 19, s = 0;
+      else if (sql.id == CK_T_BOOL) p = 1, s = 0;
+      else {
+        snprintf(why, why_len, "only DECIMAL and integers go into Decimal exactly");
+        return -1;
+      }
+      if (S < s) {
+        snprintf(why, why_len, "it keeps %d fraction digits, the SQL type has %d", S, s);
+        return -1;
+      }
+      if (P - S < p - s) {
+        snprintf(why, why_len, "it keeps %d integer digits, the SQL type has %d", P - S, p - s);
+        return -1;
+      }
+      cp->shift = S - s;
+      cp->hi = ck_pow10_i128(P);
+      return 0;
+    }
+    case CK_CH_STRING:
+    case CK_CH_FIXEDSTRING:
+      cp->conv = CV_STR;
+      if (sql.id == CK_T_STRING) return 0;
+      snprintf(why, why_len, "only VARCHAR goes into %s", b == CK_CH_STRING ? "String" : "FixedString");
+      return -1;
+    case CK_CH_DATETIME64:
+      cp->conv = CV_DT64;
+      if (sql.id != CK_T_TIMESTAMP) {
+        snprintf(why, why_len, "only TIMESTAMP goes into DateTime64");
+        return -1;
+      }
+      if (t->n < 3) {
+        snprintf(why, why_len, "DateTime64(%u) would drop the milliseconds", t->n);
+        return -1;
+      }
+      cp->shift = (int)t->n - 3;
+      return 0;
+    default:
+      snprintf(why, why_len, "the clickhouse sink does not write this type");
+      return -1;
+  }
+}
+
+static int find_ch_column(const ch_desc_t *d, const char *name) {
+  for (int i = 0; i < d->n; i++)
+    if (strcmp(d->names[i], name) == 0) return i;
+  int found = -1;
+  for (int i = 0; i < d->n; i++)
+    if (ck_streq_i(d->names[i], name)) {
+      if (found >= 0) return -2; /* ambiguous */
+      found = i;
+    }
+  return found;
+}
+
+static int build_plan(const ck_schema_t *schema, const ch_desc_t *d, bool checked,
+                      const char *label, col_plan_t **out, ck_error_t *err) {
+  col_plan_t *plan = ck_calloc((size_t)schema->ncols + 1, sizeof *plan);
+  for (int i = 0; i < schema->ncols; i++) {
+    const char *name = schema->names[i];
+    char sqlt[48];
+    ck_type_name(schema->types[i], sqlt, sizeof sqlt);
+    int k = find_ch_column(d, name);
+    if (k == -2) {
+      ck_error_set(err, CK_EBIND, "column '%s' matches several columns of ClickHouse table %s "
+                   "that differ only in case", name, label);
+      ck_error_hint(err, "rename the SQL column to the exact spelling");
+      goto fail;
+    }
+    if (k < 0) {
+      ck_error_set(err, CK_EBIND, "ClickHouse table %s has no column '%s'", label, name);
+      const char *close = ck_closest(name, (const char *const *)d->names, (size_t)d->n);
+      if (close) ck_error_hint(err, "did you mean '%s'? columns are matched by name", close);
+      else ck_error_hint(err, "columns are matched by name; the table's columns are listed by DESCRIBE TABLE %s", label);
+      goto fail;
+    }
+    if (strcmp(d->kinds[k], "MATERIALIZED") == 0 || strcmp(d->kinds[k], "ALIAS") == 0) {
+      ck_error_set(err, CK_EBIND, "column '%s' of ClickHouse table %s is %s and cannot be "
+                   "written", d->names[k], label, d->kinds[k]);
+      ck_error_hint(err, "leave it out of the SQL table; ClickHouse computes it");
+      goto fail;
+    }
+    col_plan_t *cp = &plan[i];
+    cp->src = i;
+    cp->name = ck_strdup(d->names[k]);
+    cp->type_name = ck_strdup(d->types[k]);
+    char why[200];
+    if (ck_ch_type_parse(d->types[k], strlen(d->types[k]), &cp->t, why, sizeof why)) {
+      ck_error_set(err, CK_ETYPE, "cannot write %s column '%s' into column '%s' of ClickHouse "
+                   "table %s, which is %s: %s", sqlt, name, d->names[k], label, d->types[k], why);
+      goto fail;
+    }
+    if (decide(schema->types[i], &cp->t, checked, cp, why, sizeof why)) {
+      ck_error_set(err, CK_ETYPE, "cannot write %s column '%s' into column '%s' of ClickHouse "
+                   "table %s, which is %s: %s", sqlt, name, d->names[k], label, d->types[k], why);
+      ck_error_hint(err, "CAST the value in the query to a type that fits, or change the "
+                    "ClickHouse column");
+      goto fail;
+    }
+  }
+  *out = plan;
+  return 0;
+fail:
+  plan_free(plan, schema->ncols);
+  return err ? err->code : CK_ETYPE;
+}
+
+/* ============================================================= connections ====== */
+
+typedef struct ch_cfg {
+  char *host, *database, *table, *user, *password;
+  int port;
+  bool compress, checked;
+  int64_t batch_rows, interval_ms, connect_timeout, receive_timeout, backoff, backoff_max,
+      retry_timeout;
+  char label[300]; /* `database`.`table`, for messages */
+} ch_cfg_t;
+
+static void cfg_fini(ch_cfg_t *c) {
+  ck_free(c->host);
+  ck_free(c->database);
+  ck_free(c->table);
+  ck_free(c->user);
+  if (c->password) {
+    memset(c->password, 0, strlen(c->password));
+    ck_free(c->password);
+  }
+  memset(c, 0, sizeof *c);
+}
+
+static const char *opt(const ck_options_t *o, const char *k) {
+  return ck_opt_str(o, ch_sink_options, k);
+}
+
+/* Reads and checks the options; the password is resolved (never echoed). */
+static int cfg_load(const ck_options_t *o, ch_cfg_t *c, ck_error_t *err) {
+  memset(c, 0, sizeof *c);
+  const char *insert_format = opt(o, "insert_format");
+  if (strcmp(insert_format, "native") != 0)
+    return ck_error_set(err, CK_EOPTION, "insert_format '%s' is not supported by the clickhouse "
+                        "sink: rows are inserted in ClickHouse's native format only "
+                        "(insert_format = 'native')", insert_format);
+  const char *format = ck_options_get(o, "format");
+  if (format && strcmp(format, "json") != 0 && strcmp(format, "native") != 0) {
+    ck_error_set(err, CK_EOPTION, "format '%s' does not apply to the clickhouse sink", format);
+    ck_error_hint(err, "rows go in ClickHouse's native format (insert_format = 'native'); "
+                  "remove format, or leave it 'json', which is accepted and has no effect");
+    return CK_EOPTION;
+  }
+  const char *pw = ck_options_get(o, "password"), *env = ck_options_get(o, "password_env");
+  if (pw && env)
+    return ck_error_set(err, CK_EOPTION, "the clickhouse sink takes password or password_env, "
+                        "not both");
+  if (env) {
+    const char *v = getenv(env);
+    if (!v)
+      return ck_error_set(err, CK_EOPTION, "password_env names the environment variable '%s', "
+                          "which is not set", env);
+    pw = v;
+  }
+  c->port = (int)ck_opt_int(o, ch_sink_options, "port");
+  if (c->port <= 0 || c->port > 65535)
+    return ck_error_set(err, CK_EOPTION, "port %d is not a TCP port", c->port);
+  c->batch_rows = ck_opt_int(o, ch_sink_options, "batch_rows");
+  c->interval_ms = ck_opt_int(o, ch_sink_options, "batch_interval_ms");
+  c->connect_timeout = ck_opt_int(o, ch_sink_options, "connect_timeout_ms");
+  c->receive_timeout = ck_opt_int(o, ch_sink_options, "receive_timeout_ms");
+  c->backoff = ck_opt_int(o, ch_sink_options, "retry_backoff_ms");
+  c->backoff_max = ck_opt_int(o, ch_sink_options, "retry_backoff_max_ms");
+  c->retry_timeout = ck_opt_int(o, ch_sink_options, "retry_timeout_ms");
+  if (c->batch_rows < 1 || c->batch_rows > 100000000)
+    return ck_error_set(err, CK_EOPTION, "batch_rows must be between 1 and 100000000");
+  if (c->interval_ms < 0 || c->retry_timeout < 0 || c->backoff < 1 || c->backoff_max < c->backoff ||
+      c->connect_timeout < 1 || c->receive_timeout < 1)
+    return ck_error_set(err, CK_EOPTION, "the clickhouse sink's timeouts must be positive (and "
+                        "retry_backoff_max_ms at least retry_backoff_ms; batch_interval_ms and "
+                        "retry_timeout_ms may be 0)");
+  c->host = ck_strdup(opt(o, "host"));
+  c->database = ck_strdup(opt(o, "database"));
+  c->table = ck_strdup(opt(o, "table"));
+  c->user = ck_strdup(opt(o, "user"));
+  c->password = ck_strdup(pw ? pw : "");
+  c->compress = strcmp(opt(o, "compression"), "lz4") == 0;
+  c->checked = strcmp(opt(o, "narrowing"), "checked") == 0;
+  ck_buf_t b;
+  ck_buf_init(&b);
+  ck_ch_quote_ident(c->database, &b);
+  ck_buf_putc(&b, '.');
+  ck_ch_quote_ident(c->table, &b);
+  snprintf(c->label, sizeof c->label, "%s", b.data);
+  ck_buf_fini(&b);
+  return 0;
+}
+
+static ck_ch_conf_t client_conf(const ch_cfg_t *c, int connect_ms, int receive_ms) {
+  return (ck_ch_conf_t){
+      .host = c->host, .port = c->port, .database = c->database, .user = c->user,
+      .password = c->password, .connect_timeout_ms = connect_ms, .receive_timeout_ms = receive_ms,
+      .send_timeout_ms = receive_ms, .compress = c->compress};
+}
+
+/* err = "<what>: <inner message>", keeping inner's origin, code and retriability. */
+static int wrap(ck_error_t *err, const ck_error_t *inner, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int wrap(ck_error_t *err, const ck_error_t *inner, const char *fmt, ...) {
+  char what[300];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  int code = inner->code ? inner->code : CK_EINTERNAL;
+  if (!err || err->code) return code;
+  ck_error_set(err, code, "%s: %s", what, inner->message);
+  if (inner->detail[0]) ck_error_detail(err, "%s", inner->detail);
+  if (inner->hint[0]) ck_error_hint(err, "%s", inner->hint);
+  snprintf(err->origin, sizeof err->origin, "%s", inner->origin);
+  err->origin_code = inner->origin_code;
+  err->retriable = inner->retriable;
+  return code;
+}
+
+static int on_desc_block(void *arg, const ck_ch_block_t *b, ck_error_t *err) {
+  ch_desc_t *d = arg;
+  int in = ck_ch_block_find(b, "name"), it = ck_ch_block_find(b, "type"),
+      ik = ck_ch_block_find(b, "default_type");
+  if (in < 0 || it < 0 || b->cols[in].type.base != CK_CH_STRING ||
+      b->cols[it].type.base != CK_CH_STRING)
+    return ck_error_set(err, CK_EPROTO, "DESCRIBE TABLE did not answer with name and type columns");
+  d->names = ck_realloc(d->names, sizeof(char *) * (d->n + b->rows));
+  d->types = ck_realloc(d->types, sizeof(char *) * (d->n + b->rows));
+  d->kinds = ck_realloc(d->kinds, sizeof(char *) * (d->n + b->rows));
+  for (size_t i = 0; i < b->rows; i++) {
+    size_t n;
+    const char *s = ck_ch_col_str(&b->cols[in], i, &n);
+    d->names[d->n] = ck_strndup(s, n);
+    s = ck_ch_col_str(&b->cols[it], i, &n);
+    d->types[d->n] = ck_strndup(s, n);
+    if (ik >= 0 && b->cols[ik].type.base == CK_CH_STRING) s = ck_ch_col_str(&b->cols[ik], i, &n);
+    else s = "", n = 0;
+    d->kinds[d->n] = ck_strndup(s, n);
+    d->n++;
+  }
+  return 0;
+}
+
+static int describe(ck_ch_client_t *client, const ch_cfg_t *c, ch_desc_t *d, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_printf(&sql, "DESCRIBE TABLE %s", c->label);
+  memset(d, 0, sizeof *d);
+  ck_error_t inner = {0};
+  int rc = ck_ch_query(client, sql.data, NULL, 0, on_desc_block, d, &inner);
+  ck_buf_fini(&sql);
+  if (rc) {
+    desc_fini(d);
+    return wrap(err, &inner, "could not read the structure of ClickHouse table %s", c->label);
+  }
+  return 0;
+}
+
+/* ===================================================================== check ====== */
+
+static int ch_check(const ck_schema_t *schema, const ck_options_t *opts, bool as_sink,
+                    ck_error_t *err) {
+  ch_cfg_t c;
+  int rc = cfg_load(opts, &c, err);
+  if (rc) {
+    cfg_fini(&c);
+    return rc;
+  }
+  /* The server is asked now, briefly; when it cannot be reached the plan goes on and open()
+   * checks again (with retries). */
+  ck_ch_conf_t conf = client_conf(&c, c.connect_timeout < PLAN_CONNECT_TIMEOUT_MS ? (int)c.connect_timeout
+                                                                                  : PLAN_CONNECT_TIMEOUT_MS,
+                                  PLAN_RECEIVE_TIMEOUT_MS);
+  ck_ch_client_t *client = NULL;
+  ck_error_t inner = {0};
+  ch_desc_t d = {0};
+  rc = ck_ch_client_open(&conf, &client, &inner);
+  if (!rc) rc = describe(client, &c, &d, &inner);
+  if (rc) {
+    if (inner.retriable) {
+      CK_LOG_WARN(LOG_SUB, "could not check ClickHouse table %s at plan time (%s); the sink "
+                  "checks it again when it starts", c.label, inner.message);
+      rc = 0;
+    } else {
+      rc = wrap(err, &inner, "could not check ClickHouse table %s at %s:%d", c.label, c.host, c.port);
+    }
+  } else {
+    col_plan_t *plan = NULL;
+    rc = build_plan(schema, &d, c.checked, c.label, &plan, err);
+    plan_free(plan, schema->ncols);
+  }
+  desc_fini(&d);
+  ck_ch_client_free(client);
+  cfg_fini(&c);
+  return rc;
+}
+
+/* ===================================================================== sink ====== */
+
+typedef struct ch_sink {
+  ch_cfg_t cfg;
+  const char *sql_table;
+  int ncols;
+  col_plan_t *plan;
+  ck_ch_block_t block;
+  char *insert_sql;
+  ck_ch_client_t *client;
+  int64_t first_row_ms; /* when the oldest buffered row arrived; 0: nothing buffered */
+  int64_t rows_written, inserts;
+  size_t *saved; /* per column: rows, data, nulls, offs lengths before a batch */
+} ch_sink_t;
+
+static const char *tname(const ck_sink_t *sink) { return sink->ctx.table ? sink->ctx.table : "?"; }
+
+/* Connects (Hello) when there is no usable connection. */
+static int ensure_client(ch_sink_t *s, ck_error_t *err) {
+  if (s->client && ck_ch_client_ok(s->client)) return 0;
+  ck_ch_client_free(s->client);
+  s->client = NULL;
+  ck_ch_conf_t conf = client_conf(&s->cfg, (int)s->cfg.connect_timeout, (int)s->cfg.receive_timeout);
+  return ck_ch_client_open(&conf, &s->client, err);
+}
+
+static void drop_client(ch_sink_t *s) {
+  ck_ch_client_free(s->client);
+  s->client = NULL;
+}
+
+/* Runs op until it succeeds, fails for a reason a retry cannot cure, or retry_timeout_ms
+ * passes; retriable failures are logged with the wait before the next attempt. */
+typedef int (*attempt_fn)(ck_sink_t *sink, bool *in_doubt, ck_error_t *err);
+
+static int with_retries(ck_sink_t *sink, attempt_fn op, const char *what, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  int64_t start = ck_mono_ms(), delay = s->cfg.backoff;
+  for (int attempt = 1;; attempt++) {
+    ck_error_t e = {0};
+    bool in_doubt = false;
+    int rc = op(sink, &in_doubt, &e);
+    if (!rc) {
+      if (attempt > 1)
+        CK_LOG_INFO(LOG_SUB, "table '%s': %s succeeded at attempt %d, after %lld ms", tname(sink),
+                    what, attempt, (long long)(ck_mono_ms() - start));
+      return 0;
+    }
+    if (!e.retriable) {
+      drop_client(s);
+      ck_error_t tmp = e;
+      return wrap(err, &tmp, "could not %s (table '%s')", what, tname(sink));
+    }
+    drop_client(s);
+    int64_t waited = ck_mono_ms() - start;
+    if (s->cfg.retry_timeout > 0 && waited + delay > s->cfg.retry_timeout) {
+      ck_error_t tmp = e;
+      int code = wrap(err, &tmp, "could not %s (table '%s') in %lld ms of retrying", what,
+                      tname(sink), (long long)waited);
+      if (err) err->retriable = false;
+      return code;
+    }
+    CK_LOG_WARN(LOG_SUB, "table '%s': could not %s: %s; retrying in %lld ms (attempt %d)%s",
+                tname(sink), what, e.message, (long long)delay, attempt,
+                in_doubt ? "; the rows were sent and may have been written: they are sent again "
+                           "(at least once)" : "");
+    ck_sleep_ms(delay);
+    delay = delay * 2 > s->cfg.backoff_max ? s->cfg.backoff_max : delay * 2;
+  }
+}
+
+static int open_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  int rc = ensure_client(s, err);
+  if (rc) return rc;
+  ch_desc_t d;
+  if ((rc = describe(s->client, &s->cfg, &d, err))) return rc;
+  plan_free(s->plan, s->ncols);
+  s->plan = NULL;
+  rc = build_plan(sink->ctx.schema, &d, s->cfg.checked, s->cfg.label, &s->plan, err);
+  desc_fini(&d);
+  return rc;
+}
+
+static void ch_close(ck_sink_t *sink);
+
+/* The runtime closes only a sink whose open succeeded: a failed open cleans up itself. */
+static int ch_open(ck_sink_t *sink, bool restored, ck_error_t *err) {
+  ch_sink_t *s = ck_calloc(1, sizeof *s);
+  sink->impl = s;
+  s->sql_table = tname(sink);
+  s->ncols = sink->ctx.schema->ncols;
+  ck_ch_block_init(&s->block);
+  int rc = cfg_load(sink->ctx.options, &s->cfg, err);
+  if (rc) goto fail;
+  char what[400];
+  snprintf(what, sizeof what, "read the structure of ClickHouse table %s at %s:%d", s->cfg.label,
+           s->cfg.host, s->cfg.port);
+  if ((rc = with_retries(sink, open_attempt, what, err))) goto fail;
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_printf(&sql, "INSERT INTO %s (", s->cfg.label);
+  for (int i = 0; i < s->ncols; i++) {
+    if (i) ck_buf_puts(&sql, ", ");
+    ck_ch_quote_ident(s->plan[i].name, &sql);
+    if (ck_ch_block_add_col(&s->block, s->plan[i].name, s->plan[i].type_name, err) < 0) {
+      ck_buf_fini(&sql);
+      rc = err && err->code ? err->code : CK_EINTERNAL;
+      goto fail;
+    }
+  }
+  ck_buf_puts(&sql, ") VALUES");
+  s->insert_sql = ck_buf_detach(&sql);
+  s->saved = ck_calloc((size_t)s->ncols * 4 + 1, sizeof(size_t));
+  const ck_ch_server_t *sv = ck_ch_client_server(s->client);
+  CK_LOG_INFO(LOG_SUB, "table '%s': writing to %s on %s:%d as user '%s' (server %s %llu.%llu.%llu, "
+              "revision %llu, protocol %d; compression %s; batches of %lld rows)",
+              tname(sink), s->cfg.label, s->cfg.host, s->cfg.port, s->cfg.user, sv->name,
+              (unsigned long long)sv->major, (unsigned long long)sv->minor,
+              (unsigned long long)sv->patch, (unsigned long long)sv->revision,
+              ck_ch_client_revision(s->client), s->cfg.compress ? "lz4" : "none",
+              (long long)s->cfg.batch_rows);
+  return 0;
+fail:
+  ch_close(sink);
+  return rc;
+}
+
+/* ---- write: SQL values into native columns ---- */
+
+static int value_error(ck_sink_t *sink, const col_plan_t *cp, ck_error_t *err, const char *fmt,
+                       const char *value) {
+  ch_sink_t *s = sink->impl;
+  char msg[200];
+  snprintf(msg, sizeof msg, fmt, value);
+  ck_error_set(err, CK_EEVAL, "could not write to column '%s' of ClickHouse table %s (%s): %s",
+               cp->name, s->cfg.label, cp->type_name, msg);
+  if (err) err->retriable = false;
+  return CK_EEVAL;
+}
+
+static void i128_text(__int128 v, char *out, size_t n) {
+  ck_buf_t b;
+  ck_buf_init(&b);
+  ck_decimal_format(v, 0, &b);
+  snprintf(out, n, "%s", b.data);
+  ck_buf_fini(&b);
+}
+
+static int put_value(ck_sink_t *sink, const col_plan_t *cp, const ck_col_t *src, size_t i,
+                     ck_ch_col_t *dst, ck_error_t *err) {
+  ck_type_t st = src->type;
+  if (!ck_col_valid(src, i)) {
+    if (!cp->t.nullable)
+      return value_error(sink, cp, err, "%s", "a NULL arrived, and the column is not Nullable");
+    ck_ch_col_put_null(dst);
+    return 0;
+  }
+  char text[64];
+  switch (cp->conv) {
+    case CV_INT: {
+      __int128 v;
+      switch (st.id) {
+        case CK_T_BOOL: v = ck_col_bool(src, i); break;
+        case CK_T_INT32: v = ck_col_i32(src, i); break;
+        case CK_T_DECIMAL: v = ck_col_dec(src, i); break;
+        default: v = ck_col_i64(src, i); break;
+      }
+      if (cp->range_check && (v < cp->lo || v > cp->hi)) {
+        i128_text(v, text, sizeof text);
+        return value_error(sink, cp, err, "the value %s is outside the column's range", text);
+      }
+      ck_ch_col_put_bits(dst, (uint64_t)v);
+      return 0;
+    }
+    case CV_F32:
+      ck_ch_col_put_f32(dst, ck_col_f32(src, i));
+      return 0;
+    case CV_F64:
+      ck_ch_col_put_f64(dst, st.id == CK_T_FLOAT32 ? (double)ck_col_f32(src, i)
+                             : st.id == CK_T_INT32 ? (double)ck_col_i32(src, i)
+                                                   : ck_col_f64(src, i));
+      return 0;
+    case CV_DEC: {
+      __int128 v;
+      switch (st.id) {
+        case CK_T_BOOL: v = ck_col_bool(src, i); break;
+        case CK_T_INT32: v = ck_col_i32(src, i); break;
+        case CK_T_INT64: v = ck_col_i64(src, i); break;
+        default: v = ck_col_dec(src, i); break;
+      }
+      v *= ck_pow10_i128(cp->shift);
+      if (v >= cp->hi || v <= -cp->hi) {
+        i128_text(v, text, sizeof text);
+        return value_error(sink, cp, err, "the value %s has more digits than the column's precision", text);
+      }
+      uint8_t le[16];
+      unsigned __int128 u = (unsigned __int128)v;
+      for (int k = 0; k < 16; k++) le[k] = (uint8_t)(u >> (8 * k));
+      ck_ch_col_put_wide(dst, le, ck_ch_type_width(&cp->t));
+      return 0;
+    }
+    case CV_STR: {
+      size_t n;
+      const char *p = ck_col_str(src, i, &n);
+      if (cp->t.base == CK_CH_FIXEDSTRING && n > cp->t.n) {
+        snprintf(text, sizeof text, "%zu", n);
+        return value_error(sink, cp, err, "a value of %s bytes does not fit", text);
+      }
+      ck_ch_col_put_str(dst, p, n);
+      return 0;
+    }
+    case CV_DT64: {
+      __int128 v = (__int128)ck_col_i64(src, i) * ck_pow10_i128(cp->shift);
+      if (v < INT64_MIN || v > INT64_MAX) {
+        i128_text(ck_col_i64(src, i), text, sizeof text);
+        return value_error(sink, cp, err, "the timestamp %s ms is outside DateTime64's range", text);
+      }
+      ck_ch_col_put_bits(dst, (uint64_t)(int64_t)v);
+      return 0;
+    }
+  }
+  return 0;
+}
+
+static void save_lengths(ch_sink_t *s) {
+  for (int j = 0; j < s->ncols; j++) {
+    ck_ch_col_t *c = &s->block.cols[j];
+    s->saved[4 * j] = c->rows;
+    s->saved[4 * j + 1] = c->data.len;
+    s->saved[4 * j + 2] = c->nulls.len;
+    s->saved[4 * j + 3] = c->offs.len;
+  }
+}
+
+static void restore_lengths(ch_sink_t *s) {
+  for (int j = 0; j < s->ncols; j++) {
+    ck_ch_col_t *c = &s->block.cols[j];
+    c->rows = s->saved[4 * j];
+    c->data.len = s->saved[4 * j + 1];
+    c->nulls.len = s->saved[4 * j + 2];
+    c->offs.len = s->saved[4 * j + 3];
+  }
+}
+
+/* One INSERT of everything buffered. */
+static int insert_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  int rc = ensure_client(s, err);
+  if (rc) return rc;
+  const ck_ch_server_t *sv = ck_ch_client_server(s->client);
+  bool async = sv->major > 21 || (sv->major == 21 && sv->minor >= 11);
+  const ck_ch_setting_t settings[] = {
+      {"async_insert", "0", CK_CH_SETTING_UINT, false},
+      {"wait_for_async_insert", "1", CK_CH_SETTING_UINT, false},
+  };
+  const ck_ch_block_t *header;
+  if ((rc = ck_ch_insert_begin(s->client, s->insert_sql, settings, async ? 2 : 0, &header, err)))
+    return rc;
+  if (header->ncols != s->ncols) {
+    ck_error_set(err, CK_ETYPE, "ClickHouse table %s now takes %d columns for this INSERT, not %d "
+                 "(was it altered?)", s->cfg.label, header->ncols, s->ncols);
+    return CK_ETYPE;
+  }
+  for (int j = 0; j < s->ncols; j++)
+    if (!ck_ch_type_eq(&header->cols[j].type, &s->plan[j].t)) {
+      ck_error_set(err, CK_ETYPE, "column '%s' of ClickHouse table %s is now %s, not %s (was the "
+                   "table altered?)", s->plan[j].name, s->cfg.label, header->cols[j].type_name,
+                   s->plan[j].type_name);
+      ck_error_hint(err, "restart the job so that its columns are checked against the table again");
+      return CK_ETYPE;
+    }
+  *in_doubt = true;
+  if ((rc = ck_ch_insert_send(s->client, &s->block, err))) return rc;
+  return ck_ch_insert_end(s->client, err);
+}
+
+static int flush(ck_sink_t *sink, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  if (!s->block.cols || !s->block.cols[0].rows) {
+    s->first_row_ms = 0;
+    return 0;
+  }
+  ck_ch_block_seal(&s->block);
+  char what[400];
+  snprintf(what, sizeof what, "insert %zu rows into %s", s->block.rows, s->cfg.label);
+  int rc = with_retries(sink, insert_attempt, what, err);
+  if (rc) return rc;
+  s->rows_written += (int64_t)s->block.rows;
+  s->inserts++;
+  CK_LOG_DEBUG(LOG_SUB, "table '%s': %zu rows acknowledged by %s", tname(sink), s->block.rows,
+               s->cfg.label);
+  ck_ch_block_clear_rows(&s->block);
+  s->first_row_ms = 0;
+  return 0;
+}
+
+static bool due(const ch_sink_t *s) {
+  if (!s->block.cols || !s->block.cols[0].rows) return false;
+  if ((int64_t)s->block.cols[0].rows >= s->cfg.batch_rows) return true;
+  return s->cfg.interval_ms > 0 && ck_mono_ms() - s->first_row_ms >= s->cfg.interval_ms;
+}
+
+static int ch_write(ck_sink_t *sink, const ck_batch_t *batch, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  if (!batch->nrows) return 0;
+  for (size_t i = 0; i < batch->nrows; i++) {
+    ck_row_kind_t k = ck_batch_kind(batch, i);
+    if (k == CK_ROW_DELETE || k == CK_ROW_UPDATE_BEFORE) {
+      ck_error_set(err, CK_EUNSUPPORTED, "the clickhouse sink of table '%s' cannot apply a %s: "
+                   "it only appends rows", tname(sink), k == CK_ROW_DELETE ? "delete" : "retraction");
+      ck_error_hint(err, "write an update stream without HAVING (its rows are inserts and new "
+                    "values), into a ReplacingMergeTree keyed on the GROUP BY columns");
+      if (err) err->retriable = false;
+      return CK_EUNSUPPORTED;
+    }
+  }
+  save_lengths(s);
+  for (int j = 0; j < s->ncols; j++) {
+    const col_plan_t *cp = &s->plan[j];
+    const ck_col_t *src = &batch->cols[cp->src];
+    ck_ch_col_t *dst = &s->block.cols[j];
+    for (size_t i = 0; i < batch->nrows; i++) {
+      int rc = put_value(sink, cp, src, i, dst, err);
+      if (rc) {
+        restore_lengths(s);
+        return rc;
+      }
+    }
+  }
+  if (!s->first_row_ms) s->first_row_ms = ck_mono_ms();
+  return due(s) ? flush(sink, err) : 0;
+}
+
+static int ch_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err) {
+  return flush(sink, err); /* everything before the barrier is acknowledged; no state */
+}
+
+static int ch_commit(ck_sink_t *sink, int64_t ckpt, ck_error_t *err) { return 0; }
+
+static int ch_finish(ck_sink_t *sink, ck_error_t *err) {
+  int rc = flush(sink, err);
+  ch_sink_t *s = sink->impl;
+  if (!rc)
+    CK_LOG_INFO(LOG_SUB, "table '%s': %lld rows written to %s in %lld inserts", tname(sink),
+                (long long)s->rows_written, s->cfg.label, (long long)s->inserts);
+  return rc;
+}
+
+static void ch_close(ck_sink_t *sink) {
+  ch_sink_t *s = sink->impl;
+  if (!s) return;
+  ck_ch_client_free(s->client);
+  plan_free(s->plan, s->ncols);
+  ck_ch_block_fini(&s->block);
+  ck_free(s->insert_sql);
+  ck_free(s->saved);
+  cfg_fini(&s->cfg);
+  ck_free(s);
+  sink->impl = NULL;
+}
+
+static const ck_sink_ops_t ch_sink_ops = {
+    ch_open, ch_write, ch_prepare, ch_commit, ch_finish, ch_close, NULL,
+};
+
+const ck_connector_t ck_clickhouse_connector = {
+    .name = "clickhouse",
+    .description = "inserts rows into a ClickHouse table over the native TCP protocol, "
+                   "synchronously and acknowledged, flushing at every checkpoint (at least once)",
+    .source_options = NULL,
+    .sink_options = ch_sink_options,
+    .source = NULL,
+    .sink = &ch_sink_ops,
+    .sink_guarantee = CK_GUARANTEE_AT_LEAST_ONCE,
+    .bounded = false,
+    .check = ch_check,
+};
+
+int ck_ch_sink_check_columns(const ck_schema_t *schema, int n, const char *const *names,
+                             const char *const *types, const char *const *kinds, bool checked,
+                             ck_error_t *err) {
+  ch_desc_t d = {n, (char **)names, (char **)types, (char **)kinds};
+  col_plan_t *plan = NULL;
+  int rc = build_plan(schema, &d, checked, "`default`.`t`", &plan, err);
+  plan_free(plan, schema->ncols);
+  return rc;
+}
