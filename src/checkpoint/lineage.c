@@ -21,8 +21,21 @@ static int64_t latest_marked(const ck_store_t *st, const char *kind, int64_t max
   return 0;
 }
 
+static int begin(const char *dir, const char *fingerprint_text, int parallelism, bool fresh,
+                 int64_t below, int ntasks, ck_lineage_t *out, ck_error_t *err);
+
 int ck_lineage_begin(const char *dir, const char *fingerprint_text, int parallelism,
                      bool fresh, int ntasks, ck_lineage_t *out, ck_error_t *err) {
+  return begin(dir, fingerprint_text, parallelism, fresh, 0, ntasks, out, err);
+}
+
+int ck_lineage_begin_below(const char *dir, const char *fingerprint_text, int parallelism,
+                           int64_t below, int ntasks, ck_lineage_t *out, ck_error_t *err) {
+  return begin(dir, fingerprint_text, parallelism, false, below, ntasks, out, err);
+}
+
+static int begin(const char *dir, const char *fingerprint_text, int parallelism, bool fresh,
+                 int64_t below, int ntasks, ck_lineage_t *out, ck_error_t *err) {
   memset(out, 0, sizeof *out);
   ck_store_t st;
   int rc = ck_store_open(dir, &st, err);
@@ -75,9 +88,11 @@ int ck_lineage_begin(const char *dir, const char *fingerprint_text, int parallel
   if (ck_store_read(&st, "_meta/run-base", &base, err) == 0 && base.data)
     out->run_base = strtoll(base.data, NULL, 10);
   ck_buf_fini(&base);
-  out->restore_id = ck_store_restore_point(&st, out->run_base, ntasks);
-  out->why = out->restore_id ? "resuming its own last completed checkpoint"
-                             : "no checkpoint of this run completed before it stopped";
+  out->restore_id = ck_store_restore_point(&st, out->run_base, below, ntasks);
+  out->why = below ? (out->restore_id ? "the newer checkpoint's output was not committed"
+                                      : "no earlier checkpoint of this run is left")
+             : out->restore_id ? "resuming its own last completed checkpoint"
+                               : "no checkpoint of this run completed before it stopped";
   if (out->restore_id) ck_fault(CK_FAULT_BEFORE_RESTORE);
 done:
   ck_buf_fini(&have);

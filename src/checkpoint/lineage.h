@@ -34,6 +34,11 @@ typedef struct ck_lineage {
 /* fingerprint_text: a printable identity of the job graph (hashed and kept on disk). */
 int ck_lineage_begin(const char *dir, const char *fingerprint_text, int parallelism,
                      bool fresh, int ntasks, ck_lineage_t *out, ck_error_t *err);
+/* The same, restoring only a checkpoint below `below`: after a sink reported that the commit
+ * of checkpoint `below` is lost (CK_EREWIND from its recover), the job restores the one before
+ * and replays the interval into a new transaction. */
+int ck_lineage_begin_below(const char *dir, const char *fingerprint_text, int parallelism,
+                           int64_t below, int ntasks, ck_lineage_t *out, ck_error_t *err);
 /* Records that the job reached the end of its input. */
 int ck_lineage_clean_finish(const char *dir, ck_error_t *err);
 uint64_t ck_lineage_fingerprint(const char *fingerprint_text);

@@ -193,7 +193,7 @@ int64_t ck_store_max_id(const ck_store_t *store) {
   return best;
 }
 
-int64_t ck_store_restore_point(const ck_store_t *store, int64_t above, int ntasks) {
+int64_t ck_store_restore_point(const ck_store_t *store, int64_t above, int64_t below, int ntasks) {
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/_meta", store->root);
   /* walk completed markers from the newest down */
@@ -209,7 +209,7 @@ int64_t ck_store_restore_point(const ck_store_t *store, int64_t above, int ntask
   closedir(d);
   int64_t best = 0;
   for (int i = 0; i < n; i++) {
-    if (ids[i] <= above || ids[i] <= best) continue;
+    if (ids[i] <= above || ids[i] <= best || (below && ids[i] >= below)) continue;
     bool whole = true;
     for (int t = 0; t < ntasks && whole; t++) {
       char rel[128];

@@ -46,9 +46,9 @@ int ck_store_mark(const ck_store_t *store, const char *kind, int64_t id, ck_erro
 bool ck_store_marked(const ck_store_t *store, const char *kind, int64_t id);
 /* The highest checkpoint id with any durable record (marker or snapshot file); 0 if none. */
 int64_t ck_store_max_id(const ck_store_t *store);
-/* The newest completed checkpoint above `above` whose every snapshot file in `ntasks` task
- * directories exists; 0 if none. */
-int64_t ck_store_restore_point(const ck_store_t *store, int64_t above, int ntasks);
+/* The newest completed checkpoint above `above` (and below `below`, when not 0) whose every
+ * snapshot file in `ntasks` task directories exists; 0 if none. */
+int64_t ck_store_restore_point(const ck_store_t *store, int64_t above, int64_t below, int ntasks);
 /* Removes snapshot files and markers of checkpoints below keep_from (retention). */
 void ck_store_prune(const ck_store_t *store, int64_t keep_from, int ntasks);
 

@@ -77,12 +77,14 @@ static int parse_positive(const char *what, const char *s, int *out) {
 
 /* Where this run starts: its own last checkpoint, or fresh (checkpoint/lineage.h). */
 static int begin_lineage(const char *dir, const ck_graph_t *graph, int parallelism, bool fresh,
-                         ck_exec_opts_t *eopts, ck_error_t *err) {
+                         int64_t below, ck_exec_opts_t *eopts, ck_error_t *err) {
   ck_buf_t desc;
   ck_buf_init(&desc);
   ck_graph_describe(graph, &desc);
   ck_lineage_t lin;
-  int rc = ck_lineage_begin(dir, desc.data, parallelism, fresh, ck_exec_task_count(graph), &lin, err);
+  int ntasks = ck_exec_task_count(graph);
+  int rc = below ? ck_lineage_begin_below(dir, desc.data, parallelism, below, ntasks, &lin, err)
+                 : ck_lineage_begin(dir, desc.data, parallelism, fresh, ntasks, &lin, err);
   eopts->ckpt.fingerprint = ck_lineage_fingerprint(desc.data);
   ck_buf_fini(&desc);
   if (rc) return rc;
@@ -179,7 +181,7 @@ static int run_main(int argc, char **argv) {
     }
     eopts.ckpt.interval_ms = ms;
   }
-  if (ckpt_dir && begin_lineage(ckpt_dir, graph, popts.parallelism, fresh, &eopts, &err)) {
+  if (ckpt_dir && begin_lineage(ckpt_dir, graph, popts.parallelism, fresh, 0, &eopts, &err)) {
     char msg[2048];
     ck_error_format(&err, msg, sizeof msg);
     fprintf(stderr, "clink run: %s\n", msg);
@@ -219,6 +221,21 @@ static int run_main(int argc, char **argv) {
     if (interrupts) ck_exec_stop(ex); /* a Ctrl-C that came before there was a job to stop */
     rc = ck_exec_wait(ex, &err);
     running = NULL;
+    if (rc == CK_EREWIND && ckpt_dir && eopts.ckpt.restore_id > 0) {
+      /* a sink found that the restore point's commit was lost (a kill between COMPLETED and
+       * the commit of a sink that cannot redo it): restore the checkpoint before it */
+      CK_LOG_WARN("checkpoint", "%s; restoring the checkpoint before %lld", err.message,
+                  (long long)eopts.ckpt.restore_id);
+      int64_t below = eopts.ckpt.restore_id;
+      int64_t used = ck_exec_totals(ex).last_triggered;
+      ck_exec_free(ex);
+      ex = NULL;
+      ck_error_clear(&err);
+      if ((rc = begin_lineage(ckpt_dir, graph, popts.parallelism, false, below, &eopts, &err))) break;
+      if (eopts.ckpt.ids_above < used) eopts.ckpt.ids_above = used;
+      attempt--; /* not a failure of the job */
+      continue;
+    }
     if (!rc || !ckpt_dir || interrupts || attempt > max_restarts || !restartable(&err)) break;
     /* the failed checkpoint is abandoned as a whole: rewind to the last completed one */
     char msg[1024];
@@ -232,7 +249,7 @@ static int run_main(int argc, char **argv) {
     ex = NULL;
     ck_error_clear(&err);
     ck_sleep_ms(200LL * attempt);
-    if ((rc = begin_lineage(ckpt_dir, graph, popts.parallelism, false, &eopts, &err))) break;
+    if ((rc = begin_lineage(ckpt_dir, graph, popts.parallelism, false, 0, &eopts, &err))) break;
     if (eopts.ckpt.ids_above < used) eopts.ckpt.ids_above = used;
   }
   if (ex) {

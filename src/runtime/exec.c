@@ -13,12 +13,12 @@
  *
  * Checkpoints (DESIGN §4): an in-process coordinator thread triggers checkpoint N by setting
  * each source subtask's trigger; a source subtask, between two polls, snapshots its position
- * and its chain's state, writes its snapshot file durably, acknowledges and sends BARRIER(N)
- * to every downstream subtask. A receiving subtask aligns: once a sender delivered BARRIER(N),
+ * and its chain's state into a buffer, hands it to the writer thread and sends BARRIER(N) to
+ * every downstream subtask; the writer makes the file durable and only then acknowledges. A receiving subtask aligns: once a sender delivered BARRIER(N),
  * that sender's later messages are held back (stashed, in arrival order) until every sender
- * that has not ended delivered it; then it snapshots, acknowledges, forwards the barrier and
- * replays the stash. When every subtask acknowledged N, the acknowledging thread writes the
- * COMPLETED marker and sets each sink subtask's commit_upto; sinks commit on their own thread
+ * that has not ended delivered it; then it snapshots (acknowledged by the writer as above),
+ * forwards the barrier and replays the stash. When every subtask acknowledged N, the acknowledging thread writes the
+ * COMPLETED marker (on the writer thread) and sets each sink subtask's commit_upto; sinks commit on their own thread
  * (checked between polls or messages) and the last one writes CONFIRMED. One checkpoint is in
  * flight at a time. When every source is done reading — end of input, or ck_exec_stop — they
  * wait for one final checkpoint, taken after the last output (the maximal watermark's windows
@@ -57,6 +57,15 @@ typedef struct chan {
 } chan_t;
 
 typedef struct task task_t;
+
+/* A snapshot (or a CONFIRMED marker) for the writer thread to make durable. */
+typedef struct write_job {
+  struct write_job *next;
+  task_t *task;
+  int64_t id;
+  bool confirm; /* write confirmed-<id> instead of a snapshot */
+  ck_buf_t file;
+} write_job_t;
 typedef struct exec_seg seg_t;
 
 /* One link of a subtask's chain: where stage i's output goes. */
@@ -129,9 +138,15 @@ struct ck_exec {
   int acks;
   int64_t last_completed;
   int64_t completed_count;
+  int64_t last_confirmed;     /* every sink committed it */
   int64_t confirm_id;         /* the completed checkpoint whose commits are being counted */
   int commits;
   atomic_int any_finished;    /* a subtask reached the end of its input */
+  ck_thread_t writer;         /* makes snapshots durable (wr_mu) */
+  ck_mutex_t wr_mu;
+  ck_cond_t wr_cv;
+  write_job_t *wr_head, *wr_tail;
+  bool wr_stop;
   int nsources;
   atomic_int sources_at_end;  /* sources done reading (end of input or stop), awaiting the final checkpoint */
   _Atomic int64_t final_id;   /* the checkpoint taken once every source is done reading */
@@ -315,6 +330,15 @@ static int exchange_control(task_t *t, msg_kind_t kind, int64_t value) {
 
 /* ---------------------------------------------------------------- checkpoints */
 
+static void writer_push(struct ck_exec *ex, write_job_t *job) {
+  ck_mutex_lock(&ex->wr_mu);
+  if (ex->wr_tail) ex->wr_tail->next = job;
+  else ex->wr_head = job;
+  ex->wr_tail = job;
+  ck_cond_signal(&ex->wr_cv);
+  ck_mutex_unlock(&ex->wr_mu);
+}
+
 /* Called on the thread of the last subtask to acknowledge N, under ckpt_mu. */
 static int complete_checkpoint(struct ck_exec *ex, int64_t id, ck_error_t *err) {
   ck_fault(CK_FAULT_BEFORE_COMPLETED);
@@ -327,11 +351,18 @@ static int complete_checkpoint(struct ck_exec *ex, int64_t id, ck_error_t *err) 
   ex->confirm_id = id;
   ex->commits = 0;
   CK_LOG_DEBUG("checkpoint", "checkpoint %lld completed", (long long)id);
+  /* keep the newest `retain`, and always the newest confirmed one: if this checkpoint's commit
+   * is lost, the restore falls back to it */
   int retain = ex->opts.ckpt.retain > 0 ? ex->opts.ckpt.retain : 3;
-  if (id - retain > 0) ck_store_prune(&ex->store, id - retain + 1, ex->ntasks);
+  int64_t keep_from = id - retain + 1;
+  if (ex->last_confirmed && ex->last_confirmed < keep_from) keep_from = ex->last_confirmed;
+  if (keep_from > 1) ck_store_prune(&ex->store, keep_from, ex->ntasks);
   for (int i = 0; i < ex->ntasks; i++)
     if (ex->all[i]->has_sink) atomic_store(&ex->all[i]->commit_upto, id);
-  if (ex->nsinks == 0) rc = ck_store_mark(&ex->store, "confirmed", id, err);
+  if (ex->nsinks == 0) {
+    rc = ck_store_mark(&ex->store, "confirmed", id, err);
+    if (!rc) ex->last_confirmed = id;
+  }
   ck_cond_broadcast(&ex->ckpt_cv);
   return rc;
 }
@@ -372,24 +403,68 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
     n++;
   }
   if (!rc) {
-    ck_buf_t file;
-    ck_buf_init(&file);
-    ck_snap_encode(id, ex->opts.ckpt.fingerprint, t->index, sections, n, &file);
-    char rel[128];
-    ck_snap_path(t->index, id, rel, sizeof rel);
-    rc = ck_fault_err(CK_FAULT_BEFORE_SNAPSHOT_WRITE, err);
-    if (!rc) rc = ck_store_write(&ex->store, rel, file.data, file.len, err);
-    if (rc) {
-      if (err) err->retriable = true; /* the checkpoint fails; a restart rewinds to the last one */
-      ck_error_detail(err, "subtask %d could not write its snapshot for checkpoint %lld", t->index, (long long)id);
-    }
-    if (!rc) ck_fault(CK_FAULT_AFTER_SNAPSHOT_WRITE);
-    ck_buf_fini(&file);
+    /* the state is copied out; the write and fsync happen on the writer thread, which
+     * acknowledges once the file is durable, while this subtask goes on with the next records */
+    write_job_t *job = ck_calloc(1, sizeof *job);
+    job->task = t;
+    job->id = id;
+    ck_buf_init(&job->file);
+    ck_snap_encode(id, ex->opts.ckpt.fingerprint, t->index, sections, n, &job->file);
+    writer_push(ex, job);
   }
   for (int i = 0; i < n; i++) ck_buf_fini(&bufs[i]);
-  if (!rc) rc = ack_checkpoint(t, id, err);
   if (!rc) rc = exchange_control(t, MSG_BARRIER, id);
   return rc;
+}
+
+/* The writer thread: snapshot files and markers become durable here, in order, and the
+ * acknowledgement (and so the completion of a checkpoint) follows each snapshot's fsync. */
+static int write_snapshot(write_job_t *job, ck_error_t *err) {
+  task_t *t = job->task;
+  struct ck_exec *ex = t->ex;
+  if (job->confirm) {
+    int rc = ck_store_mark(&ex->store, "confirmed", job->id, err);
+    if (!rc) {
+      ck_mutex_lock(&ex->ckpt_mu);
+      if (job->id > ex->last_confirmed) ex->last_confirmed = job->id;
+      ck_mutex_unlock(&ex->ckpt_mu);
+    }
+    return rc;
+  }
+  char rel[128];
+  ck_snap_path(t->index, job->id, rel, sizeof rel);
+  int rc = ck_fault_err(CK_FAULT_BEFORE_SNAPSHOT_WRITE, err);
+  if (!rc) rc = ck_store_write(&ex->store, rel, job->file.data, job->file.len, err);
+  if (rc) {
+    err->retriable = true; /* the checkpoint fails; a restart rewinds to the last one */
+    ck_error_detail(err, "subtask %d could not write its snapshot for checkpoint %lld", t->index,
+                    (long long)job->id);
+    return rc;
+  }
+  ck_fault(CK_FAULT_AFTER_SNAPSHOT_WRITE);
+  return ack_checkpoint(t, job->id, err);
+}
+
+static void *writer_main(void *arg) {
+  struct ck_exec *ex = arg;
+  ck_mutex_lock(&ex->wr_mu);
+  for (;;) {
+    while (!ex->wr_head && !ex->wr_stop) ck_cond_wait(&ex->wr_cv, &ex->wr_mu);
+    write_job_t *job = ex->wr_head;
+    if (!job) break; /* stopped and drained */
+    ex->wr_head = job->next;
+    if (!ex->wr_head) ex->wr_tail = NULL;
+    ck_mutex_unlock(&ex->wr_mu);
+    ck_error_t err;
+    ck_error_clear(&err);
+    int rc = atomic_load(&ex->failed) ? 0 : write_snapshot(job, &err);
+    if (rc) task_fail(job->task, rc, &err);
+    ck_buf_fini(&job->file);
+    ck_free(job);
+    ck_mutex_lock(&ex->wr_mu);
+  }
+  ck_mutex_unlock(&ex->wr_mu);
+  return NULL;
 }
 
 /* Sinks: commit what the newest completed checkpoint covers, on the sink's own thread. */
@@ -404,9 +479,15 @@ static int maybe_commit(task_t *t, ck_error_t *err) {
   t->committed = upto;
   struct ck_exec *ex = t->ex;
   ck_mutex_lock(&ex->ckpt_mu);
-  if (ex->confirm_id == upto && ++ex->commits == ex->nsinks)
-    rc = ck_store_mark(&ex->store, "confirmed", upto, err);
+  bool confirmed = ex->confirm_id == upto && ++ex->commits == ex->nsinks;
   ck_mutex_unlock(&ex->ckpt_mu);
+  if (confirmed) {
+    write_job_t *job = ck_calloc(1, sizeof *job);
+    job->task = t;
+    job->id = upto;
+    job->confirm = true;
+    writer_push(ex, job);
+  }
   return rc;
 }
 
@@ -517,7 +598,13 @@ static int open_task(task_t *t, ck_error_t *err) {
     }
     if (rc) return rc;
   }
-  if (t->ex->checkpointing && t->ex->opts.ckpt.restore_id > 0) return restore_task(t, err);
+  if (t->ex->checkpointing && t->ex->opts.ckpt.restore_id > 0) {
+    int64_t t0 = ck_mono_ns();
+    int rc = restore_task(t, err);
+    CK_LOG_DEBUG("checkpoint", "subtask %d restored checkpoint %lld in %.1f ms", t->index,
+                 (long long)t->ex->opts.ckpt.restore_id, (double)(ck_mono_ns() - t0) / 1e6);
+    return rc;
+  }
   return 0;
 }
 
@@ -574,12 +661,14 @@ static int run_source(task_t *t, ck_error_t *err) {
       atomic_fetch_add(&ex->stopped_sources, 1);
       break;
     }
+    /* commit a completed checkpoint before preparing the next: a sink has one interval's
+     * transaction awaiting commit at most */
+    if ((rc = maybe_commit(t, err))) break;
     int64_t trig = atomic_load(&t->trigger);
     if (trig > t->triggered) {
       t->triggered = trig;
       if ((rc = take_checkpoint(t, trig, err))) break;
     }
-    if ((rc = maybe_commit(t, err))) break;
     ck_batch_t *batch = ck_batch_new(spec->schema.ncols, types, CK_BATCH_ROWS);
     int part = 0;
     int r = t->source.ops->poll(&t->source, batch, CK_BATCH_ROWS, 100, &part, err);
@@ -837,6 +926,8 @@ int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t
   ck_mutex_init(&ex->err_mu);
   ck_mutex_init(&ex->ckpt_mu);
   ck_cond_init(&ex->ckpt_cv);
+  ck_mutex_init(&ex->wr_mu);
+  ck_cond_init(&ex->wr_cv);
   ex->segs = ck_calloc((size_t)graph->nnodes, sizeof *ex->segs);
   ex->nsegs = cut_segments(graph, ex->segs);
   ex->checkpointing = ex->opts.ckpt.dir != NULL;
@@ -848,7 +939,7 @@ int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t
       return rc;
     }
     ex->next_id = ex->opts.ckpt.ids_above;
-    ex->last_completed = ex->opts.ckpt.restore_id;
+    ex->last_completed = ex->last_confirmed = ex->opts.ckpt.restore_id;
   }
   ex->ntasks = ck_exec_task_count(graph);
   ex->all = ck_calloc((size_t)ex->ntasks, sizeof *ex->all);
@@ -898,7 +989,8 @@ int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t
                      p, s);
       }
     }
-  if (ex->checkpointing && ck_thread_start(&ex->coord, "ck-checkpoint", coordinator_main, ex))
+  if (ex->checkpointing && (ck_thread_start(&ex->writer, "ck-writer", writer_main, ex) ||
+                            ck_thread_start(&ex->coord, "ck-checkpoint", coordinator_main, ex)))
     task_fail(ex->all[0], CK_EINTERNAL, NULL);
   *out = ex;
   return 0;
@@ -922,6 +1014,11 @@ int ck_exec_wait(ck_exec_t *ex, ck_error_t *err) {
     ck_cond_broadcast(&ex->ckpt_cv);
     ck_mutex_unlock(&ex->ckpt_mu);
     ck_thread_join(&ex->coord);
+    ck_mutex_lock(&ex->wr_mu);
+    ex->wr_stop = true;
+    ck_cond_signal(&ex->wr_cv);
+    ck_mutex_unlock(&ex->wr_mu);
+    ck_thread_join(&ex->writer); /* drains what is queued first */
   }
   ex->totals.checkpoints_completed = ex->completed_count;
   ex->totals.last_checkpoint = ex->last_completed;
@@ -959,5 +1056,7 @@ void ck_exec_free(ck_exec_t *ex) {
   ck_mutex_fini(&ex->err_mu);
   ck_mutex_fini(&ex->ckpt_mu);
   ck_cond_fini(&ex->ckpt_cv);
+  ck_mutex_fini(&ex->wr_mu);
+  ck_cond_fini(&ex->wr_cv);
   ck_free(ex);
 }
