@@ -8,11 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 # stop at the end only what this run started: services already up stay up
-if scripts/services.sh status >/dev/null 2>&1; then
-  scripts/services.sh start
-else
-  scripts/services.sh start
-  trap 'scripts/services.sh stop >/dev/null 2>&1 || true' EXIT
+was_down=$(scripts/services.sh status 2>/dev/null | awk '$2 != "running" && $1 != "work" {print $1}' | tr '\n' ' ')
+scripts/services.sh start
+if [ -n "${was_down// /}" ]; then
+  trap 'scripts/services.sh stop $was_down >/dev/null 2>&1 || true' EXIT
 fi
 eval "$(scripts/services.sh env)"
 scripts/build.sh sanitize >/dev/null

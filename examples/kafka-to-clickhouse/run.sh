@@ -16,8 +16,8 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 scripts/setup.sh
-services_were_up=0
-scripts/services.sh status >/dev/null 2>&1 && services_were_up=1
+# stop at the end only the services this run started
+was_down=$(scripts/services.sh status 2>/dev/null | awk '$2 != "running" && $1 != "work" {print $1}' | tr '\n' ' ')
 scripts/services.sh start
 eval "$(scripts/services.sh env)"
 # CLINK_BIN picks the binary (the test command passes its sanitizer build)
@@ -40,7 +40,7 @@ cleanup() {
   if [ "${KEEP_UP:-0}" = 1 ]; then
     say "KEEP_UP=1: services, topic, table and $work are left up"
   else
-    [ "$services_were_up" = 1 ] || scripts/services.sh stop >/dev/null 2>&1 || true
+    [ -z "${was_down// /}" ] || scripts/services.sh stop $was_down >/dev/null 2>&1 || true
     rm -rf "$work"
   fi
   exit "$rc"

@@ -108,25 +108,34 @@ bool ck_str_ieq(ck_str_t a, ck_str_t b) {
 bool ck_streq_i(const char *a, const char *b) { return ck_str_ieq(ck_str_of(a), ck_str_of(b)); }
 
 int ck_edit_distance(const char *a, const char *b) {
+  /* optimal string alignment: insert, delete, substitute, and swap of two neighbours, each 1,
+   * so "rnu" is one edit from "run" */
   size_t la = strlen(a), lb = strlen(b);
-  int stack_row[65];
-  int *row = lb < CK_ARRAY_LEN(stack_row) ? stack_row : ck_malloc((lb + 1) * sizeof *row);
-  for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+  int stack[3 * 65];
+  int *buf = lb < 65 ? stack : ck_malloc(3 * (lb + 1) * sizeof *buf);
+  int *pp = buf, *prev = buf + (lb + 1), *row = buf + 2 * (lb + 1);
+  for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+#define CK_LOW(c) tolower((unsigned char)(c))
   for (size_t i = 1; i <= la; i++) {
-    int prev = row[0];
     row[0] = (int)i;
     for (size_t j = 1; j <= lb; j++) {
-      int cur = row[j];
-      int cost = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]) ? 0 : 1;
-      int best = prev + cost;
-      if (row[j] + 1 < best) best = row[j] + 1;
+      int cost = CK_LOW(a[i - 1]) == CK_LOW(b[j - 1]) ? 0 : 1;
+      int best = prev[j - 1] + cost;
+      if (prev[j] + 1 < best) best = prev[j] + 1;
       if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      if (i > 1 && j > 1 && CK_LOW(a[i - 1]) == CK_LOW(b[j - 2]) &&
+          CK_LOW(a[i - 2]) == CK_LOW(b[j - 1]) && pp[j - 2] + 1 < best)
+        best = pp[j - 2] + 1;
       row[j] = best;
-      prev = cur;
     }
+    int *t = pp;
+    pp = prev;
+    prev = row;
+    row = t;
   }
-  int d = row[lb];
-  if (row != stack_row) ck_free(row);
+#undef CK_LOW
+  int d = prev[lb];
+  if (buf != stack) ck_free(buf);
   return d;
 }
 

@@ -5,12 +5,13 @@
  * (runtime/connector.h); the CLI calls it once at start-up, before any thread runs. After
  * that the planner and runtime find connectors by name only.
  *
- *   file       bounded source over files / a directory / a glob; at-least-once file sink
+ *   file       bounded source over files / a directory / a glob; file sink (at least once; exactly once on request)
  *   datagen    deterministic seeded row generator (source)
  *   print      NDJSON (or CSV) rows on standard output (sink); 'stdout' is an alias
  *   blackhole  discards rows, counting them (sink)
  *   kafka      Apache Kafka topics (source; at-least-once sink)
  *   clickhouse ClickHouse tables over the native protocol (at-least-once sink)
+ *   postgres   rows into an existing PostgreSQL table (sink; exactly once via prepared transactions)
  *
  * Record formats (json, csv) live in connectors/format.h, shared with broker connectors.
  */
@@ -31,6 +32,7 @@ extern const ck_connector_t ck_stdout_connector;
 extern const ck_connector_t ck_blackhole_connector;
 extern const ck_connector_t ck_kafka_connector;
 extern const ck_connector_t ck_clickhouse_connector;
+extern const ck_connector_t ck_postgres_connector;
 
 /* Rows a blackhole sink instance has discarded so far (a metric; tests). */
 int64_t ck_blackhole_rows(const ck_sink_t *sink);

@@ -1,5 +1,6 @@
 /*
- * DESIGN: connector='file' — a bounded source over local files and an at-least-once sink.
+ * DESIGN: connector='file' — a bounded source over local files, and a sink that is at least
+ * once by default and exactly once on request (staged output promoted at commit).
  *
  * Source. `path` is a file, a directory (every non-hidden regular file in it) or a glob
  * pattern; the matching regular files, sorted by name (byte order), are the partitions, and
@@ -22,13 +23,44 @@
  * 'skip' counts the record (skipped()), logs the first few and then every 10000th, and goes on.
  *
  * Sink. Each subtask writes `path` (parallelism 1) or `path-<subtask>` (parallelism > 1).
+ * Rows are encoded into a buffer that is written out at 1 MiB, at every barrier and at finish.
+ *
+ * delivery_guarantee = 'at_least_once' (the default): rows go straight to the output file.
  * open(restored=false) truncates, open(restored=true) appends — output after a restore is
  * never thrown away, so rows between the last checkpoint and a failure are written again:
- * at least once. Rows are encoded into a buffer that is written out at 1 MiB, at every
- * barrier (prepare: write + fsync, and the directory once after creation) and at finish.
+ * at least once. prepare writes and fsyncs (and the directory once after creation).
+ *
+ * delivery_guarantee = 'exactly_once': still ONE output file per subtask, but the rows of a
+ * checkpoint interval are staged beside it and promoted only when the checkpoint completed.
+ *   write        rows go to the hidden staging file `.<name>.pending.staging` in the output's
+ *                directory (made at the first row of an interval; a file source's directory
+ *                listing or glob never sees dot files).
+ *   prepare(N)   fsync it, rename it to `.<name>.<N>.staging`, fsync the directory. The state
+ *                is the list of intervals prepared and not yet committed, each with its
+ *                checkpoint id k, the output length L_k it starts at and its size, plus E, the
+ *                output length once all of them are committed. An empty interval stages
+ *                nothing.
+ *   commit(N)    for every prepared interval k <= N in order: truncate the output to L_k
+ *                (idempotent) and append the staged bytes; then fsync the output, delete the
+ *                staged files and fsync the directory. A staged file is deleted only after
+ *                every byte of its commit is durable.
+ *   recover(R)   for each interval in R's state: if its staged file is still there and the
+ *                output does not already hold exactly those bytes at L_k, truncate to L_k and
+ *                append them; if it is gone, its commit finished, and the output must reach
+ *                L_k + size. Then the output is cut to E (dropping anything an interval after
+ *                R left) and every staging file of this output is deleted. A file shorter than
+ *                the checkpoint says is an error: it was changed outside the job.
+ *   open         fresh: truncate the output and delete stale staging files; restored: keep.
+ *   finish       rows staged but never prepared (only a job without checkpoints has them)
+ *                are appended directly; a prepared interval still uncommitted at finish is a
+ *                protocol error.
+ * Sink state encoding (version 2, exactly once only): u8 version, uvarint N, uvarint E,
+ * uvarint count, then per interval uvarint k, uvarint L_k, uvarint size. The at-least-once
+ * mode leaves no state.
  *
  * Threads: each instance belongs to one subtask's thread.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -65,7 +97,10 @@ static const ck_opt_def_t file_sink_options[] = {
     {"path", CK_OPT_STRING, NULL, NULL, true,
      "file to write, one record per line in the table's format ('json', the default, or "
      "'csv'). A fresh job truncates it; a job restored from a checkpoint appends to it. With "
-     "parallelism > 1, subtask s writes '<path>-<s>'"},
+     "parallelism > 1, subtask s writes '<path>-<s>'. With delivery_guarantee = "
+     "'exactly_once' each checkpoint interval's rows are staged in a hidden file beside it "
+     "('.<name>.<N>.staging') and appended when checkpoint N completes, so after any failure "
+     "and rerun the file holds every row exactly once"},
     CK_FORMAT_OPTION_DEFS,
     {NULL, 0, NULL, NULL, false, NULL},
 };
@@ -569,12 +604,31 @@ static const ck_source_ops_t file_source_ops = {
 
 /* ====================================================================== sink ====== */
 
+#define FILE_EOS_STATE_VERSION 2
+#define FILE_COPY_CHUNK ((size_t)1 << 20)
+
+/* An interval prepared and not yet committed (exactly once). */
+typedef struct file_staged {
+  int64_t ckpt;
+  int64_t start; /* output length before it: L_k */
+  int64_t size;
+} file_staged_t;
+
 typedef struct file_sink {
   ck_encoder_t *enc;
   char *path;
   int fd;
   bool dir_synced;
   ck_buf_t buf;
+  /* exactly once */
+  bool eos;
+  char *dir, *name;   /* the output's directory and file name */
+  int stage_fd;       /* the open interval's staging file, -1 when it has no row yet */
+  int64_t stage_size;
+  int64_t committed;  /* output length: every committed interval */
+  int64_t expected;   /* committed + every prepared, uncommitted interval */
+  file_staged_t *staged;
+  int nstaged, staged_cap;
 } file_sink_t;
 
 static int sink_flush(file_sink_t *fk, ck_error_t *err) {
@@ -586,25 +640,213 @@ static int sink_flush(file_sink_t *fk, ck_error_t *err) {
   return 0;
 }
 
+static void sync_dir(const char *dir) {
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)fsync(dfd);
+    close(dfd);
+  }
+}
+
 static int sink_sync(file_sink_t *fk, ck_error_t *err) {
   int rc = sink_flush(fk, err);
   if (rc) return rc;
   if (fsync(fk->fd) != 0)
     return ck_error_set(err, CK_EIO, "could not sync file '%s': %s", fk->path, strerror(errno));
   if (!fk->dir_synced) { /* make the file's creation durable too */
-    char *copy = ck_strdup(fk->path);
-    int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      (void)fsync(dfd);
-      close(dfd);
-    }
-    ck_free(copy);
+    sync_dir(fk->dir);
     fk->dir_synced = true;
   }
   return 0;
 }
 
-static int file_sink_open(ck_sink_t *sink, bool restored, ck_error_t *err) {
+/* ---- exactly once: staging files ---- */
+
+/* "<dir>/.<name>.<ckpt>.staging", or ".pending." for ckpt < 0 (the open interval). */
+static char *staged_path(const file_sink_t *fk, int64_t ckpt) {
+  ck_buf_t b;
+  ck_buf_init(&b);
+  if (ckpt < 0) ck_buf_printf(&b, "%s/.%s.pending.staging", fk->dir, fk->name);
+  else ck_buf_printf(&b, "%s/.%s.%lld.staging", fk->dir, fk->name, (long long)ckpt);
+  return ck_buf_detach(&b);
+}
+
+/* Whether dirent `ent` is a staging file of this output: ".<name>.<digits|pending>.staging". */
+static bool is_own_staging(const file_sink_t *fk, const char *ent) {
+  size_t nlen = strlen(fk->name), elen = strlen(ent);
+  static const char suffix[] = ".staging";
+  if (elen < nlen + 2 + sizeof suffix || ent[0] != '.' || memcmp(ent + 1, fk->name, nlen) != 0 ||
+      ent[1 + nlen] != '.' || strcmp(ent + elen - (sizeof suffix - 1), suffix) != 0)
+    return false;
+  const char *mid = ent + nlen + 2;
+  size_t mlen = elen - nlen - 2 - (sizeof suffix - 1);
+  if (mlen == 7 && memcmp(mid, "pending", 7) == 0) return true;
+  if (mlen == 0) return false;
+  for (size_t i = 0; i < mlen; i++)
+    if (mid[i] < '0' || mid[i] > '9') return false;
+  return true;
+}
+
+/* Deletes every staging file of this output; returns how many. */
+static int remove_staging(file_sink_t *fk) {
+  DIR *d = opendir(fk->dir);
+  if (!d) return 0;
+  int n = 0;
+  struct dirent *e;
+  ck_buf_t p;
+  ck_buf_init(&p);
+  while ((e = readdir(d))) {
+    if (!is_own_staging(fk, e->d_name)) continue;
+    ck_buf_reset(&p);
+    ck_buf_printf(&p, "%s/%s", fk->dir, e->d_name);
+    if (unlink(p.data) == 0) n++;
+  }
+  closedir(d);
+  ck_buf_fini(&p);
+  if (n) sync_dir(fk->dir);
+  return n;
+}
+
+/* Writes the encode buffer to the open interval's staging file (made on first use). */
+static int stage_flush(file_sink_t *fk, ck_error_t *err) {
+  if (!fk->buf.len) return 0;
+  if (fk->stage_fd < 0) {
+    char *sp = staged_path(fk, -1);
+    fk->stage_fd = open(sp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int e = errno;
+    if (fk->stage_fd < 0) {
+      ck_error_set(err, CK_EIO, "could not create staging file '%s': %s", sp, strerror(e));
+      ck_free(sp);
+      return CK_EIO;
+    }
+    ck_free(sp);
+    fk->stage_size = 0;
+  }
+  int rc = ck_conn_write_all(fk->stage_fd, fk->buf.data, fk->buf.len);
+  if (rc)
+    return ck_error_set(err, CK_EIO, "could not write the staging file of '%s': %s", fk->path,
+                        strerror(-rc));
+  fk->stage_size += (int64_t)fk->buf.len;
+  ck_buf_reset(&fk->buf);
+  return 0;
+}
+
+/* Copies all of file `src` into the output at offset `at`. */
+static int copy_into_output(file_sink_t *fk, const char *src, int64_t at, int64_t size,
+                            ck_error_t *err) {
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  if (in < 0)
+    return ck_error_set(err, CK_EIO, "could not open staging file '%s': %s", src,
+                        strerror(errno));
+  off_t off_in = 0, off_out = (off_t)at;
+  int rc = 0;
+  bool plain = false;
+  while (off_in < size && !plain) {
+    ssize_t n = copy_file_range(in, &off_in, fk->fd, &off_out, (size_t)(size - off_in), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) plain = true; /* not supported here (or a short source): copy by hand */
+  }
+  if (plain) {
+    char *chunk = ck_malloc(FILE_COPY_CHUNK);
+    while (off_in < size && !rc) {
+      size_t want = (size_t)(size - off_in) < FILE_COPY_CHUNK ? (size_t)(size - off_in)
+                                                               : FILE_COPY_CHUNK;
+      ssize_t r = pread(in, chunk, want, off_in);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        rc = ck_error_set(err, CK_EIO, "could not read staging file '%s': %s", src,
+                          r < 0 ? strerror(errno) : "it is shorter than when it was prepared");
+        break;
+      }
+      for (ssize_t done = 0; done < r && !rc;) {
+        ssize_t w = pwrite(fk->fd, chunk + done, (size_t)(r - done), off_out);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) rc = ck_error_set(err, CK_EIO, "could not write file '%s': %s", fk->path,
+                                     strerror(errno));
+        else done += w, off_out += w;
+      }
+      off_in += r;
+    }
+    ck_free(chunk);
+  }
+  close(in);
+  return rc;
+}
+
+static int output_truncate(file_sink_t *fk, int64_t len, ck_error_t *err) {
+  if (ftruncate(fk->fd, (off_t)len) != 0)
+    return ck_error_set(err, CK_EIO, "could not truncate file '%s' to %lld bytes: %s", fk->path,
+                        (long long)len, strerror(errno));
+  return 0;
+}
+
+static int output_size(file_sink_t *fk, int64_t *len, ck_error_t *err) {
+  struct stat st;
+  if (fstat(fk->fd, &st) != 0)
+    return ck_error_set(err, CK_EIO, "could not stat file '%s': %s", fk->path, strerror(errno));
+  *len = (int64_t)st.st_size;
+  return 0;
+}
+
+/* Whether the output holds exactly the bytes of staged file `src` at `at`. */
+static bool output_holds(file_sink_t *fk, const char *src, int64_t at, int64_t size) {
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  if (in < 0) return false;
+  char *a = ck_malloc(65536), *b = ck_malloc(65536);
+  bool same = true;
+  for (int64_t off = 0; off < size && same;) {
+    size_t want = size - off < 65536 ? (size_t)(size - off) : 65536;
+    ssize_t ra = pread(in, a, want, off), rb = pread(fk->fd, b, want, at + off);
+    if (ra != (ssize_t)want || rb != (ssize_t)want || memcmp(a, b, want) != 0) same = false;
+    off += (int64_t)want;
+  }
+  ck_free(a);
+  ck_free(b);
+  close(in);
+  return same;
+}
+
+static void staged_push(file_sink_t *fk, file_staged_t s) {
+  if (fk->nstaged == fk->staged_cap) {
+    fk->staged_cap = fk->staged_cap ? fk->staged_cap * 2 : 4;
+    fk->staged = ck_realloc(fk->staged, sizeof *fk->staged * (size_t)fk->staged_cap);
+  }
+  fk->staged[fk->nstaged++] = s;
+}
+
+/* Promotes every prepared interval <= upto, in order (commit and finish). */
+static int promote(file_sink_t *fk, int64_t upto, ck_error_t *err) {
+  int n = 0, rc = 0;
+  while (n < fk->nstaged && fk->staged[n].ckpt <= upto) n++;
+  if (!n) return 0;
+  for (int i = 0; i < n && !rc; i++) {
+    const file_staged_t *s = &fk->staged[i];
+    char *sp = staged_path(fk, s->ckpt);
+    rc = output_truncate(fk, s->start, err);
+    if (!rc) rc = copy_into_output(fk, sp, s->start, s->size, err);
+    ck_free(sp);
+  }
+  if (!rc && fsync(fk->fd) != 0)
+    rc = ck_error_set(err, CK_EIO, "could not sync file '%s': %s", fk->path, strerror(errno));
+  if (rc) return rc;
+  /* every promoted byte is durable: only now may the staged copies go */
+  for (int i = 0; i < n; i++) {
+    char *sp = staged_path(fk, fk->staged[i].ckpt);
+    (void)unlink(sp);
+    ck_free(sp);
+  }
+  sync_dir(fk->dir);
+  fk->committed = fk->staged[n - 1].start + fk->staged[n - 1].size;
+  memmove(fk->staged, fk->staged + n, sizeof *fk->staged * (size_t)(fk->nstaged - n));
+  fk->nstaged -= n;
+  return 0;
+}
+
+/* ---- the sink ops ---- */
+
+static void file_sink_close(ck_sink_t *sink);
+
+static int file_sink_open_impl(ck_sink_t *sink, bool restored, ck_error_t *err) {
   const ck_options_t *opts = sink->ctx.options;
   ck_format_kind_t fmt;
   int rc = ck_format_parse(ck_options_get(opts, "format"), "the file connector", &fmt, err);
@@ -613,40 +855,199 @@ static int file_sink_open(ck_sink_t *sink, bool restored, ck_error_t *err) {
   if (!path) return ck_error_set(err, CK_EOPTION, "the file connector needs option 'path'");
   file_sink_t *fk = ck_calloc(1, sizeof *fk);
   sink->impl = fk;
-  fk->fd = -1;
+  fk->fd = fk->stage_fd = -1;
   ck_buf_init(&fk->buf);
+  const char *g = ck_opt_str(opts, ck_sink_common_options, "delivery_guarantee");
+  fk->eos = g && strcmp(g, "exactly_once") == 0;
   ck_buf_t p;
   ck_buf_init(&p);
   ck_buf_puts(&p, path);
   if (sink->ctx.parallelism > 1) ck_buf_printf(&p, "-%d", sink->ctx.subtask);
   fk->path = ck_buf_detach(&p);
-  fk->fd = open(fk->path, O_WRONLY | O_CREAT | O_CLOEXEC | (restored ? O_APPEND : O_TRUNC),
-                0644);
+  char *copy = ck_strdup(fk->path);
+  fk->dir = ck_strdup(dirname(copy));
+  ck_free(copy);
+  copy = ck_strdup(fk->path);
+  fk->name = ck_strdup(basename(copy));
+  ck_free(copy);
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+  if (fk->eos) flags = O_RDWR | O_CREAT | O_CLOEXEC | (restored ? 0 : O_TRUNC);
+  else flags |= restored ? O_APPEND : O_TRUNC;
+  fk->fd = open(fk->path, flags, 0644);
   if (fk->fd < 0)
     return ck_error_set(err, CK_EIO, "could not open file '%s' for writing: %s", fk->path,
                         strerror(errno));
   fk->enc = ck_encoder_new(fmt, sink->ctx.schema);
   struct stat st;
-  if (fmt == CK_FORMAT_CSV && ck_opt_bool(opts, file_sink_options, "csv.header") &&
-      fstat(fk->fd, &st) == 0 && st.st_size == 0)
+  bool header = fmt == CK_FORMAT_CSV && ck_opt_bool(opts, file_sink_options, "csv.header") &&
+                fstat(fk->fd, &st) == 0 && st.st_size == 0;
+  if (!fk->eos) {
+    if (header) ck_encoder_header(fk->enc, &fk->buf);
+    return 0;
+  }
+  if (!restored) {
+    int n = remove_staging(fk);
+    if (n) CK_LOG_INFO("sink.file", "'%s': removed %d staging file%s a previous run left", fk->path,
+                       n, n == 1 ? "" : "s");
+  }
+  if (header) { /* the header belongs to the file, not to an interval: written at once */
     ck_encoder_header(fk->enc, &fk->buf);
+    if ((rc = sink_sync(fk, err))) return rc;
+  }
+  if ((rc = output_size(fk, &fk->committed, err))) return rc;
+  fk->expected = fk->committed;
   return 0;
+}
+
+/* A sink whose open failed is never closed by the executor: it cleans up here. */
+static int file_sink_open(ck_sink_t *sink, bool restored, ck_error_t *err) {
+  int rc = file_sink_open_impl(sink, restored, err);
+  if (rc) file_sink_close(sink);
+  return rc;
 }
 
 static int file_sink_write(ck_sink_t *sink, const ck_batch_t *batch, ck_error_t *err) {
   file_sink_t *fk = sink->impl;
   ck_encoder_batch(fk->enc, batch, &fk->buf);
-  return fk->buf.len >= FILE_SINK_FLUSH ? sink_flush(fk, err) : 0;
+  if (fk->buf.len < FILE_SINK_FLUSH) return 0;
+  return fk->eos ? stage_flush(fk, err) : sink_flush(fk, err);
 }
 
 static int file_sink_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err) {
-  return sink_sync(sink->impl, err);
+  file_sink_t *fk = sink->impl;
+  if (!fk->eos) return sink_sync(fk, err);
+  int rc = stage_flush(fk, err);
+  if (rc) return rc;
+  if (fk->stage_fd >= 0) {
+    if (fsync(fk->stage_fd) != 0)
+      return ck_error_set(err, CK_EIO, "could not sync the staging file of '%s': %s", fk->path,
+                          strerror(errno));
+    close(fk->stage_fd);
+    fk->stage_fd = -1;
+    char *from = staged_path(fk, -1), *to = staged_path(fk, ckpt);
+    if (rename(from, to) != 0)
+      rc = ck_error_set(err, CK_EIO, "could not rename staging file '%s' to '%s': %s", from, to,
+                        strerror(errno));
+    ck_free(from);
+    ck_free(to);
+    if (rc) return rc;
+    sync_dir(fk->dir);
+    staged_push(fk, (file_staged_t){ckpt, fk->expected, fk->stage_size});
+    fk->expected += fk->stage_size;
+    fk->stage_size = 0;
+  }
+  ck_buf_putc(out, FILE_EOS_STATE_VERSION);
+  ck_conn_put_uvarint(out, (uint64_t)ckpt);
+  ck_conn_put_uvarint(out, (uint64_t)fk->expected);
+  ck_conn_put_uvarint(out, (uint64_t)fk->nstaged);
+  for (int i = 0; i < fk->nstaged; i++) {
+    ck_conn_put_uvarint(out, (uint64_t)fk->staged[i].ckpt);
+    ck_conn_put_uvarint(out, (uint64_t)fk->staged[i].start);
+    ck_conn_put_uvarint(out, (uint64_t)fk->staged[i].size);
+  }
+  return 0;
 }
 
-static int file_sink_commit(ck_sink_t *sink, int64_t ckpt, ck_error_t *err) { return 0; }
+static int file_sink_commit(ck_sink_t *sink, int64_t ckpt, ck_error_t *err) {
+  file_sink_t *fk = sink->impl;
+  return fk->eos ? promote(fk, ckpt, err) : 0;
+}
+
+static int file_sink_recover(ck_sink_t *sink, int64_t ckpt, const void *state, size_t len,
+                             ck_error_t *err) {
+  file_sink_t *fk = sink->impl;
+  if (!fk->eos) return 0; /* at least once: appending after a restore is the whole story */
+  const uint8_t *p = state, *end = p + len;
+  uint64_t id, expected, n;
+  if (len < 1 || *p != FILE_EOS_STATE_VERSION)
+    return ck_error_set(err, CK_ESTATE, "could not recover file '%s' at checkpoint %lld: unknown "
+                        "sink state version %d", fk->path, (long long)ckpt, len ? *p : -1);
+  p++;
+  if (!ck_conn_get_uvarint(&p, end, &id) || !ck_conn_get_uvarint(&p, end, &expected) ||
+      !ck_conn_get_uvarint(&p, end, &n) || id != (uint64_t)ckpt || n > len)
+    goto corrupt;
+  fk->nstaged = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t k, start, size;
+    if (!ck_conn_get_uvarint(&p, end, &k) || !ck_conn_get_uvarint(&p, end, &start) ||
+        !ck_conn_get_uvarint(&p, end, &size) || k > (uint64_t)ckpt || start + size > expected)
+      goto corrupt;
+    staged_push(fk, (file_staged_t){(int64_t)k, (int64_t)start, (int64_t)size});
+  }
+  if (p != end) goto corrupt;
+  int rc = 0, redone = 0;
+  int64_t have = 0;
+  for (int i = 0; i < fk->nstaged && !rc; i++) {
+    const file_staged_t *s = &fk->staged[i];
+    char *sp = staged_path(fk, s->ckpt);
+    struct stat st;
+    if ((rc = output_size(fk, &have, err))) {
+    } else if (stat(sp, &st) == 0) {
+      if (have < s->start + s->size || !output_holds(fk, sp, s->start, s->size)) {
+        rc = output_truncate(fk, s->start, err);
+        if (!rc) rc = copy_into_output(fk, sp, s->start, s->size, err);
+        redone++;
+      }
+    } else if (have < s->start + s->size) {
+      rc = ck_error_set(err, CK_ESTATE, "could not recover file '%s' at checkpoint %lld: the "
+                        "staged rows of checkpoint %lld are gone, yet the file is %lld bytes, "
+                        "short of the %lld its commit made", fk->path, (long long)ckpt,
+                        (long long)s->ckpt, (long long)have, (long long)(s->start + s->size));
+      ck_error_hint(err, "the file was changed outside the job; run with --fresh to start over");
+    }
+    ck_free(sp);
+  }
+  if (!rc) rc = output_size(fk, &have, err);
+  if (!rc && have < (int64_t)expected) {
+    rc = ck_error_set(err, CK_ESTATE, "could not recover file '%s' at checkpoint %lld: it is "
+                      "%lld bytes, short of the %lld bytes checkpoint %lld committed", fk->path,
+                      (long long)ckpt, (long long)have, (long long)expected, (long long)ckpt);
+    ck_error_hint(err, "the file was changed outside the job; run with --fresh to start over");
+  }
+  if (!rc && have > (int64_t)expected) rc = output_truncate(fk, (int64_t)expected, err);
+  if (!rc && fsync(fk->fd) != 0)
+    rc = ck_error_set(err, CK_EIO, "could not sync file '%s': %s", fk->path, strerror(errno));
+  if (rc) return rc;
+  int removed = remove_staging(fk);
+  CK_LOG_INFO("sink.file", "'%s' recovered at checkpoint %lld: %lld bytes committed, %d staged "
+              "interval%s promoted again, %lld bytes after the checkpoint dropped, %d staging "
+              "file%s removed", fk->path, (long long)ckpt, (long long)expected, redone,
+              redone == 1 ? "" : "s", (long long)(have - (int64_t)expected), removed,
+              removed == 1 ? "" : "s");
+  fk->nstaged = 0;
+  fk->committed = fk->expected = (int64_t)expected;
+  return 0;
+corrupt:
+  fk->nstaged = 0;
+  return ck_error_set(err, CK_ESTATE, "could not recover file '%s' at checkpoint %lld: the sink "
+                      "state is truncated or corrupt", fk->path, (long long)ckpt);
+}
 
 static int file_sink_finish(ck_sink_t *sink, ck_error_t *err) {
-  return sink_sync(sink->impl, err);
+  file_sink_t *fk = sink->impl;
+  if (!fk->eos) return sink_sync(fk, err);
+  if (fk->nstaged)
+    return ck_error_set(err, CK_EINTERNAL, "file '%s' reached the end with %d prepared "
+                        "interval%s not committed (checkpoint %lld first)", fk->path,
+                        fk->nstaged, fk->nstaged == 1 ? "" : "s", (long long)fk->staged[0].ckpt);
+  int rc = stage_flush(fk, err);
+  if (rc || fk->stage_fd < 0) return rc;
+  /* rows no checkpoint covers: only a job without checkpoints has them */
+  if (fsync(fk->stage_fd) != 0)
+    return ck_error_set(err, CK_EIO, "could not sync the staging file of '%s': %s", fk->path,
+                        strerror(errno));
+  close(fk->stage_fd);
+  fk->stage_fd = -1;
+  staged_push(fk, (file_staged_t){INT64_MAX, fk->expected, fk->stage_size});
+  char *from = staged_path(fk, -1), *to = staged_path(fk, INT64_MAX);
+  if (rename(from, to) != 0)
+    rc = ck_error_set(err, CK_EIO, "could not rename staging file '%s': %s", from,
+                      strerror(errno));
+  ck_free(from);
+  ck_free(to);
+  if (!rc) rc = promote(fk, INT64_MAX, err);
+  if (!rc) fk->expected = fk->committed;
+  return rc;
 }
 
 static void file_sink_close(ck_sink_t *sink) {
@@ -655,30 +1056,37 @@ static void file_sink_close(ck_sink_t *sink) {
   if (fk->fd >= 0) {
     ck_error_t ignored;
     ck_error_clear(&ignored);
-    (void)sink_flush(fk, &ignored); /* best effort: the output is at-least-once anyway */
+    /* at least once: best effort. Exactly once: what was not committed stays staged (and is
+     * thrown away by the next open or recover) */
+    if (!fk->eos) (void)sink_flush(fk, &ignored);
     close(fk->fd);
   }
+  if (fk->stage_fd >= 0) close(fk->stage_fd);
   ck_encoder_free(fk->enc);
   ck_buf_fini(&fk->buf);
+  ck_free(fk->staged);
   ck_free(fk->path);
+  ck_free(fk->dir);
+  ck_free(fk->name);
   ck_free(fk);
   sink->impl = NULL;
 }
 
 static const ck_sink_ops_t file_sink_ops = {
     file_sink_open,   file_sink_write, file_sink_prepare, file_sink_commit,
-    file_sink_finish, file_sink_close,
+    file_sink_finish, file_sink_close, file_sink_recover,
 };
 
 const ck_connector_t ck_file_connector = {
     .name = "file",
     .description = "local files, one record per line (json or csv): a bounded source over a "
-                   "file, directory or glob pattern, and an at-least-once sink",
+                   "file, directory or glob pattern, and a sink that is at least once, or "
+                   "exactly once with delivery_guarantee = 'exactly_once'",
     .source_options = file_source_options,
     .sink_options = file_sink_options,
     .source = &file_source_ops,
     .sink = &file_sink_ops,
-    .sink_guarantee = CK_GUARANTEE_AT_LEAST_ONCE,
+    .sink_guarantee = CK_GUARANTEE_EXACTLY_ONCE, /* only when asked; at least once otherwise */
     .bounded = true,
     .check = file_check,
 };

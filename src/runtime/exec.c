@@ -539,6 +539,8 @@ static void *coordinator_main(void *arg) {
     if (ex->pending && now - ex->pending_since > timeout) {
       CK_LOG_WARN("checkpoint", "checkpoint %lld did not complete within %lld ms: aborted",
                   (long long)ex->pending, (long long)timeout);
+      /* an aborted final checkpoint is taken again: sources and sinks wait for one */
+      if (ex->pending == atomic_load(&ex->final_id)) atomic_store(&ex->final_id, 0);
       ex->pending = 0;
       next = now + interval;
     }
@@ -579,12 +581,12 @@ static int open_task(task_t *t, ck_error_t *err) {
       t->source.ops = n->u.conn.connector->source;
       t->source.ctx = ctx;
       rc = t->source.ops->open(&t->source, err);
-      t->source_open = rc == 0;
+      t->source_open = rc == 0 || t->source.impl; /* a half-open source is closed too */
     } else if (n->kind == CK_NODE_SINK) {
       t->sink.ops = n->u.conn.connector->sink;
       t->sink.ctx = ctx;
       rc = t->sink.ops->open(&t->sink, restoring, err);
-      t->sink_open = rc == 0;
+      t->sink_open = rc == 0 || t->sink.impl; /* a half-open sink is closed too */
     } else {
       ck_op_t *op = &t->ops[i];
       op->node = n;

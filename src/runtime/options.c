@@ -17,8 +17,9 @@ const char *ck_options_get(const ck_options_t *opts, const char *key) {
 static const ck_opt_def_t *find_def(const ck_opt_def_t *defs, const char *key) {
   for (const ck_opt_def_t *d = defs; d && d->name; d++) {
     size_t n = strlen(d->name);
-    if (strcmp(d->name, key) == 0) return d;
-    if (n && d->name[n - 1] == '.' && strncmp(d->name, key, n) == 0 && key[n]) return d;
+    bool prefix = n && d->name[n - 1] == '.'; /* "kafka." admits "kafka.<anything>", not itself */
+    if (!prefix && strcmp(d->name, key) == 0) return d;
+    if (prefix && strncmp(d->name, key, n) == 0 && key[n]) return d;
   }
   return NULL;
 }

@@ -236,7 +236,10 @@ static void test_buf_edit_distance(void **state) {
   assert_int_equal(ck_edit_distance("kitten", "sitting"), 3);
   assert_int_equal(ck_edit_distance("sitting", "kitten"), 3);
   assert_int_equal(ck_edit_distance("flaw", "lawn"), 2);
-  assert_int_equal(ck_edit_distance("select", "selcet"), 2); /* transposition = 2 edits */
+  assert_int_equal(ck_edit_distance("select", "selcet"), 1); /* a swap of neighbours = 1 edit */
+  assert_int_equal(ck_edit_distance("rnu", "run"), 1);
+  assert_int_equal(ck_edit_distance("ab", "ba"), 1);
+  assert_int_equal(ck_edit_distance("abc", "ca"), 3); /* no edit of a swapped pair again */
   assert_int_equal(ck_edit_distance("insert", "insrt"), 1);
   assert_int_equal(ck_edit_distance("SELECT", "select"), 0); /* case-insensitive */
   assert_int_equal(ck_edit_distance("abc", "xyz"), 3);

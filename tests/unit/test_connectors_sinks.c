@@ -30,7 +30,8 @@ static void test_registry_registers_everything_once(void **state) {
   assert_non_null(ck_file_connector.source);
   assert_non_null(ck_file_connector.sink);
   assert_true(ck_file_connector.bounded);
-  assert_int_equal(ck_file_connector.sink_guarantee, CK_GUARANTEE_AT_LEAST_ONCE);
+  /* capable of exactly once (staged files); at least once unless the table asks */
+  assert_int_equal(ck_file_connector.sink_guarantee, CK_GUARANTEE_EXACTLY_ONCE);
   assert_int_equal(ck_print_connector.sink_guarantee, CK_GUARANTEE_NONE);
   assert_null(ck_datagen_connector.sink);
   assert_null(ck_print_connector.source);
