@@ -395,11 +395,24 @@ __int128 ck_ch_col_i128(const ck_ch_col_t *col, size_t i) {
 
 static void write_plain(const ck_ch_col_t *col, ck_buf_t *out) {
   if (col->type.base == CK_CH_STRING) {
+    /* PROTOTYPE: one reservation, varints and bytes written in place */
+    ck_buf_reserve(out, col->data.len + col->rows * 10);
+    char *p = out->data + out->len;
+    const uint64_t *offs = (const uint64_t *)(const void *)col->offs.data;
+    uint64_t prev = 0;
     for (size_t i = 0; i < col->rows; i++) {
-      size_t n;
-      const char *s = ck_ch_col_str(col, i, &n);
-      ck_ch_put_str(out, s, n);
+      uint64_t n = offs[i] - prev, v = n;
+      while (v >= 0x80) {
+        *p++ = (char)(v | 0x80);
+        v >>= 7;
+      }
+      *p++ = (char)v;
+      memcpy(p, col->data.data + prev, n);
+      p += n;
+      prev = offs[i];
     }
+    out->len = (size_t)(p - out->data);
+    out->data[out->len] = 0;
   } else {
     ck_buf_append(out, col->data.data, col->data.len);
   }

@@ -157,6 +157,7 @@ struct ck_ch_client {
   bool broken, compress;
   int recv_timeout, send_timeout;
   ck_buf_t out;
+  ck_buf_t raw; /* PROTOTYPE: the uncompressed block, kept between inserts */
   ck_ch_block_t header;
 };
 
@@ -331,6 +332,7 @@ void ck_ch_client_free(ck_ch_client_t *c) {
   if (c->io.ops) c->io.ops->close(&c->io);
   ck_ch_reader_fini(&c->rd);
   ck_buf_fini(&c->out);
+  ck_buf_fini(&c->raw);
   ck_ch_block_fini(&c->header);
   ck_free(c);
 }
@@ -384,11 +386,9 @@ static void put_data_block(ck_ch_client_t *c, const ck_ch_block_t *block) {
     ck_ch_block_write(block, c->revision, &c->out);
     return;
   }
-  ck_buf_t raw;
-  ck_buf_init(&raw);
-  ck_ch_block_write(block, c->revision, &raw);
-  ck_ch_compress(raw.data, raw.len, CK_CH_METHOD_LZ4, &c->out);
-  ck_buf_fini(&raw);
+  ck_buf_reset(&c->raw);
+  ck_ch_block_write(block, c->revision, &c->raw);
+  ck_ch_compress(c->raw.data, c->raw.len, CK_CH_METHOD_LZ4, &c->out);
 }
 
 static int send_query(ck_ch_client_t *c, const char *sql, const ck_ch_setting_t *settings,

@@ -770,6 +770,54 @@ static int put_value(ck_sink_t *sink, const col_plan_t *cp, const ck_col_t *src,
   return 0;
 }
 
+/* PROTOTYPE: bulk conversion of one batch column when it has no NULLs and needs no per-value
+ * check: fixed-width values are copied at once, strings as one byte copy plus offsets. */
+static bool put_column_fast(const col_plan_t *cp, const ck_col_t *src, size_t n, ck_ch_col_t *dst) {
+  if (cp->t.lowcard || cp->range_check) return false;
+  if (src->validity)
+    for (size_t i = 0; i < n; i++)
+      if (!ck_col_valid(src, i)) return false;
+  ck_type_t st = src->type;
+  size_t w = ck_ch_type_width(&cp->t);
+  switch (cp->conv) {
+    case CV_INT:
+      if (!(((st.id == CK_T_INT64 || st.id == CK_T_TIMESTAMP) && w == 8) ||
+            (st.id == CK_T_INT32 && w == 4)))
+        return false;
+      ck_buf_append(&dst->data, src->values, n * w);
+      break;
+    case CV_F64:
+      if (st.id != CK_T_FLOAT64) return false;
+      ck_buf_append(&dst->data, src->values, n * 8);
+      break;
+    case CV_F32:
+      if (st.id != CK_T_FLOAT32) return false;
+      ck_buf_append(&dst->data, src->values, n * 4);
+      break;
+    case CV_STR: {
+      if (cp->t.base != CK_CH_STRING) return false;
+      const int32_t *off = src->values;
+      size_t bytes = (size_t)(off[n] - off[0]);
+      uint64_t base = dst->data.len - (uint64_t)off[0];
+      ck_buf_append(&dst->data, src->data + off[0], bytes);
+      ck_buf_reserve(&dst->offs, n * 8);
+      uint64_t *o = (uint64_t *)(void *)(dst->offs.data + dst->offs.len);
+      for (size_t i = 0; i < n; i++) o[i] = base + (uint64_t)off[i + 1];
+      dst->offs.len += n * 8;
+      break;
+    }
+    default:
+      return false;
+  }
+  if (cp->t.nullable) {
+    ck_buf_reserve(&dst->nulls, n);
+    memset(dst->nulls.data + dst->nulls.len, 0, n);
+    dst->nulls.len += n;
+  }
+  dst->rows += n;
+  return true;
+}
+
 static void save_lengths(ch_sink_t *s) {
   for (int j = 0; j < s->ncols; j++) {
     ck_ch_col_t *c = &s->block.cols[j];
@@ -867,6 +915,7 @@ static int ch_write(ck_sink_t *sink, const ck_batch_t *batch, ck_error_t *err) {
     const col_plan_t *cp = &s->plan[j];
     const ck_col_t *src = &batch->cols[cp->src];
     ck_ch_col_t *dst = &s->block.cols[j];
+    if (put_column_fast(cp, src, batch->nrows, dst)) continue;
     for (size_t i = 0; i < batch->nrows; i++) {
       int rc = put_value(sink, cp, src, i, dst, err);
       if (rc) {
