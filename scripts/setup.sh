@@ -35,7 +35,7 @@ PACKAGES="
     clickhouse-server clickhouse-client zookeeper libslf4j-java
     postgresql postgresql-client kcat spin
     python3 python3-venv
-    openjdk-17-jre-headless maven
+    openjdk-17-jdk-headless maven
 "
 
 log() { printf 'setup: %s\n' "$*" >&2; }

@@ -33,6 +33,7 @@ extern const ck_connector_t ck_blackhole_connector;
 extern const ck_connector_t ck_kafka_connector;
 extern const ck_connector_t ck_clickhouse_connector;
 extern const ck_connector_t ck_postgres_connector;
+extern const ck_connector_t ck_nexmark_connector;
 
 /* Rows a blackhole sink instance has discarded so far (a metric; tests). */
 int64_t ck_blackhole_rows(const ck_sink_t *sink);

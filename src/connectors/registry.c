@@ -14,6 +14,7 @@ void ck_connectors_register_all(void) {
   ck_connector_register(&ck_print_connector);
   ck_connector_register(&ck_stdout_connector);
   ck_connector_register(&ck_blackhole_connector);
+  ck_connector_register(&ck_nexmark_connector);
   ck_connector_register(&ck_kafka_connector);
   ck_connector_register(&ck_clickhouse_connector);
   ck_connector_register(&ck_postgres_connector);

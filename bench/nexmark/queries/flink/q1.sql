@@ -1,0 +1,11 @@
+-- Nexmark q1: currency conversion. Each bid's price from dollars to euros.
+CREATE TABLE nexmark_q1 (
+  auction BIGINT,
+  bidder BIGINT,
+  price DECIMAL(23, 3),
+  date_time BIGINT,
+  extra STRING
+) WITH ('connector' = 'blackhole');
+
+INSERT INTO nexmark_q1
+SELECT auction, bidder, 0.908 * price AS price, date_time, extra FROM bid;
