@@ -17,8 +17,8 @@ Covered:
   - a malformed record at a known offset: 'fail' exits 1 naming topic, partition and offset;
     'skip' outputs the rest and reports one skipped record in the final "[job] finished" line;
   - a missing topic (source and sink; neither gets created), an unreachable broker, a topic
-    deleted while it is read, a delivery the broker refuses, and delivery_guarantee =
-    'exactly_once' on the sink each fail with a clear message, quickly;
+    deleted while it is read, and a delivery the broker refuses each fail with a clear
+    message, quickly (exactly-once delivery is tests/checkpoint/test_eos_kafka.py);
   - bounded under read_committed ends at the last stable offset (an open transaction does not
     hold it back); read_uncommitted reads to the high watermark;
   - SIGKILL after two checkpoints, more input, the same command again: every window right;
@@ -282,21 +282,6 @@ def test_kafka_filter_project_kafka_delivers_every_record(kafka_brokers, unique)
     assert not dups, "duplicates without any failure: %s" % dups[:5]
     line = finished_line(proc)
     assert "%d records read, %d written" % (n, len(expect)) in line, line
-
-
-def test_kafka_sink_refuses_exactly_once(kafka_brokers, unique):
-    dst = unique("out")
-    create_topic(kafka_brokers, dst, 1)
-    sql = """
-      CREATE TABLE g (id BIGINT) WITH (connector = 'datagen', rows = '10');
-      CREATE TABLE dst (id BIGINT) WITH (connector = 'kafka', brokers = '%s', topic = '%s',
-                                         delivery_guarantee = 'exactly_once');
-      INSERT INTO dst SELECT id FROM g;
-    """ % (kafka_brokers, dst)
-    proc = clink_run(sql, timeout=30)
-    assert proc.returncode != 0
-    assert ("the kafka sink of table 'dst' cannot give delivery_guarantee = 'exactly_once'"
-            in proc.stderr), proc.stderr
 
 
 # ------------------------------------------------------------------------------ 4: bad records

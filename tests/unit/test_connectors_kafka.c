@@ -261,7 +261,8 @@ static void test_kafka_registered(void **state) {
   ck_connectors_register_all();
   const ck_connector_t *c = ck_connector_find("kafka");
   assert_ptr_equal(c, &ck_kafka_connector);
-  assert_int_equal(c->sink_guarantee, CK_GUARANTEE_AT_LEAST_ONCE);
+  /* capable of exactly once (transactions); at least once unless the table asks */
+  assert_int_equal(c->sink_guarantee, CK_GUARANTEE_EXACTLY_ONCE);
   assert_non_null(c->source);
   assert_non_null(c->sink);
   assert_false(c->bounded);

@@ -87,6 +87,12 @@ const ck_opt_def_t ck_kafka_sink_options[] = {
     {"kafka.", CK_OPT_STRING, NULL, NULL, false,
      "'kafka.<property>' passes a librdkafka producer property through (e.g. "
      "'kafka.linger.ms', 'kafka.compression.type'); it overrides clink's own setting"},
+    {"redo_max_bytes", CK_OPT_INT, "8388608", NULL, false,
+     "with delivery_guarantee = 'exactly_once' (one Kafka transaction per checkpoint interval "
+     "and sink subtask, committed when the checkpoint completes; read the topic with "
+     "isolation.level = read_committed): an interval's output up to this many bytes is also "
+     "kept in the checkpoint, so that a commit lost to a crash is written again on restore; a "
+     "larger interval (or 0) makes the restore rewind to the checkpoint before instead"},
     {NULL, 0, NULL, NULL, false, NULL},
 };
 
@@ -471,12 +477,13 @@ const ck_connector_t ck_kafka_connector = {
                    "parallelism), offsets checkpointed as the source's own state, "
                    "read_committed by default, optionally bounded at start-up's end offsets; "
                    "formats json, csv, raw. Sink: idempotent producer, flushed at every "
-                   "checkpoint (at least once)",
+                   "checkpoint (at least once); or, with delivery_guarantee = 'exactly_once', "
+                   "one transaction per checkpoint interval, committed with the checkpoint",
     .source_options = ck_kafka_source_options,
     .sink_options = ck_kafka_sink_options,
     .source = &ck_kafka_source_ops,
     .sink = &ck_kafka_sink_ops,
-    .sink_guarantee = CK_GUARANTEE_AT_LEAST_ONCE,
+    .sink_guarantee = CK_GUARANTEE_EXACTLY_ONCE, /* on request; at least once by default */
     .bounded = false,
     .check = kafka_check,
 };
