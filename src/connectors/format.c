@@ -54,8 +54,7 @@ int ck_decoder_header(ck_decoder_t *dec, const char *rec, size_t len, ck_error_t
   return dec->ops->header(dec, rec, len, err);
 }
 
-int ck_decoder_decode(ck_decoder_t *dec, const char *rec, size_t len, ck_batch_t *batch,
-                      ck_error_t *err) {
+int ck_format_check_record(const char *rec, size_t len, ck_error_t *err) {
   if (len > CK_FORMAT_MAX_RECORD)
     return ck_error_set(err, CK_EDECODE, "record of %zu bytes exceeds the limit of %zu bytes",
                         len, CK_FORMAT_MAX_RECORD);
@@ -63,7 +62,13 @@ int ck_decoder_decode(ck_decoder_t *dec, const char *rec, size_t len, ck_batch_t
   if (bad < len)
     return ck_error_set(err, CK_EDECODE, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", bad,
                         (unsigned)(unsigned char)rec[bad]);
-  return dec->ops->decode(dec, rec, len, batch, err);
+  return 0;
+}
+
+int ck_decoder_decode(ck_decoder_t *dec, const char *rec, size_t len, ck_batch_t *batch,
+                      ck_error_t *err) {
+  int rc = ck_format_check_record(rec, len, err);
+  return rc ? rc : dec->ops->decode(dec, rec, len, batch, err);
 }
 
 /* ---- encoders ---- */

@@ -86,6 +86,9 @@ bool ck_decoder_multiline(const ck_decoder_t *dec);
 bool ck_decoder_wants_header(const ck_decoder_t *dec);
 /* Takes a header record: later records map fields to columns by these names. */
 int ck_decoder_header(ck_decoder_t *dec, const char *rec, size_t len, ck_error_t *err);
+/* The checks every record passes before any format sees it: at most CK_FORMAT_MAX_RECORD
+ * bytes, valid UTF-8. CK_EDECODE with the reason otherwise. */
+int ck_format_check_record(const char *rec, size_t len, ck_error_t *err);
 /* Appends one row decoded from rec[0..len) to batch (whose columns follow the schema). */
 int ck_decoder_decode(ck_decoder_t *dec, const char *rec, size_t len, ck_batch_t *batch,
                       ck_error_t *err);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "connectors/util.h"
 
 /* The revision this client announces (ClickHouse 23.x's protocol, before password rules,
  * chunked packets and sparse columns, none of which this client speaks). */
@@ -100,16 +101,8 @@ enum { CK_CH_QUERY_KIND_INITIAL = 1, CK_CH_INTERFACE_TCP = 1 };
 #define CK_CH_MAX_FRAME_INPUT (1u << 20) /* bytes of a block per frame we send */
 
 /* ---- writers ---- */
-static inline void ck_ch_put_varint(ck_buf_t *out, uint64_t v) {
-  char tmp[10];
-  size_t n = 0;
-  while (v >= 0x80) {
-    tmp[n++] = (char)(v | 0x80);
-    v >>= 7;
-  }
-  tmp[n++] = (char)v;
-  ck_buf_append(out, tmp, n);
-}
+/* ClickHouse's VarUInt is the LEB128 varint every connector encodes with. */
+static inline void ck_ch_put_varint(ck_buf_t *out, uint64_t v) { ck_conn_put_uvarint(out, v); }
 static inline void ck_ch_put_str(ck_buf_t *out, const char *s, size_t n) {
   ck_ch_put_varint(out, n);
   ck_buf_append(out, s, n);

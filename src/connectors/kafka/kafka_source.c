@@ -331,13 +331,8 @@ static void log_skip(kafka_src_t *ks, const kafka_part_t *p, int64_t offset, con
 }
 
 static int raw_decode(const char *rec, size_t len, ck_batch_t *batch, ck_error_t *err) {
-  if (len > CK_FORMAT_MAX_RECORD)
-    return ck_error_set(err, CK_EDECODE, "record of %zu bytes exceeds the limit of %zu bytes",
-                        len, CK_FORMAT_MAX_RECORD);
-  size_t bad = ck_format_utf8_invalid_at(rec, len);
-  if (bad < len)
-    return ck_error_set(err, CK_EDECODE, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", bad,
-                        (unsigned)(unsigned char)rec[bad]);
+  int rc = ck_format_check_record(rec, len, err);
+  if (rc) return rc;
   ck_col_append_str(&batch->cols[0], rec, len);
   batch->nrows++;
   return 0;
