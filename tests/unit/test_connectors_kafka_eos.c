@@ -31,6 +31,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "test_kafka_util.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -247,23 +249,7 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *isolation) {
 
 static void create_topic(const char *topic, int nparts) {
   rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL);
-  char why[512];
-  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, nparts, 1, why, sizeof why);
-  assert_non_null(nt);
-  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, DEADLINE_MS);
-  if (!ev) fail_msg("no answer to creating topic %s within %d ms", topic, DEADLINE_MS);
-  const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
-  assert_non_null(res);
-  size_t n;
-  const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &n);
-  assert_int_equal(n, 1);
-  if (rd_kafka_topic_result_error(tr[0]))
-    fail_msg("could not create topic %s: %s", topic, rd_kafka_topic_result_error_string(tr[0]));
-  rd_kafka_event_destroy(ev);
-  rd_kafka_NewTopic_destroy(nt);
-  rd_kafka_queue_destroy(q);
+  ck_test_create_topic(rk, topic, nparts, DEADLINE_MS);
   rd_kafka_destroy(rk);
 }
 
