@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 # stop at the end only what this run started: services already up stay up
-was_down=$(scripts/services.sh status 2>/dev/null | awk '$2 != "running" && $1 != "work" {print $1}' | tr '\n' ' ')
+was_down=$( (scripts/services.sh status 2>/dev/null || true) | awk '$2 != "running" && $1 != "work" {print $1}' | tr '\n' ' ')
 scripts/services.sh start
 if [ -n "${was_down// /}" ]; then
   trap 'scripts/services.sh stop $was_down >/dev/null 2>&1 || true' EXIT

@@ -17,7 +17,7 @@ cd "$repo"
 
 scripts/setup.sh
 # stop at the end only the services this run started
-was_down=$(scripts/services.sh status 2>/dev/null | awk '$2 != "running" && $1 != "work" {print $1}' | tr '\n' ' ')
+was_down=$( (scripts/services.sh status 2>/dev/null || true) | awk '$2 != "running" && $1 != "work" {print $1}' | tr '\n' ' ')
 scripts/services.sh start
 eval "$(scripts/services.sh env)"
 # CLINK_BIN picks the binary (the test command passes its sanitizer build)
