@@ -197,7 +197,7 @@ static void test_kafka_source_owns_partitions_mod_parallelism(void **state) {
       ck_batch_t *batch = t_batch(&f->schema);
       int part = -1;
       int r = f->src.ops->poll(&f->src, batch, 10, 200, &part, &f->err);
-      assert_true(r > 0);
+      if (r <= 0) fail_msg("poll returned %d: %s", r, f->err.message);
       if (r == CK_SRC_END) {
         ck_batch_free(batch);
         break;

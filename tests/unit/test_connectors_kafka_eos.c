@@ -303,35 +303,59 @@ static void assert_ids_once(const int *counts, int from, int to) {
   }
 }
 
-/* The marker group's committed metadata for partition 0 of the topic ("" when none). */
+/* The marker group's committed metadata for partition 0 of the topic ("" when none). Asks for
+ * stable offsets: while the commit's markers are still being written (slow on a broker whose
+ * __consumer_offsets was just created) the partition answers UNSTABLE_OFFSET_COMMIT, and the
+ * question is asked again until the deadline. */
 static void read_marker(const char *group, const char *topic, char *out, size_t n) {
   rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL);
-  rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(parts, topic, 0);
-  rd_kafka_ListConsumerGroupOffsets_t *req = rd_kafka_ListConsumerGroupOffsets_new(group, parts);
-  rd_kafka_topic_partition_list_destroy(parts);
-  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-  rd_kafka_AdminOptions_t *o =
-      rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS);
-  rd_kafka_error_t *e = rd_kafka_AdminOptions_set_require_stable_offsets(o, 1);
-  assert_null(e);
-  rd_kafka_ListConsumerGroupOffsets(rk, &req, 1, o, q);
-  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, DEADLINE_MS);
-  assert_non_null(ev);
-  if (rd_kafka_event_error(ev)) fail_msg("%s", rd_kafka_event_error_string(ev));
-  size_t cnt;
-  const rd_kafka_group_result_t **g = rd_kafka_ListConsumerGroupOffsets_result_groups(
-      rd_kafka_event_ListConsumerGroupOffsets_result(ev), &cnt);
-  assert_int_equal(cnt, 1);
-  assert_null(rd_kafka_group_result_error(g[0]));
-  const rd_kafka_topic_partition_list_t *pl = rd_kafka_group_result_partitions(g[0]);
-  out[0] = 0;
-  if (pl && pl->cnt == 1 && pl->elems[0].offset >= 0 && pl->elems[0].metadata)
-    snprintf(out, n, "%.*s", (int)pl->elems[0].metadata_size, (const char *)pl->elems[0].metadata);
-  rd_kafka_event_destroy(ev);
-  rd_kafka_AdminOptions_destroy(o);
-  rd_kafka_ListConsumerGroupOffsets_destroy(req);
-  rd_kafka_queue_destroy(q);
+  int64_t deadline = ck_mono_ms() + DEADLINE_MS;
+  for (;;) {
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(parts, topic, 0);
+    rd_kafka_ListConsumerGroupOffsets_t *req = rd_kafka_ListConsumerGroupOffsets_new(group, parts);
+    rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *o =
+        rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS);
+    rd_kafka_error_t *e = rd_kafka_AdminOptions_set_require_stable_offsets(o, 1);
+    assert_null(e);
+    rd_kafka_ListConsumerGroupOffsets(rk, &req, 1, o, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, DEADLINE_MS);
+    assert_non_null(ev);
+    rd_kafka_resp_err_t retry = rd_kafka_event_error(ev);
+    char why[256];
+    snprintf(why, sizeof why, "%s", retry ? rd_kafka_event_error_string(ev) : "");
+    out[0] = 0;
+    if (!retry) {
+      size_t cnt;
+      const rd_kafka_group_result_t **g = rd_kafka_ListConsumerGroupOffsets_result_groups(
+          rd_kafka_event_ListConsumerGroupOffsets_result(ev), &cnt);
+      assert_int_equal(cnt, 1);
+      const rd_kafka_error_t *ge = rd_kafka_group_result_error(g[0]);
+      const rd_kafka_topic_partition_list_t *pl = rd_kafka_group_result_partitions(g[0]);
+      if (ge) {
+        retry = rd_kafka_error_code(ge);
+        snprintf(why, sizeof why, "%s", rd_kafka_error_string(ge));
+      } else if (pl && pl->cnt == 1 && pl->elems[0].err) {
+        retry = pl->elems[0].err;
+        snprintf(why, sizeof why, "%s", rd_kafka_err2str(retry));
+      } else if (pl && pl->cnt == 1 && pl->elems[0].offset >= 0 && pl->elems[0].metadata) {
+        snprintf(out, n, "%.*s", (int)pl->elems[0].metadata_size,
+                 (const char *)pl->elems[0].metadata);
+      }
+    }
+    rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(o);
+    rd_kafka_ListConsumerGroupOffsets_destroy(req);
+    rd_kafka_queue_destroy(q);
+    if (!retry) break;
+    if (ck_mono_ms() > deadline) {
+      rd_kafka_destroy(rk);
+      fail_msg("the offsets of group '%s' stayed unreadable: %s", group, why);
+    }
+    ck_sleep_ms(50);
+  }
   rd_kafka_destroy(rk);
 }
 

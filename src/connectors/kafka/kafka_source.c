@@ -347,14 +347,13 @@ static int part_error(kafka_src_t *ks, kafka_part_t *p, const rd_kafka_message_t
     return 0;
   }
   const char *why = rd_kafka_message_errstr(m);
+  /* "Unknown partition" is also what a broker says for a topic created a moment ago whose
+   * metadata has not reached every part of it yet: only the brokers' metadata decides that a
+   * partition is gone (check_topic); until then it is a transient error, logged and retried. */
   if (m->err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
       m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-      m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC) {
-    ck_kafka_error(err, CK_ENOTFOUND, m->err, "partition %d of topic '%s' no longer exists on "
-                   "Kafka brokers '%s' (table '%s', at offset %lld): %s", (int)p->partition,
-                   ks->kc.topic, ks->kc.brokers, ks->kc.table, (long long)p->next, why);
-    return CK_ENOTFOUND;
-  }
+      m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
+    ks->kc.topic_suspect = true;
   char msg[600];
   snprintf(msg, sizeof msg, "reading partition %d of topic '%s': %s (retrying)",
            (int)p->partition, ks->kc.topic, why);
