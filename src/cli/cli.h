@@ -45,5 +45,9 @@ const ck_cli_cmd_t *ck_cli_find(const char *name);
 CK_CLI_DECLARE(run);
 CK_CLI_DECLARE(version);
 CK_CLI_DECLARE(connectors);
+CK_CLI_DECLARE(coordinator);
+CK_CLI_DECLARE(worker);
+CK_CLI_DECLARE(list);
+CK_CLI_DECLARE(cancel);
 
 #endif

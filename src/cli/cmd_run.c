@@ -23,6 +23,8 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "cli/cli.h"
+#include "cli/cluster_client.h"
+#include "cluster/proto.h"
 #include "checkpoint/lineage.h"
 #include "connectors/connectors.h"
 #include "runtime/exec.h"
@@ -38,6 +40,9 @@ static const ck_cli_opt_t opts[] = {
     {"fresh", NULL, "ignore the checkpoints in --checkpoint-dir and start the job over"},
     {"max-restarts", "N", "with checkpoints, restart from the last one after a failure up to N times (default 3)"},
     {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
+    {"coordinator-host", "HOST", "submit the job to this cluster coordinator instead of running it here"},
+    {"coordinator-port", "PORT", "the coordinator's control port (default 6123)"},
+    {"name", "NAME", "the job's name on the cluster (default: the file name)"},
     {NULL, NULL, NULL},
 };
 
@@ -145,6 +150,44 @@ static int run_main(int argc, char **argv) {
     fprintf(stderr, "clink run: %s\n", err.message);
     ck_buf_fini(&sql);
     return 1;
+  }
+
+  const char *co_host = ck_cli_get(cmd, &args, "coordinator-host");
+  const char *co_port = ck_cli_get(cmd, &args, "coordinator-port");
+  if (co_host || co_port) {
+    /* submit: the coordinator plans it (and refuses bad SQL with its position) */
+    int port = 6123;
+    if (co_port && ck_cli_port("run", "coordinator-port", co_port, false, &port)) {
+      ck_buf_fini(&sql);
+      return 2;
+    }
+    if (ck_cli_get(cmd, &args, "checkpoint-dir") || ck_cli_flag(cmd, &args, "fresh")) {
+      fprintf(stderr, "clink run: a cluster job checkpoints where the coordinator's "
+                      "--checkpoint-dir says; --checkpoint-dir and --fresh are for a run in "
+                      "this process\n");
+      ck_buf_fini(&sql);
+      return 2;
+    }
+    const char *name = ck_cli_get(cmd, &args, "name");
+    ck_buf_t p, text;
+    ck_buf_init(&p);
+    ck_buf_init(&text);
+    ck_proto_put_str(&p, name ? name : filename);
+    ck_proto_put_str(&p, sql.data);
+    ck_proto_put_u32(&p, (uint32_t)popts.parallelism);
+    int64_t id = 0;
+    rc = ck_cli_cluster_call(co_host ? co_host : "127.0.0.1", port, CK_PROTO_SUBMIT, &p, &id,
+                             &text);
+    if (rc) {
+      fprintf(stderr, "clink run: %s\n", text.data ? text.data : "");
+    } else {
+      printf("submitted job %lld\n", (long long)id);
+      CK_LOG_INFO("job", "job delivery guarantee: %s", text.data);
+    }
+    ck_buf_fini(&p);
+    ck_buf_fini(&text);
+    ck_buf_fini(&sql);
+    return rc ? 1 : 0;
   }
 
   ck_connectors_register_all();

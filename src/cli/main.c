@@ -12,6 +12,10 @@
 static const ck_cli_cmd_t *const commands[] = {
     /* keep in the order `clink --help` lists them */
     &ck_cli_cmd_run,
+    &ck_cli_cmd_coordinator,
+    &ck_cli_cmd_worker,
+    &ck_cli_cmd_list,
+    &ck_cli_cmd_cancel,
     &ck_cli_cmd_connectors,
     &ck_cli_cmd_version,
 };

@@ -36,6 +36,7 @@
 #include "base/log.h"
 #include "base/thread.h"
 #include "base/time.h"
+#include "checkpoint/coord.h"
 #include "checkpoint/fault.h"
 #include "checkpoint/store.h"
 
@@ -46,6 +47,7 @@ typedef struct msg {
   int sender;
   ck_batch_t *batch;
   int64_t value;
+  void *link;  /* arrived over the network: the credit to return once consumed */
 } msg_t;
 
 /* A bounded multi-producer, single-consumer queue. */
@@ -112,6 +114,13 @@ struct task {
   msg_t *stash;               /* messages of blocked senders, in arrival order */
   int nstash, stash_cap;
   bool finished;
+  bool local;                 /* runs in this process (always, unless opts.remote places it) */
+  bool started;               /* its thread was started */
+  /* metrics, read by ck_exec_metrics from another thread */
+  _Atomic int64_t *rows_in;   /* per stage: rows delivered into it */
+  _Atomic int64_t rows_out;   /* rows the chain's last stage passed on (exchange or sink) */
+  _Atomic int64_t blocked_ns; /* time spent waiting on a full channel or for credit */
+  _Atomic int64_t wm_pub;     /* the watermark, published */
 };
 
 struct ck_exec {
@@ -124,31 +133,27 @@ struct ck_exec {
   ck_mutex_t err_mu;
   ck_error_t err;
   ck_exec_totals_t totals;
-  /* checkpoint coordination (ckpt_mu) */
+  /* checkpoint coordination (ckpt_mu): the rules live in checkpoint/coord.c; embedded, this
+   * process drives them (coordinator thread + acknowledgements); in a cluster worker, the
+   * events go to opts.report and decisions come back through ck_exec_trigger/_complete */
   bool checkpointing;
+  bool remote_coord;          /* opts.report: a coordinator elsewhere decides */
   ck_store_t store;
   int ntasks, nsinks;
-  task_t **all;               /* every task by index */
-  ck_thread_t coord;
+  task_t **all;               /* every task by index (remote ones included, never run here) */
+  ck_thread_t coord_thread;
   ck_mutex_t ckpt_mu;
   ck_cond_t ckpt_cv;
-  int64_t next_id;            /* last id handed out */
-  int64_t pending;            /* in flight, 0 when none */
-  int64_t pending_since;
-  int acks;
-  int64_t last_completed;
-  int64_t completed_count;
-  int64_t last_confirmed;     /* every sink committed it */
-  int64_t confirm_id;         /* the completed checkpoint whose commits are being counted */
-  int commits;
+  ck_ckpt_coord_t coord;      /* embedded only */
+  int64_t last_triggered;     /* highest checkpoint id seen here */
   atomic_int any_finished;    /* a subtask reached the end of its input */
   ck_thread_t writer;         /* makes snapshots durable (wr_mu) */
+  bool writer_started, coord_started;
   ck_mutex_t wr_mu;
   ck_cond_t wr_cv;
   write_job_t *wr_head, *wr_tail;
   bool wr_stop;
   int nsources;
-  atomic_int sources_at_end;  /* sources done reading (end of input or stop), awaiting the final checkpoint */
   _Atomic int64_t final_id;   /* the checkpoint taken once every source is done reading */
   atomic_int done;            /* every subtask has exited */
   atomic_int stopped_sources; /* sources that stopped because of ck_exec_stop */
@@ -190,6 +195,24 @@ static int chan_push(struct ck_exec *ex, chan_t *c, msg_t m) {
   ck_cond_signal(&c->not_empty);
   ck_mutex_unlock(&c->mu);
   return 0;
+}
+
+/* A message that arrived over the network: never blocks — its sender held a credit, so the
+ * space is owed; the ring grows past its capacity if local senders filled it meanwhile. */
+static void chan_push_force(chan_t *c, msg_t m) {
+  ck_mutex_lock(&c->mu);
+  if (c->count == c->cap) {
+    msg_t *ring = ck_calloc((size_t)c->cap * 2, sizeof *ring);
+    for (int i = 0; i < c->count; i++) ring[i] = c->ring[(c->head + i) % c->cap];
+    ck_free(c->ring);
+    c->ring = ring;
+    c->head = 0;
+    c->cap *= 2;
+  }
+  c->ring[(c->head + c->count) % c->cap] = m;
+  c->count++;
+  ck_cond_signal(&c->not_empty);
+  ck_mutex_unlock(&c->mu);
 }
 
 /* Waits up to 100 ms for a message: CK_ETIMEOUT lets the caller look at its mailbox. */
@@ -242,6 +265,7 @@ static int deliver_batch(task_t *t, int i, ck_batch_t *batch, ck_error_t *err) {
   if (i >= t->nstages) return exchange_batch(t, batch, err);
   const ck_node_t *n = stage_node(t, i);
   int rc = 0;
+  atomic_fetch_add_explicit(&t->rows_in[i], (int64_t)batch->nrows, memory_order_relaxed);
   if (n->kind == CK_NODE_SINK) {
     /* an update stream says so on every row, inserts included, so a reader can tell */
     if (n->changelog && !batch->kinds && batch->nrows) batch->kinds = ck_calloc(batch->nrows, 1);
@@ -255,6 +279,7 @@ static int deliver_batch(task_t *t, int i, ck_batch_t *batch, ck_error_t *err) {
 }
 
 static int deliver_watermark(task_t *t, int i, int64_t wm, ck_error_t *err) {
+  if (i == 0 || (i == 1 && t->has_source)) atomic_store_explicit(&t->wm_pub, wm, memory_order_relaxed);
   if (i >= t->nstages) return exchange_control(t, MSG_WATERMARK, wm);
   const ck_node_t *n = stage_node(t, i);
   if (n->kind == CK_NODE_SINK) return 0;
@@ -274,19 +299,43 @@ static int stage_out_watermark(void *ctx, int64_t wm, ck_error_t *err) {
 
 /* ---------------------------------------------------------------- exchange */
 
+/* One message from task t to task dest: into dest's channel when it runs here (blocking while
+ * the channel is full), else over the network (blocking while the link has no credit). Takes
+ * the batch. The time spent blocked is t's backpressure. */
+static int push_to(task_t *t, task_t *dest, msg_t m, ck_error_t *err) {
+  struct ck_exec *ex = t->ex;
+  int64_t t0 = ck_mono_ns();
+  int rc;
+  if (dest->local) {
+    rc = chan_push(ex, &dest->in, m);
+  } else {
+    const ck_exec_remote_t *r = ex->opts.remote;
+    ck_error_t local;
+    ck_error_clear(&local);
+    rc = r->send(r->ctx, r->slot_worker[dest->subtask % r->nslots], t->index, m.sender,
+                 dest->index, (int)m.kind, m.value, m.batch, &ex->failed, err ? err : &local);
+    if (rc && !err) task_fail(t, rc, &local);
+  }
+  int64_t waited = ck_mono_ns() - t0;
+  if (waited > 1000000) atomic_fetch_add_explicit(&t->blocked_ns, waited, memory_order_relaxed);
+  return rc;
+}
+
 static int exchange_batch(task_t *t, ck_batch_t *batch, ck_error_t *err) {
   struct ck_exec *ex = t->ex;
   if (t->seg->down < 0 || batch->nrows == 0) {
     ck_batch_free(batch);
     return 0;
   }
+  atomic_fetch_add_explicit(&t->rows_out, (int64_t)batch->nrows, memory_order_relaxed);
   seg_t *d = &ex->segs[t->seg->down];
   const ck_node_t *dn = &ex->graph->nodes[d->first];
-  if (d->parallelism == 1) return chan_push(ex, &d->tasks[0].in, (msg_t){MSG_BATCH, t->subtask, batch, 0});
+  if (d->parallelism == 1)
+    return push_to(t, &d->tasks[0], (msg_t){MSG_BATCH, t->subtask, batch, 0, NULL}, err);
   if (dn->edge != CK_EDGE_HASH) {
     int target = t->rr++ % d->parallelism;
     if (dn->edge == CK_EDGE_FORWARD && t->seg->parallelism == d->parallelism) target = t->subtask;
-    return chan_push(ex, &d->tasks[target].in, (msg_t){MSG_BATCH, t->subtask, batch, 0});
+    return push_to(t, &d->tasks[target], (msg_t){MSG_BATCH, t->subtask, batch, 0, NULL}, err);
   }
   /* by key group */
   int P = d->parallelism;
@@ -309,10 +358,9 @@ static int exchange_batch(task_t *t, ck_batch_t *batch, ck_error_t *err) {
       continue;
     }
     ck_batch_seal(parts[s]);
-    rc = chan_push(ex, &d->tasks[s].in, (msg_t){MSG_BATCH, t->subtask, parts[s], 0});
+    rc = push_to(t, &d->tasks[s], (msg_t){MSG_BATCH, t->subtask, parts[s], 0, NULL}, err);
   }
   ck_free(parts);
-  (void)err;
   return rc;
 }
 
@@ -321,7 +369,7 @@ static int exchange_control(task_t *t, msg_kind_t kind, int64_t value) {
   if (t->seg->down < 0) return 0;
   seg_t *d = &ex->segs[t->seg->down];
   for (int s = 0; s < d->parallelism; s++) {
-    int rc = chan_push(ex, &d->tasks[s].in, (msg_t){kind, t->subtask, NULL, value});
+    int rc = push_to(t, &d->tasks[s], (msg_t){kind, t->subtask, NULL, value, NULL}, NULL);
     if (rc) return rc;
   }
   return 0;
@@ -339,41 +387,30 @@ static void writer_push(struct ck_exec *ex, write_job_t *job) {
   ck_mutex_unlock(&ex->wr_mu);
 }
 
-/* Called on the thread of the last subtask to acknowledge N, under ckpt_mu. */
-static int complete_checkpoint(struct ck_exec *ex, int64_t id, ck_error_t *err) {
-  ck_fault(CK_FAULT_BEFORE_COMPLETED);
-  int rc = ck_store_mark(&ex->store, "completed", id, err);
-  if (rc) return rc;
-  ck_fault(CK_FAULT_AFTER_COMPLETED);
-  ex->last_completed = id;
-  ex->completed_count++;
-  ex->pending = 0;
-  ex->confirm_id = id;
-  ex->commits = 0;
-  CK_LOG_DEBUG("checkpoint", "checkpoint %lld completed", (long long)id);
-  /* keep the newest `retain`, and always the newest confirmed one: if this checkpoint's commit
-   * is lost, the restore falls back to it */
-  int retain = ex->opts.ckpt.retain > 0 ? ex->opts.ckpt.retain : 3;
-  int64_t keep_from = id - retain + 1;
-  if (ex->last_confirmed && ex->last_confirmed < keep_from) keep_from = ex->last_confirmed;
-  if (keep_from > 1) ck_store_prune(&ex->store, keep_from, ex->ntasks);
+/* Sinks of this process may commit `id` (COMPLETED-id is durable). */
+static void release_commits(struct ck_exec *ex, int64_t id) {
   for (int i = 0; i < ex->ntasks; i++)
-    if (ex->all[i]->has_sink) atomic_store(&ex->all[i]->commit_upto, id);
-  if (ex->nsinks == 0) {
-    rc = ck_store_mark(&ex->store, "confirmed", id, err);
-    if (!rc) ex->last_confirmed = id;
-  }
+    if (ex->all[i]->has_sink && ex->all[i]->local) {
+      int64_t cur = atomic_load(&ex->all[i]->commit_upto);
+      if (id > cur) atomic_store(&ex->all[i]->commit_upto, id);
+    }
+  ck_mutex_lock(&ex->ckpt_mu);
   ck_cond_broadcast(&ex->ckpt_cv);
-  return rc;
+  ck_mutex_unlock(&ex->ckpt_mu);
 }
 
+/* Task t's snapshot of id is durable (on the writer thread). */
 static int ack_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
   struct ck_exec *ex = t->ex;
-  int rc = 0;
+  if (ex->remote_coord) {
+    ex->opts.report->ack(ex->opts.report->ctx, id, t->index);
+    return 0;
+  }
   ck_mutex_lock(&ex->ckpt_mu);
-  if (ex->pending == id && ++ex->acks == ex->ntasks) rc = complete_checkpoint(ex, id, err);
+  int rc = ck_ckpt_coord_ack(&ex->coord, id, err);
   ck_mutex_unlock(&ex->ckpt_mu);
-  return rc;
+  if (rc == 1) release_commits(ex, id);
+  return rc < 0 ? rc : 0;
 }
 
 /* Snapshots the whole chain of this subtask for checkpoint id and sends the barrier on. */
@@ -422,14 +459,11 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
 static int write_snapshot(write_job_t *job, ck_error_t *err) {
   task_t *t = job->task;
   struct ck_exec *ex = t->ex;
-  if (job->confirm) {
-    int rc = ck_store_mark(&ex->store, "confirmed", job->id, err);
-    if (!rc) {
-      ck_mutex_lock(&ex->ckpt_mu);
-      if (job->id > ex->last_confirmed) ex->last_confirmed = job->id;
-      ck_mutex_unlock(&ex->ckpt_mu);
-    }
-    return rc;
+  if (job->confirm) { /* a sink committed job->id */
+    ck_mutex_lock(&ex->ckpt_mu);
+    int rc = ck_ckpt_coord_committed(&ex->coord, job->id, err);
+    ck_mutex_unlock(&ex->ckpt_mu);
+    return rc < 0 ? rc : 0;
   }
   char rel[128];
   ck_snap_path(t->index, job->id, rel, sizeof rel);
@@ -478,17 +512,17 @@ static int maybe_commit(task_t *t, ck_error_t *err) {
   ck_fault(CK_FAULT_AFTER_COMMIT);
   t->committed = upto;
   struct ck_exec *ex = t->ex;
-  ck_mutex_lock(&ex->ckpt_mu);
-  bool confirmed = ex->confirm_id == upto && ++ex->commits == ex->nsinks;
-  ck_mutex_unlock(&ex->ckpt_mu);
-  if (confirmed) {
-    write_job_t *job = ck_calloc(1, sizeof *job);
-    job->task = t;
-    job->id = upto;
-    job->confirm = true;
-    writer_push(ex, job);
+  if (ex->remote_coord) {
+    ex->opts.report->committed(ex->opts.report->ctx, upto, t->index);
+    return 0;
   }
-  return rc;
+  /* counted (and CONFIRMED written) on the writer thread, behind the snapshots queued before */
+  write_job_t *job = ck_calloc(1, sizeof *job);
+  job->task = t;
+  job->id = upto;
+  job->confirm = true;
+  writer_push(ex, job);
+  return 0;
 }
 
 /* Restores this subtask's chain from its snapshot of the restore checkpoint. */
@@ -527,46 +561,46 @@ static int restore_task(task_t *t, ck_error_t *err) {
   return rc;
 }
 
+/* Hands checkpoint id to every local source (and marks it final when it is). */
+static void trigger_sources(struct ck_exec *ex, int64_t id, bool final) {
+  if (final) atomic_store(&ex->final_id, id);
+  if (id > ex->last_triggered) ex->last_triggered = id;
+  for (int i = 0; i < ex->ntasks; i++)
+    if (ex->all[i]->has_source && ex->all[i]->local) atomic_store(&ex->all[i]->trigger, id);
+  ck_cond_broadcast(&ex->ckpt_cv);
+}
+
+/* The embedded coordinator: asks coord.c what to trigger, on a timer. */
 static void *coordinator_main(void *arg) {
   struct ck_exec *ex = arg;
-  const ck_exec_ckpt_t *c = &ex->opts.ckpt;
-  int64_t interval = c->interval_ms > 0 ? c->interval_ms : 1000;
-  int64_t timeout = c->timeout_ms > 0 ? c->timeout_ms : 600000;
   ck_mutex_lock(&ex->ckpt_mu);
-  int64_t next = ck_mono_ms() + interval;
   while (!atomic_load(&ex->failed) && !atomic_load(&ex->done)) {
-    int64_t now = ck_mono_ms();
-    if (ex->pending && now - ex->pending_since > timeout) {
-      CK_LOG_WARN("checkpoint", "checkpoint %lld did not complete within %lld ms: aborted",
-                  (long long)ex->pending, (long long)timeout);
-      /* an aborted final checkpoint is taken again: sources and sinks wait for one */
-      if (ex->pending == atomic_load(&ex->final_id)) atomic_store(&ex->final_id, 0);
-      ex->pending = 0;
-      next = now + interval;
-    }
-    bool all_done = atomic_load(&ex->sources_at_end) == ex->nsources;
-    if (all_done && atomic_load(&ex->final_id)) {
-      /* the final checkpoint is out: nothing left to trigger */
-      ck_cond_wait_until(&ex->ckpt_cv, &ex->ckpt_mu, now + 100);
+    bool final;
+    int64_t wake_at;
+    int64_t pending = ex->coord.pending;
+    int64_t id = ck_ckpt_coord_tick(&ex->coord, ck_mono_ms(), &final, &wake_at);
+    /* an abandoned final checkpoint is taken again: sources and sinks wait for one */
+    if (pending && !ex->coord.pending && pending == atomic_load(&ex->final_id))
+      atomic_store(&ex->final_id, 0);
+    if (id) {
+      trigger_sources(ex, id, final);
       continue;
     }
-    if (ex->pending || (now < next && !all_done)) {
-      ck_cond_wait_until(&ex->ckpt_cv, &ex->ckpt_mu, (ex->pending ? now + 100 : next < now + 100 ? next : now + 100));
-      if (!ex->pending && now >= next) next = ck_mono_ms() + interval;
-      continue;
-    }
-    int64_t id = ++ex->next_id;
-    ex->pending = id;
-    ex->pending_since = now;
-    ex->acks = 0;
-    if (all_done) atomic_store(&ex->final_id, id);
-    for (int i = 0; i < ex->ntasks; i++)
-      if (ex->all[i]->has_source) atomic_store(&ex->all[i]->trigger, id);
-    next = now + interval;
+    ck_cond_wait_until(&ex->ckpt_cv, &ex->ckpt_mu, wake_at);
   }
   ck_mutex_unlock(&ex->ckpt_mu);
   return NULL;
 }
+
+void ck_exec_trigger(ck_exec_t *ex, int64_t id, bool final) {
+  ck_mutex_lock(&ex->ckpt_mu);
+  if (!final && atomic_load(&ex->final_id) && id > atomic_load(&ex->final_id))
+    atomic_store(&ex->final_id, 0); /* the final one was abandoned; this replaces it */
+  trigger_sources(ex, id, final);
+  ck_mutex_unlock(&ex->ckpt_mu);
+}
+
+void ck_exec_complete(ck_exec_t *ex, int64_t id) { release_commits(ex, id); }
 
 /* ---------------------------------------------------------------- subtasks */
 
@@ -729,10 +763,14 @@ static int run_source(task_t *t, ck_error_t *err) {
   ck_free(part_seen);
   if (!rc && ex->checkpointing) {
     /* done reading: take checkpoints until the final one, then end */
-    atomic_fetch_add(&ex->sources_at_end, 1);
-    ck_mutex_lock(&ex->ckpt_mu);
-    ck_cond_broadcast(&ex->ckpt_cv);
-    ck_mutex_unlock(&ex->ckpt_mu);
+    if (ex->remote_coord) {
+      ex->opts.report->source_done(ex->opts.report->ctx, t->index);
+    } else {
+      ck_mutex_lock(&ex->ckpt_mu);
+      ck_ckpt_coord_source_done(&ex->coord);
+      ck_cond_broadcast(&ex->ckpt_cv);
+      ck_mutex_unlock(&ex->ckpt_mu);
+    }
     while (!rc && !atomic_load(&ex->failed)) {
       int64_t trig = atomic_load(&t->trigger);
       if (trig > t->triggered) {
@@ -864,6 +902,11 @@ static int run_receiver(task_t *t, ck_error_t *err) {
       continue;
     }
     if (rc) break;
+    if (m.link) { /* its sender may send one more */
+      const ck_exec_remote_t *r = t->ex->opts.remote;
+      r->consumed(r->ctx, m.link);
+      m.link = NULL;
+    }
     rc = handle_msg(t, m, &ended, err);
     if (!rc) rc = maybe_commit(t, err);
   }
@@ -918,8 +961,19 @@ int ck_exec_task_count(const ck_graph_t *graph) {
   return n;
 }
 
-int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t **out,
-                  ck_error_t *err) {
+void ck_exec_task_roles(const ck_graph_t *graph, int *nsources, int *nsinks) {
+  seg_t *segs = ck_calloc((size_t)graph->nnodes, sizeof *segs);
+  int nsegs = cut_segments(graph, segs);
+  *nsources = *nsinks = 0;
+  for (int s = 0; s < nsegs; s++) {
+    if (graph->nodes[segs[s].first].kind == CK_NODE_SOURCE) *nsources += segs[s].parallelism;
+    if (graph->nodes[segs[s].last].kind == CK_NODE_SINK) *nsinks += segs[s].parallelism;
+  }
+  ck_free(segs);
+}
+
+int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t **out,
+                ck_error_t *err) {
   struct ck_exec *ex = ck_calloc(1, sizeof *ex);
   ex->graph = graph;
   if (opts) ex->opts = *opts;
@@ -933,19 +987,25 @@ int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t
   ex->segs = ck_calloc((size_t)graph->nnodes, sizeof *ex->segs);
   ex->nsegs = cut_segments(graph, ex->segs);
   ex->checkpointing = ex->opts.ckpt.dir != NULL;
+  ex->remote_coord = ex->checkpointing && ex->opts.report != NULL;
   if (ex->checkpointing) {
     int rc = ck_store_open(ex->opts.ckpt.dir, &ex->store, err);
     if (rc) {
       ck_free(ex->segs);
+      ck_mutex_fini(&ex->err_mu);
+      ck_mutex_fini(&ex->ckpt_mu);
+      ck_cond_fini(&ex->ckpt_cv);
+      ck_mutex_fini(&ex->wr_mu);
+      ck_cond_fini(&ex->wr_cv);
       ck_free(ex);
       return rc;
     }
-    ex->next_id = ex->opts.ckpt.ids_above;
-    ex->last_completed = ex->last_confirmed = ex->opts.ckpt.restore_id;
+    ex->last_triggered = ex->opts.ckpt.ids_above;
   }
+  const ck_exec_remote_t *remote = ex->opts.remote;
   ex->ntasks = ck_exec_task_count(graph);
   ex->all = ck_calloc((size_t)ex->ntasks, sizeof *ex->all);
-  int nthreads = 0;
+  int nthreads = 0, total_sinks = 0, total_sources = 0;
   for (int s = 0; s < ex->nsegs; s++) {
     seg_t *seg = &ex->segs[s];
     const ck_node_t *first = &graph->nodes[seg->first];
@@ -961,12 +1021,18 @@ int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t
       t->nstages = seg->last - seg->first + 1;
       t->ops = ck_calloc((size_t)t->nstages, sizeof *t->ops);
       t->stages = ck_calloc((size_t)t->nstages, sizeof *t->stages);
+      t->rows_in = ck_calloc((size_t)t->nstages, sizeof *t->rows_in);
       for (int i = 0; i < t->nstages; i++) t->stages[i] = (stage_t){t, i};
       t->has_source = first->kind == CK_NODE_SOURCE;
       t->has_sink = graph->nodes[seg->last].kind == CK_NODE_SINK;
       t->wm = CK_WATERMARK_MIN;
+      atomic_store(&t->wm_pub, CK_WATERMARK_MIN);
       t->index = nthreads + p;
+      t->local = !remote || remote->slot_worker[p % remote->nslots] == remote->self;
       ex->all[t->index] = t;
+      total_sinks += t->has_sink;
+      total_sources += t->has_source;
+      if (!t->local) continue;
       ex->nsinks += t->has_sink;
       ex->nsources += t->has_source;
       if (!t->has_source) {
@@ -980,31 +1046,81 @@ int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t
     }
     nthreads += seg->parallelism;
   }
+  if (ex->checkpointing && !ex->remote_coord)
+    ck_ckpt_coord_init(&ex->coord, &ex->store, ex->ntasks, total_sinks, total_sources,
+                       ex->opts.ckpt.ids_above, ex->opts.ckpt.restore_id, ex->opts.ckpt.interval_ms,
+                       ex->opts.ckpt.timeout_ms, ex->opts.ckpt.retain, ck_mono_ms());
+  *out = ex;
+  return 0;
+}
+
+int ck_exec_run(ck_exec_t *ex, ck_error_t *err) {
   for (int s = 0; s < ex->nsegs; s++)
     for (int p = 0; p < ex->segs[s].parallelism; p++) {
       task_t *t = &ex->segs[s].tasks[p];
+      if (!t->local) continue;
       char name[32];
       snprintf(name, sizeof name, "ck-%d.%d", s % 1000, p % 1000);
       if (ck_thread_start(&t->thread, name, task_main, t)) {
         task_fail(t, CK_EINTERNAL, NULL);
         ck_error_set(err, CK_EINTERNAL, "could not start a thread for subtask %d of segment %d",
                      p, s);
+        continue;
       }
+      t->started = true;
     }
-  if (ex->checkpointing && (ck_thread_start(&ex->writer, "ck-writer", writer_main, ex) ||
-                            ck_thread_start(&ex->coord, "ck-checkpoint", coordinator_main, ex)))
-    task_fail(ex->all[0], CK_EINTERNAL, NULL);
-  *out = ex;
+  if (ex->checkpointing) {
+    if (ck_thread_start(&ex->writer, "ck-writer", writer_main, ex) == 0) ex->writer_started = true;
+    else task_fail(ex->all[0], CK_EINTERNAL, NULL);
+    if (!ex->remote_coord) {
+      if (ck_thread_start(&ex->coord_thread, "ck-checkpoint", coordinator_main, ex) == 0)
+        ex->coord_started = true;
+      else task_fail(ex->all[0], CK_EINTERNAL, NULL);
+    }
+  }
   return 0;
 }
 
+int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t **out,
+                  ck_error_t *err) {
+  int rc = ck_exec_new(graph, opts, out, err);
+  if (!rc) rc = ck_exec_run(*out, err);
+  return rc;
+}
+
 void ck_exec_stop(ck_exec_t *ex) { atomic_store(&ex->stop, 1); }
+
+void ck_exec_cancel(ck_exec_t *ex, const char *why) {
+  ck_mutex_lock(&ex->err_mu);
+  if (!ex->err.code) ck_error_set(&ex->err, CK_ECANCELLED, "%s", why);
+  ck_mutex_unlock(&ex->err_mu);
+  atomic_store(&ex->failed, 1);
+  ck_mutex_lock(&ex->ckpt_mu);
+  ck_cond_broadcast(&ex->ckpt_cv);
+  ck_mutex_unlock(&ex->ckpt_mu);
+}
+
+void ck_exec_deliver(ck_exec_t *ex, int dest_task, int sender, int kind, int64_t value,
+                     ck_batch_t *batch, void *link) {
+  task_t *t = dest_task >= 0 && dest_task < ex->ntasks ? ex->all[dest_task] : NULL;
+  if (!t || !t->local || t->has_source || sender < 0 || sender >= t->nsenders ||
+      kind < MSG_BATCH || kind > MSG_END) {
+    CK_LOG_WARN("exec", "dropped a network message for task %d from subtask %d: no such "
+                "receiver here", dest_task, sender);
+    ck_batch_free(batch);
+    if (link) ex->opts.remote->consumed(ex->opts.remote->ctx, link);
+    return;
+  }
+  chan_push_force(&t->in, (msg_t){(msg_kind_t)kind, sender, batch, value, link});
+}
 
 int ck_exec_wait(ck_exec_t *ex, ck_error_t *err) {
   for (int s = 0; s < ex->nsegs; s++)
     for (int p = 0; p < ex->segs[s].parallelism; p++) {
       task_t *t = &ex->segs[s].tasks[p];
+      if (!t->started) continue;
       ck_thread_join(&t->thread);
+      t->started = false;
       ex->totals.source_records += t->source_records;
       ex->totals.sink_records += t->sink_records;
       for (int i = 0; i < t->nstages; i++) ex->totals.late_dropped += t->ops[i].metrics.late_dropped;
@@ -1015,16 +1131,18 @@ int ck_exec_wait(ck_exec_t *ex, ck_error_t *err) {
     ck_mutex_lock(&ex->ckpt_mu);
     ck_cond_broadcast(&ex->ckpt_cv);
     ck_mutex_unlock(&ex->ckpt_mu);
-    ck_thread_join(&ex->coord);
+    if (ex->coord_started) ck_thread_join(&ex->coord_thread);
+    ex->coord_started = false;
     ck_mutex_lock(&ex->wr_mu);
     ex->wr_stop = true;
     ck_cond_signal(&ex->wr_cv);
     ck_mutex_unlock(&ex->wr_mu);
-    ck_thread_join(&ex->writer); /* drains what is queued first */
+    if (ex->writer_started) ck_thread_join(&ex->writer); /* drains what is queued first */
+    ex->writer_started = false;
   }
-  ex->totals.checkpoints_completed = ex->completed_count;
-  ex->totals.last_checkpoint = ex->last_completed;
-  ex->totals.last_triggered = ex->next_id;
+  ex->totals.checkpoints_completed = ex->coord.completed_count;
+  ex->totals.last_checkpoint = ex->remote_coord ? 0 : ex->coord.last_completed;
+  ex->totals.last_triggered = ex->remote_coord ? ex->last_triggered : ex->coord.next_id;
   ex->totals.input_ended = !ex->err.code && atomic_load(&ex->stopped_sources) == 0;
   if (ex->err.code) {
     if (err && !err->code) *err = ex->err;
@@ -1035,15 +1153,51 @@ int ck_exec_wait(ck_exec_t *ex, ck_error_t *err) {
 
 ck_exec_totals_t ck_exec_totals(const ck_exec_t *ex) { return ex->totals; }
 
+void ck_exec_metrics_json(ck_exec_t *ex, ck_buf_t *out) {
+  ck_buf_putc(out, '[');
+  bool first = true;
+  for (int k = 0; k < ex->ntasks; k++) {
+    task_t *t = ex->all[k];
+    if (!t->local) continue;
+    int64_t wm = atomic_load_explicit(&t->wm_pub, memory_order_relaxed);
+    int64_t blocked_ms = atomic_load_explicit(&t->blocked_ns, memory_order_relaxed) / 1000000;
+    for (int i = 0; i < t->nstages; i++) {
+      const ck_node_t *n = stage_node(t, i);
+      int64_t in = atomic_load_explicit(&t->rows_in[i], memory_order_relaxed);
+      int64_t outr = i + 1 < t->nstages
+                         ? atomic_load_explicit(&t->rows_in[i + 1], memory_order_relaxed)
+                     : n->kind == CK_NODE_SINK
+                         ? in
+                         : atomic_load_explicit(&t->rows_out, memory_order_relaxed);
+      if (n->kind == CK_NODE_SOURCE) in = outr; /* read from the outside */
+      if (!first) ck_buf_putc(out, ',');
+      first = false;
+      ck_buf_printf(out, "{\"node\":%d,\"name\":", n->id);
+      ck_buf_put_json_str(out, n->name, strlen(n->name));
+      ck_buf_printf(out, ",\"subtask\":%d,\"task\":%d,\"records_in\":%lld,\"records_out\":%lld,"
+                    "\"watermark\":", t->subtask, t->index, (long long)in, (long long)outr);
+      if (wm == CK_WATERMARK_MIN) ck_buf_puts(out, "null");
+      else ck_buf_printf(out, "%lld", (long long)wm);
+      ck_buf_printf(out, ",\"backpressure_ms\":%lld}", (long long)blocked_ms);
+    }
+  }
+  ck_buf_putc(out, ']');
+}
+
 void ck_exec_free(ck_exec_t *ex) {
   if (!ex) return;
   for (int s = 0; s < ex->nsegs; s++) {
     seg_t *seg = &ex->segs[s];
     for (int p = 0; p < seg->parallelism; p++) {
       task_t *t = &seg->tasks[p];
+      for (int i = 0; t->in.ring && i < t->in.count; i++) {
+        msg_t *m = &t->in.ring[(t->in.head + i) % t->in.cap];
+        if (m->link) ex->opts.remote->consumed(ex->opts.remote->ctx, m->link);
+      }
       chan_fini(&t->in);
       ck_free(t->ops);
       ck_free(t->stages);
+      ck_free(t->rows_in);
       ck_free(t->sender_wm);
       ck_free(t->sender_idle);
       ck_free(t->blocked);

@@ -14,7 +14,11 @@
 #ifndef CK_RUNTIME_EXEC_H
 #define CK_RUNTIME_EXEC_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "base/buf.h"
 
 #include "base/error.h"
 #include "runtime/graph.h"
@@ -33,18 +37,66 @@ typedef struct ck_exec_ckpt {
   int retain;             /* completed checkpoints kept on disk (default 3) */
 } ck_exec_ckpt_t;
 
+/* A worker of a cluster: the checkpoint events of this process's subtasks go to a
+ * coordinator elsewhere, whose decisions come back through ck_exec_trigger / ck_exec_complete.
+ * Callbacks run on the executor's threads (writer thread for ack, subtask threads for the
+ * others) and must not block for long. */
+typedef struct ck_exec_report {
+  void *ctx;
+  void (*ack)(void *ctx, int64_t id, int task);       /* task's snapshot of id is durable */
+  void (*source_done)(void *ctx, int task);           /* a source task is done reading */
+  void (*committed)(void *ctx, int64_t id, int task); /* a sink task committed id */
+} ck_exec_report_t;
+
+/* Placement across processes: subtask p of every segment runs on worker
+ * slot_worker[p % nslots]; this process is worker `self` and runs only its own. Records for a
+ * subtask elsewhere go through send (blocking while the link has no credit, returning
+ * CK_ECANCELLED once *cancel is set; takes the batch); records that arrive for a subtask here
+ * are handed to ck_exec_deliver, and `consumed` returns their credit once taken off the
+ * channel. */
+typedef struct ck_exec_remote {
+  void *ctx;
+  int self;
+  const int *slot_worker;
+  int nslots;
+  int (*send)(void *ctx, int worker, int sender_task, int sender, int dest_task, int kind,
+              int64_t value, ck_batch_t *batch, const atomic_int *cancel, ck_error_t *err);
+  void (*consumed)(void *ctx, void *link);
+} ck_exec_remote_t;
+
 typedef struct ck_exec_opts {
   const char *job_name;
   int channel_capacity; /* messages per channel; default 16 */
   ck_exec_ckpt_t ckpt;
+  const ck_exec_report_t *report; /* NULL: embedded, this process coordinates checkpoints */
+  const ck_exec_remote_t *remote; /* NULL: every subtask runs here */
 } ck_exec_opts_t;
 
 /* Subtasks the graph runs as (snapshot directories v1/0 … v1/n-1). */
 int ck_exec_task_count(const ck_graph_t *graph);
+/* Of those, how many read a source and how many end in a sink. */
+void ck_exec_task_roles(const ck_graph_t *graph, int *nsources, int *nsinks);
 
 int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t **out,
                   ck_error_t *err);
+/* ck_exec_start in two steps, for a worker: after new, channels exist (network deliveries may
+ * arrive) but no thread runs; run starts them. */
+int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t **out,
+                ck_error_t *err);
+int ck_exec_run(ck_exec_t *ex, ck_error_t *err);
 void ck_exec_stop(ck_exec_t *ex); /* async-signal-safe */
+/* Fails the execution with CK_ECANCELLED and `why`: every subtask unwinds. */
+void ck_exec_cancel(ck_exec_t *ex, const char *why);
+/* With opts.report: the coordinator triggered checkpoint id (final: the last one, every source
+ * being done), or declared it complete so sinks commit it. Any thread. */
+void ck_exec_trigger(ck_exec_t *ex, int64_t id, bool final);
+void ck_exec_complete(ck_exec_t *ex, int64_t id);
+/* A message from another process for local task dest_task (see ck_exec_remote_t). */
+void ck_exec_deliver(ck_exec_t *ex, int dest_task, int sender, int kind, int64_t value,
+                     ck_batch_t *batch, void *link);
+/* Per operator and subtask of this process, as a JSON array: node, name, subtask, task,
+ * records_in, records_out, watermark, backpressure_ms. Any thread, while running. */
+void ck_exec_metrics_json(ck_exec_t *ex, ck_buf_t *out);
 int ck_exec_wait(ck_exec_t *ex, ck_error_t *err);
 void ck_exec_free(ck_exec_t *ex);
 

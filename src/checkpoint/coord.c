@@ -1,0 +1,97 @@
+/*
+ * DESIGN: see coord.h. The fault points before/after COMPLETED live here, so a test that kills
+ * there exercises the embedded run and the cluster alike.
+ */
+#include "checkpoint/coord.h"
+
+#include "base/log.h"
+#include "checkpoint/fault.h"
+
+void ck_ckpt_coord_init(ck_ckpt_coord_t *c, const ck_store_t *store, int ntasks, int nsinks,
+                        int nsources, int64_t ids_above, int64_t restore_id,
+                        int64_t interval_ms, int64_t timeout_ms, int retain, int64_t now) {
+  *c = (ck_ckpt_coord_t){0};
+  c->store = store;
+  c->ntasks = ntasks;
+  c->nsinks = nsinks;
+  c->nsources = nsources;
+  c->next_id = ids_above;
+  c->last_completed = c->last_confirmed = restore_id;
+  c->interval_ms = interval_ms > 0 ? interval_ms : 1000;
+  c->timeout_ms = timeout_ms > 0 ? timeout_ms : 600000;
+  c->retain = retain > 0 ? retain : 3;
+  c->next_at = now + c->interval_ms;
+}
+
+int64_t ck_ckpt_coord_tick(ck_ckpt_coord_t *c, int64_t now, bool *final, int64_t *wake_at) {
+  *final = false;
+  if (c->pending && now - c->pending_since > c->timeout_ms) {
+    CK_LOG_WARN("checkpoint", "checkpoint %lld did not complete within %lld ms: aborted",
+                (long long)c->pending, (long long)c->timeout_ms);
+    /* an aborted final checkpoint is taken again: sources and sinks wait for one */
+    if (c->pending == c->final_id) c->final_id = 0;
+    c->pending = 0;
+    c->next_at = now + c->interval_ms;
+  }
+  /* a checkpoint slower than the interval is followed by a full interval, not at once */
+  if (c->just_completed && now >= c->next_at) c->next_at = now + c->interval_ms;
+  c->just_completed = false;
+  bool all_done = c->sources_at_end >= c->nsources;
+  *wake_at = now + 100;
+  if (all_done && c->final_id) return 0; /* the final checkpoint is out: nothing left to do */
+  if (c->pending) return 0;
+  if (now < c->next_at && !all_done) {
+    if (c->next_at < *wake_at) *wake_at = c->next_at;
+    return 0;
+  }
+  int64_t id = ++c->next_id;
+  c->pending = id;
+  c->pending_since = now;
+  c->acks = 0;
+  if (all_done) {
+    c->final_id = id;
+    *final = true;
+  }
+  c->next_at = now + c->interval_ms;
+  return id;
+}
+
+void ck_ckpt_coord_source_done(ck_ckpt_coord_t *c) { c->sources_at_end++; }
+
+int ck_ckpt_coord_ack(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
+  if (c->pending != id || ++c->acks < c->ntasks) return 0;
+  ck_fault(CK_FAULT_BEFORE_COMPLETED);
+  int rc = ck_store_mark(c->store, "completed", id, err);
+  if (rc) return rc;
+  ck_fault(CK_FAULT_AFTER_COMPLETED);
+  c->last_completed = id;
+  c->completed_count++;
+  c->pending = 0;
+  c->just_completed = true;
+  c->confirm_id = id;
+  c->commits = 0;
+  CK_LOG_DEBUG("checkpoint", "checkpoint %lld completed", (long long)id);
+  /* keep the newest `retain`, and always the newest confirmed one: if this checkpoint's commit
+   * is lost, the restore falls back to it */
+  int64_t keep_from = id - c->retain + 1;
+  if (c->last_confirmed && c->last_confirmed < keep_from) keep_from = c->last_confirmed;
+  if (keep_from > 1) ck_store_prune(c->store, keep_from, c->ntasks);
+  if (c->nsinks == 0) {
+    rc = ck_store_mark(c->store, "confirmed", id, err);
+    if (rc) return rc;
+    c->last_confirmed = id;
+  }
+  return 1;
+}
+
+int ck_ckpt_coord_committed(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
+  if (c->confirm_id != id || ++c->commits != c->nsinks) return 0;
+  int rc = ck_store_mark(c->store, "confirmed", id, err);
+  if (rc) return rc;
+  if (id > c->last_confirmed) c->last_confirmed = id;
+  return 1;
+}
+
+bool ck_ckpt_coord_final_done(const ck_ckpt_coord_t *c) {
+  return c->final_id && c->last_completed >= c->final_id;
+}

@@ -1,0 +1,67 @@
+/*
+ * DESIGN: the checkpoint coordinator — the decisions of DESIGN §4 in one place.
+ *
+ * One state machine decides when checkpoint N is triggered, when it is complete (every task's
+ * snapshot durable → COMPLETED-N written durably, and only then may sinks commit), when it is
+ * confirmed (every sink committed → CONFIRMED-N), when a checkpoint in flight is abandoned
+ * (timeout), and which checkpoint is the final one (every source done reading). It does no
+ * messaging: the embedded executor drives it from its coordinator thread and its subtasks'
+ * acknowledgements, the cluster coordinator from control frames that carry the same events
+ * from workers. Ids only grow: they start above `ids_above` (every id with a durable record).
+ *
+ * Threads: not thread-safe; every call under the caller's lock.
+ */
+#ifndef CK_CHECKPOINT_COORD_H
+#define CK_CHECKPOINT_COORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "checkpoint/store.h"
+
+typedef struct ck_ckpt_coord {
+  const ck_store_t *store;
+  int64_t interval_ms, timeout_ms;
+  int retain;
+  int ntasks, nsinks, nsources;
+  int64_t next_id;         /* last id handed out */
+  int64_t pending;         /* in flight, 0 when none */
+  int64_t pending_since;
+  int acks;
+  int64_t next_at;         /* when the next periodic checkpoint is due */
+  bool just_completed;     /* a checkpoint completed since the last tick */
+  int64_t last_completed, completed_count, last_confirmed;
+  int64_t confirm_id;      /* the completed checkpoint whose commits are being counted */
+  int commits;
+  int sources_at_end;      /* sources done reading */
+  int64_t final_id;        /* the checkpoint taken once every source is done, 0 until then */
+} ck_ckpt_coord_t;
+
+/* restore_id: the checkpoint the job restored (completed and confirmed as far as it knows). */
+void ck_ckpt_coord_init(ck_ckpt_coord_t *c, const ck_store_t *store, int ntasks, int nsinks,
+                        int nsources, int64_t ids_above, int64_t restore_id,
+                        int64_t interval_ms, int64_t timeout_ms, int retain, int64_t now);
+
+/* What to do now: returns the id of a checkpoint to trigger (and *final when it is the final
+ * one), or 0. A checkpoint in flight past its timeout is abandoned here (logged). *wake_at is
+ * when to call again at the latest. */
+int64_t ck_ckpt_coord_tick(ck_ckpt_coord_t *c, int64_t now, bool *final, int64_t *wake_at);
+
+/* A source task is done reading (end of input, or stopped): once all are, the next trigger is
+ * the final checkpoint. */
+void ck_ckpt_coord_source_done(ck_ckpt_coord_t *c);
+
+/* Task snapshot of `id` is durable. Returns 1 when that completed the checkpoint (COMPLETED-id
+ * is durable and old checkpoints pruned: tell every sink to commit it), 0 when more acks are
+ * due or the ack is for a checkpoint no longer pending, or an error (the marker could not be
+ * written: the checkpoint fails). */
+int ck_ckpt_coord_ack(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err);
+
+/* A sink committed `id`. Returns 1 when every sink has (CONFIRMED-id written), 0, or an error. */
+int ck_ckpt_coord_committed(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err);
+
+/* true once the final checkpoint completed (the job may end). */
+bool ck_ckpt_coord_final_done(const ck_ckpt_coord_t *c);
+
+#endif

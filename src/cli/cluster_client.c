@@ -1,0 +1,52 @@
+/*
+ * DESIGN: see cluster_client.h.
+ */
+#include "cli/cluster_client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/alloc.h"
+#include "cluster/proto.h"
+
+int ck_cli_port(const char *cmd, const char *opt, const char *v, bool allow_zero, int *out) {
+  char *end;
+  long p = strtol(v, &end, 10);
+  if (!*v || *end || p < (allow_zero ? 0 : 1) || p > 65535) {
+    fprintf(stderr, "clink %s: --%s must be a port number from %d to 65535, not '%s'\n", cmd,
+            opt, allow_zero ? 0 : 1, v);
+    return 2;
+  }
+  *out = (int)p;
+  return 0;
+}
+
+int ck_cli_cluster_call(const char *host, int port, int type, const ck_buf_t *payload,
+                        int64_t *value, ck_buf_t *text) {
+  ck_error_t err;
+  ck_error_clear(&err);
+  int fd;
+  int rc = ck_sock_connect(host, port, 5000, &fd, &err);
+  if (rc) {
+    ck_buf_printf(text, "could not reach the coordinator: %s", err.message);
+    return rc;
+  }
+  ck_proto_conn_t c;
+  ck_proto_conn_init(&c, fd);
+  ck_proto_frame_t f;
+  rc = ck_proto_call(&c, type, payload, 30000, &f, &err);
+  if (!rc && f.type != CK_PROTO_REPLY)
+    rc = ck_error_set(&err, CK_EPROTO, "the coordinator answered with %s",
+                      ck_proto_type_name(f.type));
+  if (rc) {
+    ck_buf_printf(text, "%s", err.message);
+  } else {
+    rc = (int)(int32_t)ck_proto_u32(&f.body);
+    *value = ck_proto_i64(&f.body);
+    char *s = ck_proto_str(&f.body);
+    ck_buf_puts(text, s);
+    ck_free(s);
+  }
+  ck_proto_conn_fini(&c);
+  return rc;
+}

@@ -1,0 +1,102 @@
+/*
+ * DESIGN: `clink coordinator` — runs the cluster's control plane (cluster/coordinator.h) until
+ * SIGINT/SIGTERM.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "cli/cli.h"
+#include "cli/cluster_client.h"
+#include "cluster/coordinator.h"
+
+static const ck_cli_opt_t opts[] = {
+    {"host", "ADDR", "address to listen on (default 127.0.0.1)"},
+    {"port", "PORT", "control port workers and `clink run` connect to (default 6123)"},
+    {"http-port", "PORT", "REST API port (default 8081; 0 picks a free one)"},
+    {"checkpoint-dir", "DIR", "where jobs checkpoint (DIR/job-<id>), reachable by every worker (required)"},
+    {"ha-dir", "DIR", "keep a leader lock, the epoch and job manifests here; a restarted coordinator recovers its jobs"},
+    {"checkpoint-interval-ms", "MS", "time between checkpoints (default 1000)"},
+    {"max-restarts", "N", "restarts a job may use in its lifetime before it fails (default 10)"},
+    {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
+    {NULL, NULL, NULL},
+};
+
+static volatile sig_atomic_t stop_flag;
+static void on_signal(int sig) {
+  (void)sig;
+  stop_flag = 1;
+}
+
+static int coordinator_main(int argc, char **argv) {
+  const ck_cli_cmd_t *cmd = &ck_cli_cmd_coordinator;
+  ck_cli_args_t args;
+  int rc = ck_cli_parse(cmd, argc, argv, &args);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (args.npositional) {
+    fprintf(stderr, "clink coordinator: unexpected argument '%s'\n", args.positional[0]);
+    return 2;
+  }
+  ck_coordinator_opts_t o = {.port = 6123, .http_port = 8081};
+  const char *v;
+  o.host = ck_cli_get(cmd, &args, "host");
+  if ((v = ck_cli_get(cmd, &args, "port")) && ck_cli_port("coordinator", "port", v, false, &o.port))
+    return 2;
+  if ((v = ck_cli_get(cmd, &args, "http-port")) &&
+      ck_cli_port("coordinator", "http-port", v, true, &o.http_port))
+    return 2;
+  o.checkpoint_dir = ck_cli_get(cmd, &args, "checkpoint-dir");
+  if (!o.checkpoint_dir) {
+    fprintf(stderr, "clink coordinator: --checkpoint-dir is required (a directory every worker "
+                    "can reach)\n");
+    return 2;
+  }
+  o.ha_dir = ck_cli_get(cmd, &args, "ha-dir");
+  if ((v = ck_cli_get(cmd, &args, "checkpoint-interval-ms"))) {
+    char *end;
+    long ms = strtol(v, &end, 10);
+    if (!*v || *end || ms < 1 || ms > 86400000) {
+      fprintf(stderr, "clink coordinator: --checkpoint-interval-ms must be from 1 to 86400000, not '%s'\n", v);
+      return 2;
+    }
+    o.checkpoint_interval_ms = ms;
+  }
+  if ((v = ck_cli_get(cmd, &args, "max-restarts"))) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || n < 1 || n > 100000) {
+      fprintf(stderr, "clink coordinator: --max-restarts must be from 1 to 100000, not '%s'\n", v);
+      return 2;
+    }
+    o.max_restarts = (int)n;
+  }
+  if ((v = ck_cli_get(cmd, &args, "log-level"))) {
+    int l = ck_log_parse_level(v);
+    if (l < 0) {
+      fprintf(stderr, "clink coordinator: --log-level must be off, error, warn, info or debug, not '%s'\n", v);
+      return 2;
+    }
+    ck_log_set_level((ck_log_level_t)l);
+  }
+  o.auth_token = getenv("CLINK_AUTH_TOKEN");
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (ck_coordinator_main(&o, &stop_flag, &err)) {
+    fprintf(stderr, "clink coordinator: %s\n", err.message);
+    return 1;
+  }
+  return 0;
+}
+
+const ck_cli_cmd_t ck_cli_cmd_coordinator = {
+    "coordinator", "run a cluster coordinator (control plane, checkpoints, REST API)",
+    "--checkpoint-dir DIR [options]", opts, coordinator_main};

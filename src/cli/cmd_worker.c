@@ -1,0 +1,88 @@
+/*
+ * DESIGN: `clink worker` — runs a cluster worker (cluster/worker.h) until SIGINT/SIGTERM.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "cli/cli.h"
+#include "cli/cluster_client.h"
+#include "cluster/worker.h"
+
+static const ck_cli_opt_t opts[] = {
+    {"coordinator-host", "HOST", "the coordinator's address (default 127.0.0.1)"},
+    {"coordinator-port", "PORT", "the coordinator's control port (default 6123)"},
+    {"slots", "N", "subtask slots this worker offers (default 1)"},
+    {"id", "NAME", "this worker's name (default worker-<pid>)"},
+    {"host", "ADDR", "address for this worker's data and HTTP ports (default 127.0.0.1)"},
+    {"http-port", "PORT", "serve /api/v1/health here (0 picks a free port; default: none)"},
+    {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
+    {NULL, NULL, NULL},
+};
+
+static volatile sig_atomic_t stop_flag;
+static void on_signal(int sig) {
+  (void)sig;
+  stop_flag = 1;
+}
+
+static int worker_main(int argc, char **argv) {
+  const ck_cli_cmd_t *cmd = &ck_cli_cmd_worker;
+  ck_cli_args_t args;
+  int rc = ck_cli_parse(cmd, argc, argv, &args);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (args.npositional) {
+    fprintf(stderr, "clink worker: unexpected argument '%s'\n", args.positional[0]);
+    return 2;
+  }
+  ck_worker_opts_t o = {.coordinator_port = 6123, .slots = 1, .http_port = -1};
+  const char *v;
+  o.coordinator_host = ck_cli_get(cmd, &args, "coordinator-host");
+  if (!o.coordinator_host) o.coordinator_host = "127.0.0.1";
+  if ((v = ck_cli_get(cmd, &args, "coordinator-port")) &&
+      ck_cli_port("worker", "coordinator-port", v, false, &o.coordinator_port))
+    return 2;
+  if ((v = ck_cli_get(cmd, &args, "http-port")) &&
+      ck_cli_port("worker", "http-port", v, true, &o.http_port))
+    return 2;
+  if ((v = ck_cli_get(cmd, &args, "slots"))) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || n < 1 || n > 1024) {
+      fprintf(stderr, "clink worker: --slots must be a whole number from 1 to 1024, not '%s'\n", v);
+      return 2;
+    }
+    o.slots = (int)n;
+  }
+  o.id = ck_cli_get(cmd, &args, "id");
+  o.host = ck_cli_get(cmd, &args, "host");
+  if ((v = ck_cli_get(cmd, &args, "log-level"))) {
+    int l = ck_log_parse_level(v);
+    if (l < 0) {
+      fprintf(stderr, "clink worker: --log-level must be off, error, warn, info or debug, not '%s'\n", v);
+      return 2;
+    }
+    ck_log_set_level((ck_log_level_t)l);
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (ck_worker_main(&o, &stop_flag, &err)) {
+    fprintf(stderr, "clink worker: %s\n", err.message);
+    return 1;
+  }
+  return 0;
+}
+
+const ck_cli_cmd_t ck_cli_cmd_worker = {
+    "worker", "run a cluster worker that runs the subtasks a coordinator deploys",
+    "[--coordinator-host HOST] [--coordinator-port PORT] [--slots N] [--id NAME]", opts,
+    worker_main};

@@ -1,0 +1,52 @@
+/*
+ * DESIGN: the coordinator — the control plane of a clink cluster.
+ *
+ * One process that accepts workers (register, heartbeats every 500 ms, three missed → lost),
+ * accepts jobs (SQL text, a name, a parallelism) from `clink run --coordinator-host` and from
+ * POST /api/v1/jobs/sql, places each job's subtasks on worker slots (slot p of a job runs
+ * subtask p of every operator), deploys them in two steps (DEPLOY: each worker plans the SQL,
+ * opens its data port and builds its subtasks; START: every worker learns every peer's data
+ * port and runs), and drives the job's checkpoints with the same state machine as the
+ * embedded run (checkpoint/coord.h): TRIGGER to the workers, ACKs back, COMPLETED written
+ * here, COMMIT out, COMMITTED back, CONFIRMED written here.
+ *
+ * A lost worker or a failed subtask cancels the job's deployment everywhere, and once every
+ * worker stopped it (or was lost) the whole job restarts from the restore point that
+ * checkpoint/lineage.h picks — the same rule an embedded rerun uses — when enough slots are
+ * free; a lifetime budget of restarts (default 10) then fails the job with the reason.
+ *
+ * With --ha-dir, the coordinator takes a leader lock there, raises a durable epoch (stamped on
+ * every frame; workers drop older epochs) and keeps one manifest per job, so a coordinator
+ * started after a kill recovers every job that had not ended and restarts it from its last
+ * checkpoint.
+ *
+ * Threads: the control loop (one thread: accept, read frames, timers) and libmicrohttpd's
+ * thread for the REST API; both hold the coordinator's mutex while they touch its state.
+ */
+#ifndef CK_CLUSTER_COORDINATOR_H
+#define CK_CLUSTER_COORDINATOR_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+typedef struct ck_coordinator_opts {
+  const char *host;            /* bind address (default 127.0.0.1) */
+  int port;                    /* control port */
+  int http_port;               /* REST API; -1: none */
+  const char *checkpoint_dir;  /* jobs checkpoint under <dir>/job-<id> */
+  const char *ha_dir;          /* NULL: no high availability */
+  int64_t checkpoint_interval_ms;
+  int max_restarts;            /* per job, lifetime (default 10) */
+  int heartbeat_ms;            /* expected from workers (default 500) */
+  int missed_heartbeats;       /* this many missed → worker lost (default 3) */
+  const char *auth_token;      /* CLINK_AUTH_TOKEN: every route but health needs it */
+} ck_coordinator_opts_t;
+
+/* Runs until *stop becomes non-zero (SIGINT/SIGTERM). Returns 0 or an error (could not
+ * listen, could not take the HA directory). */
+int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t *stop,
+                        ck_error_t *err);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * DESIGN: the worker — runs the subtasks a coordinator deploys to it.
+ *
+ * Connects to the coordinator, registers (id, slots), heartbeats every 500 ms (carrying the
+ * metrics of every deployment it runs), and serves the coordinator's frames: DEPLOY plans the
+ * job's SQL into the same job graph the coordinator planned (the fingerprints must match),
+ * opens a data port (cluster/net.h) and builds this worker's subtasks with the executor
+ * (runtime/exec.h) placed by slot; START tells it every peer's data port and runs them;
+ * TRIGGER / COMMIT drive checkpoints; CANCEL stops them. Snapshot acknowledgements, finished
+ * sources, commits and the end of a deployment go back as frames.
+ *
+ * A lost coordinator connection cancels everything this worker runs (nothing may commit
+ * without a coordinator), then it registers again, with the coordinator's restart or its
+ * successor. Frames of a coordinator epoch older than the newest seen are dropped.
+ *
+ * Threads: the control thread (connect, read frames, reap ended deployments), a heartbeat
+ * thread, each deployment's executor threads plus one waiter, the net's threads, and
+ * libmicrohttpd's for /api/v1/health. Shared state under the worker's mutex; sends on the
+ * control connection are serialised by the connection.
+ */
+#ifndef CK_CLUSTER_WORKER_H
+#define CK_CLUSTER_WORKER_H
+
+#include <signal.h>
+
+#include "base/error.h"
+
+typedef struct ck_worker_opts {
+  const char *coordinator_host;
+  int coordinator_port;
+  int slots;             /* default 1 */
+  const char *id;        /* default worker-<pid> */
+  const char *host;      /* the address peers reach this worker's data port at (127.0.0.1) */
+  int http_port;         /* -1: no HTTP; 0: any free port */
+} ck_worker_opts_t;
+
+int ck_worker_main(const ck_worker_opts_t *opts, volatile sig_atomic_t *stop, ck_error_t *err);
+
+#endif
