@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/cluster_client.h"
@@ -21,6 +22,7 @@ static const ck_cli_opt_t opts[] = {
     {"checkpoint-interval-ms", "MS", "time between checkpoints (default 1000)"},
     {"max-restarts", "N", "restarts a job may use in its lifetime before it fails (default 10)"},
     {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
+    {"routes-markdown", NULL, "print the REST API's routes as a Markdown table (docs/cluster.md) and exit"},
     {NULL, NULL, NULL},
 };
 
@@ -38,6 +40,14 @@ static int coordinator_main(int argc, char **argv) {
   if (args.npositional) {
     fprintf(stderr, "clink coordinator: unexpected argument '%s'\n", args.positional[0]);
     return 2;
+  }
+  if (ck_cli_flag(cmd, &args, "routes-markdown")) {
+    ck_buf_t md;
+    ck_buf_init(&md);
+    ck_http_routes_markdown(ck_coordinator_routes, ck_coordinator_nroutes, &md);
+    fputs(md.data, stdout);
+    ck_buf_fini(&md);
+    return 0;
   }
   ck_coordinator_opts_t o = {.port = 6123, .http_port = 8081};
   const char *v;

@@ -30,6 +30,11 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "cluster/http.h"
+
+/* The REST API: the one table of routes (docs/cluster.md is generated from it). */
+extern const ck_http_route_t ck_coordinator_routes[];
+extern const size_t ck_coordinator_nroutes;
 
 typedef struct ck_coordinator_opts {
   const char *host;            /* bind address (default 127.0.0.1) */

@@ -30,7 +30,7 @@
 
 #define CK_PROTO_MAGIC 0x4B43u /* "CK" */
 #define CK_PROTO_VERSION 1
-#define CK_PROTO_HEADER 14            /* after the length word */
+#define CK_PROTO_HEADER 12            /* after the length word: magic, version, type, epoch */
 #define CK_PROTO_MAX_FRAME (64u << 20) /* a SQL script and its metrics fit many times over */
 
 /* One table of frame types: name, code, direction and fields. */
