@@ -85,13 +85,16 @@ class Cluster:
             self.env.pop("CLINK_AUTH_TOKEN", None)
 
     # -- processes
-    def start_coordinator(self, ha=False):
+    def start_coordinator(self, ha=False, log="coordinator.log", wait=True):
         args = [CLINK, "coordinator", "--port", str(self.port), "--http-port", str(self.http),
                 "--checkpoint-dir", str(self.ckpt), "--checkpoint-interval-ms",
                 str(self.interval_ms), "--max-restarts", str(self.max_restarts)]
         if ha:
             args += ["--ha-dir", str(self.ha)]
-        self.coordinator = Proc(args, self.dir / "coordinator.log", self.env)
+        proc = Proc(args, self.dir / log, self.env)
+        if not wait:
+            return proc
+        self.coordinator = proc
         wait_for(lambda: self.get("/api/v1/health", auth=False)[0] == 200, 20,
                  "the coordinator's health")
         return self.coordinator
@@ -110,6 +113,11 @@ class Cluster:
             w.stop()
         if self.coordinator:
             self.coordinator.stop()
+        # a sanitizer build reports leaks and undefined behaviour in the logs: any report fails
+        for log in sorted(self.dir.glob("*.log")):
+            text = log.read_text(errors="replace")
+            for what in ("runtime error:", "AddressSanitizer", "LeakSanitizer"):
+                assert what not in text, f"{log.name}: {text[text.index(what) - 200:][:3000]}"
 
     # -- REST
     def request(self, method, path, body=None, auth=True, token=None):

@@ -157,3 +157,27 @@ def test_a_worker_drops_frames_of_an_older_coordinator_epoch(tmp_path):
         w.wait(timeout=20)
         log.close()
         lsock.close()
+
+
+def test_a_standby_coordinator_takes_over_the_ha_directory(cluster, tmp_path):
+    c = cluster(interval_ms=200)
+    first = c.start_coordinator(ha=True)
+    c.start_worker("worker-1")
+    rows = 30000
+    sql, out = write_job(tmp_path, rows=rows, rate=5000)
+    jid = c.submit(sql)
+    c.wait_status(jid, {"RUNNING"})
+    # a second coordinator on the same HA directory (and ports) waits for the leader lock
+    standby = c.start_coordinator(ha=True, log="standby.log", wait=False)
+    wait_for(lambda: "standing by" in standby.text(), 20, "the standby")
+    wait_for(lambda: c.job(jid)["last_checkpoint"] >= 2, 60, "two checkpoints")
+    assert standby.p.poll() is None and "listening" not in standby.text()
+    first.kill()
+    c.coordinator = standby
+    wait_for(lambda: "with epoch 2" in standby.text(), 20, "the standby to lead")
+    wait_for(lambda: "job_id=1 recovered from the HA directory" in standby.text(), 20, "the job")
+    job = c.wait_status(jid, {"FINISHED", "FAILED"}, timeout=120)
+    assert job["status"] == "FINISHED", job
+    assert re.search(r"job_id=1 restore point: checkpoint \d+", standby.text()), standby.text()
+    check(out, 1, rows)
+    first.stop()
