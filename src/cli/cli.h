@@ -41,6 +41,15 @@ void ck_cli_print_help(const ck_cli_cmd_t *cmd);
 
 const ck_cli_cmd_t *ck_cli_find(const char *name);
 
+/* --log-level, when given: applied, or a usage error printed (returns 2). */
+int ck_cli_apply_log_level(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args);
+/* An integer option in [lo, hi] into *out when given (else *out untouched); 2 after printing
+ * "clink CMD: --NAME must be a whole number from lo to hi, not 'v'". */
+int ck_cli_int(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args, const char *name, long lo,
+               long hi, long *out);
+/* SIGINT and SIGTERM call handler; SIGPIPE is ignored (a closed socket is an error, not death). */
+void ck_cli_on_stop(void (*handler)(int));
+
 #define CK_CLI_DECLARE(id) extern const ck_cli_cmd_t ck_cli_cmd_##id
 CK_CLI_DECLARE(run);
 CK_CLI_DECLARE(version);

@@ -64,40 +64,15 @@ static int coordinator_main(int argc, char **argv) {
     return 2;
   }
   o.ha_dir = ck_cli_get(cmd, &args, "ha-dir");
-  if ((v = ck_cli_get(cmd, &args, "checkpoint-interval-ms"))) {
-    char *end;
-    long ms = strtol(v, &end, 10);
-    if (!*v || *end || ms < 1 || ms > 86400000) {
-      fprintf(stderr, "clink coordinator: --checkpoint-interval-ms must be from 1 to 86400000, not '%s'\n", v);
-      return 2;
-    }
-    o.checkpoint_interval_ms = ms;
-  }
-  if ((v = ck_cli_get(cmd, &args, "max-restarts"))) {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (!*v || *end || n < 1 || n > 100000) {
-      fprintf(stderr, "clink coordinator: --max-restarts must be from 1 to 100000, not '%s'\n", v);
-      return 2;
-    }
-    o.max_restarts = (int)n;
-  }
-  if ((v = ck_cli_get(cmd, &args, "log-level"))) {
-    int l = ck_log_parse_level(v);
-    if (l < 0) {
-      fprintf(stderr, "clink coordinator: --log-level must be off, error, warn, info or debug, not '%s'\n", v);
-      return 2;
-    }
-    ck_log_set_level((ck_log_level_t)l);
-  }
+  long ms = 0, restarts = 0;
+  if (ck_cli_int(cmd, &args, "checkpoint-interval-ms", 1, 86400000, &ms) ||
+      ck_cli_int(cmd, &args, "max-restarts", 1, 100000, &restarts) ||
+      ck_cli_apply_log_level(cmd, &args))
+    return 2;
+  o.checkpoint_interval_ms = ms;
+  o.max_restarts = (int)restarts;
   o.auth_token = getenv("CLINK_AUTH_TOKEN");
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  ck_cli_on_stop(on_signal);
   ck_error_t err;
   ck_error_clear(&err);
   if (ck_coordinator_main(&o, &stop_flag, &err)) {

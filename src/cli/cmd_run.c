@@ -130,14 +130,7 @@ static int run_main(int argc, char **argv) {
   if ((v = ck_cli_get(cmd, &args, "max-parallelism")) &&
       parse_positive("max-parallelism", v, &popts.max_parallelism))
     return 2;
-  if ((v = ck_cli_get(cmd, &args, "log-level"))) {
-    int l = ck_log_parse_level(v);
-    if (l < 0) {
-      fprintf(stderr, "clink run: --log-level must be off, error, warn, info or debug, not '%s'\n", v);
-      return 2;
-    }
-    ck_log_set_level((ck_log_level_t)l);
-  }
+  if (ck_cli_apply_log_level(cmd, &args)) return 2;
 
   ck_exec_t *ex = NULL;
   ck_error_t err;

@@ -47,32 +47,13 @@ static int worker_main(int argc, char **argv) {
   if ((v = ck_cli_get(cmd, &args, "http-port")) &&
       ck_cli_port("worker", "http-port", v, true, &o.http_port))
     return 2;
-  if ((v = ck_cli_get(cmd, &args, "slots"))) {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (!*v || *end || n < 1 || n > 1024) {
-      fprintf(stderr, "clink worker: --slots must be a whole number from 1 to 1024, not '%s'\n", v);
-      return 2;
-    }
-    o.slots = (int)n;
-  }
+  long slots = 1;
+  if (ck_cli_int(cmd, &args, "slots", 1, 1024, &slots)) return 2;
+  o.slots = (int)slots;
   o.id = ck_cli_get(cmd, &args, "id");
   o.host = ck_cli_get(cmd, &args, "host");
-  if ((v = ck_cli_get(cmd, &args, "log-level"))) {
-    int l = ck_log_parse_level(v);
-    if (l < 0) {
-      fprintf(stderr, "clink worker: --log-level must be off, error, warn, info or debug, not '%s'\n", v);
-      return 2;
-    }
-    ck_log_set_level((ck_log_level_t)l);
-  }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  if (ck_cli_apply_log_level(cmd, &args)) return 2;
+  ck_cli_on_stop(on_signal);
   ck_error_t err;
   ck_error_clear(&err);
   if (ck_worker_main(&o, &stop_flag, &err)) {

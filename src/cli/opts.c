@@ -1,8 +1,12 @@
 /* DESIGN: the option parser shared by every subcommand; see cli.h. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/log.h"
 #include "cli/cli.h"
 
 static const char *dash(const char *name) { return strlen(name) == 1 ? "-" : "--"; }
@@ -89,4 +93,43 @@ const char *ck_cli_get(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args, const
 
 bool ck_cli_flag(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args, const char *name) {
   return ck_cli_get(cmd, args, name) != NULL;
+}
+
+int ck_cli_apply_log_level(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args) {
+  const char *v = ck_cli_get(cmd, args, "log-level");
+  if (!v) return 0;
+  int l = ck_log_parse_level(v);
+  if (l < 0) {
+    fprintf(stderr, "clink %s: --log-level must be off, error, warn, info or debug, not '%s'\n",
+            cmd->name, v);
+    return 2;
+  }
+  ck_log_set_level((ck_log_level_t)l);
+  return 0;
+}
+
+int ck_cli_int(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args, const char *name, long lo,
+               long hi, long *out) {
+  const char *v = ck_cli_get(cmd, args, name);
+  if (!v) return 0;
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (!*v || *end || errno || n < lo || n > hi) {
+    fprintf(stderr, "clink %s: --%s must be a whole number from %ld to %ld, not '%s'\n",
+            cmd->name, name, lo, hi, v);
+    return 2;
+  }
+  *out = n;
+  return 0;
+}
+
+void ck_cli_on_stop(void (*handler)(int)) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
 }

@@ -78,15 +78,23 @@ static void send_frame(wk_t *wk, int type, const ck_buf_t *p) {
     CK_LOG_DEBUG(LOG_W, "could not send %s: %s", ck_proto_type_name(type), err.message);
 }
 
-static void rep_ack(void *ctx, int64_t id, int task) {
-  dep_t *d = ctx;
+/* ACK and COMMITTED: deployment, checkpoint, task. */
+static void report_checkpoint(dep_t *d, int type, int64_t id, int task) {
   ck_buf_t p;
   ck_buf_init(&p);
   ck_proto_put_i64(&p, d->id);
   ck_proto_put_i64(&p, id);
   ck_proto_put_u32(&p, (uint32_t)task);
-  send_frame(d->wk, CK_PROTO_ACK, &p);
+  send_frame(d->wk, type, &p);
   ck_buf_fini(&p);
+}
+
+static void rep_ack(void *ctx, int64_t id, int task) {
+  report_checkpoint(ctx, CK_PROTO_ACK, id, task);
+}
+
+static void rep_committed(void *ctx, int64_t id, int task) {
+  report_checkpoint(ctx, CK_PROTO_COMMITTED, id, task);
 }
 
 static void rep_source_done(void *ctx, int task) {
@@ -96,17 +104,6 @@ static void rep_source_done(void *ctx, int task) {
   ck_proto_put_i64(&p, d->id);
   ck_proto_put_u32(&p, (uint32_t)task);
   send_frame(d->wk, CK_PROTO_SOURCE_DONE, &p);
-  ck_buf_fini(&p);
-}
-
-static void rep_committed(void *ctx, int64_t id, int task) {
-  dep_t *d = ctx;
-  ck_buf_t p;
-  ck_buf_init(&p);
-  ck_proto_put_i64(&p, d->id);
-  ck_proto_put_i64(&p, id);
-  ck_proto_put_u32(&p, (uint32_t)task);
-  send_frame(d->wk, CK_PROTO_COMMITTED, &p);
   ck_buf_fini(&p);
 }
 
