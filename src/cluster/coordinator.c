@@ -124,7 +124,7 @@ typedef struct co {
   int64_t next_job_id;
   int lock_fd;
   ck_http_t *http;
-  int64_t started_ms;
+  int64_t started_ms, last_tick;
   int64_t checkpoints_completed_total, restarts_total, workers_lost_total;
 } co_t;
 
@@ -854,6 +854,13 @@ static void close_conn(co_t *co, int i, const char *why) {
 static void tick(co_t *co) {
   int64_t now = ck_mono_ms();
   int64_t limit = (int64_t)co->o.heartbeat_ms * co->o.missed_heartbeats;
+  /* this loop itself was held up (a submission's plan-time checks reach out to ClickHouse):
+   * heartbeats that arrived meanwhile are still unread, which is not the workers' fault */
+  if (co->last_tick && now - co->last_tick > co->o.heartbeat_ms)
+    for (int i = 0; i < co->nworkers; i++)
+      if (co->workers[i]->alive && co->workers[i]->last_hb < now - co->o.heartbeat_ms)
+        co->workers[i]->last_hb = now - co->o.heartbeat_ms;
+  co->last_tick = now;
   for (int i = 0; i < co->nworkers; i++) {
     worker_t *w = co->workers[i];
     if (w->alive && now - w->last_hb > limit) {
