@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -452,7 +454,8 @@ static void restart(co_t *co, job_t *job, const char *why, bool counts) {
   if (job->deployment) send_deployment(co, job, CK_PROTO_CANCEL, 0, 0, false);
   job->status = JOB_RESTARTING;
   job->cancel_deadline = ck_mono_ms() + CANCEL_WAIT_MS;
-  job->restart_at = ck_mono_ms() + (counts ? 100LL * job->attempt : 0);
+  /* the first restart at once; later ones back off a little more each time */
+  job->restart_at = ck_mono_ms() + (counts && job->attempt > 1 ? 100LL * (job->attempt - 1) : 0);
   save_manifest(co, job);
 }
 
@@ -1312,6 +1315,8 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
     if (pr > 0 && (pfds[0].revents & POLLIN)) {
       int fd = accept4(co->listen_fd, NULL, NULL, SOCK_CLOEXEC);
       if (fd >= 0 && co->nconns < MAX_CONNS) {
+        int one = 1; /* control frames are small and latency matters: no Nagle */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         conn_t *c = ck_calloc(1, sizeof *c);
         ck_proto_conn_init(&c->pc, fd);
         c->kind = CONN_NEW;

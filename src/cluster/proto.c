@@ -165,11 +165,16 @@ int ck_proto_send(ck_proto_conn_t *c, int type, uint64_t epoch, const ck_buf_t *
   for (int i = 0; i < 8; i++) h[8 + i] = (uint8_t)(epoch >> (8 * i));
   ck_error_t local;
   if (!err) err = &local;
+  /* one write per frame: a header and a body in two would wait for the peer's delayed ACK */
+  ck_buf_t frame;
+  ck_buf_init(&frame);
+  ck_buf_append(&frame, h, sizeof h);
+  if (plen) ck_buf_append(&frame, payload->data, plen);
   ck_mutex_lock(&c->wmu);
   int rc = c->fd < 0 ? ck_error_set(err, CK_ECONNECT, "the connection is closed")
-                     : write_all(c->fd, h, sizeof h, err);
-  if (!rc && plen) rc = write_all(c->fd, payload->data, plen, err);
+                     : write_all(c->fd, frame.data, frame.len, err);
   ck_mutex_unlock(&c->wmu);
+  ck_buf_fini(&frame);
   return rc;
 }
 
