@@ -4,13 +4,26 @@
 # stream the readings in, SIGKILL the pipeline mid-stream, run the same command again, let the
 # producer finish, stop the pipeline (Ctrl-C), and verify every window against workload.py.
 #
+# MODE=cluster runs the tutorial's cluster shape instead: a coordinator and one worker
+# (worker-1) on 127.0.0.1, the pipeline submitted to the coordinator, the worker SIGKILLed
+# mid-stream, the coordinator waiting for capacity, the worker started again, the job restored
+# from its last completed checkpoint; then the job is cancelled, both processes stopped, and
+# the same verification runs.
+#
 #   ./run.sh                 everything, then clean up (services stop if this script started them)
+#   MODE=cluster ./run.sh    the same workload on a coordinator and a worker
 #   KEEP_UP=1 ./run.sh       leave the services, the topic, the table and the work dir up
 #   RATE=50 ./run.sh         readings per second (default 100; the tutorial's pace is 50)
 #   CLINK_BIN=path ./run.sh  use this clink binary instead of building the release one
 #
-# On failure it prints the pipeline's logs and what ClickHouse holds.
+# On failure it prints the pipeline's logs (the coordinator's and the workers' in cluster mode)
+# and what ClickHouse holds.
 set -euo pipefail
+mode=${MODE:-embedded}
+case $mode in
+  embedded|cluster) ;;
+  *) echo "[run.sh] MODE must be embedded or cluster, not '$mode'" >&2; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$repo"
@@ -27,13 +40,20 @@ py=$CLINK_PYTHON
 pids=()
 
 say() { echo "[run.sh] $*"; }
+forget() { # forget PID: it was waited for, so cleanup must not signal that number again
+  local keep=() p
+  for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  pids=(${keep[@]+"${keep[@]}"})
+}
 
 cleanup() {
   rc=$?
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  for p in ${pids[@]+"${pids[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
   if [ "$rc" -ne 0 ]; then
     say "FAILED (exit $rc); pipeline logs:"
-    for f in "$work"/clink-*.log; do [ -f "$f" ] && { echo "--- $f"; tail -40 "$f"; }; done
+    for f in "$work"/clink-*.log "$work"/coordinator.log "$work"/worker-*.log; do
+      [ -f "$f" ] && { echo "--- $f"; tail -40 "$f"; }
+    done
     say "rows in ClickHouse:"
     "$py" "$here/scripts/ch.py" count || true
   fi
@@ -60,33 +80,126 @@ say "creating the topic 'readings' (1 partition) and the table 'sensor_window_st
 sed -e "s|@KAFKA_BROKERS@|$CLINK_KAFKA_BROKERS|" -e "s|@CLICKHOUSE_HOST@|$CLINK_CLICKHOUSE_HOST|" \
     -e "s|@CLICKHOUSE_PORT@|$CLINK_CLICKHOUSE_PORT|" "$here/pipeline.sql.in" > "$work/pipeline.sql"
 
-say "starting the pipeline: clink run pipeline.sql --checkpoint-dir $work/checkpoints"
-"$clink" run "$work/pipeline.sql" --checkpoint-dir "$work/checkpoints" --fresh > "$work/clink-1.log" 2>&1 &
-pids+=($!); first=$!
-grep -q "job delivery guarantee" "$work/clink-1.log" 2>/dev/null || wait_for "the pipeline to start" 30 grep -q "job delivery guarantee" "$work/clink-1.log"
-grep "job delivery guarantee" "$work/clink-1.log"
+if [ "$mode" = cluster ]; then
+  # two free ports for the coordinator (control, REST), from the ephemeral range, not 21xxx
+  read -r port http_port < <("$py" -c '
+import socket
+socks = [socket.socket() for _ in range(2)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in socks))')
+  api="http://127.0.0.1:$http_port/api/v1"
+  auth=()
+  [ -z "${CLINK_AUTH_TOKEN:-}" ] || auth=(-H "Authorization: Bearer $CLINK_AUTH_TOKEN")
+  rest() { curl -sf --max-time 10 ${auth[@]+"${auth[@]}"} "$api/$1"; }
+  job_field() { rest "jobs/$jid" | "$py" -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+  job_is() { [ "$(job_field status 2>/dev/null)" = "$1" ]; }
+  checkpointed() { [ "$(job_field last_checkpoint 2>/dev/null || echo 0)" -ge 1 ]; }
+  healthy() { rest health > /dev/null; }
+  logged() { grep -q "$1" "$work/coordinator.log"; }
+  registered() {
+    rest workers | "$py" -c 'import json, sys
+sys.exit(not any(w["id"] == "worker-1" and w["status"] == "REGISTERED" for w in json.load(sys.stdin)["workers"]))'
+  }
+  start_worker() { # start_worker LOG: worker-1 with one slot
+    "$clink" worker --coordinator-host 127.0.0.1 --coordinator-port "$port" --slots 1 \
+      --id worker-1 --log-level info > "$1" 2>&1 &
+    pids+=($!); worker=$!
+    wait_for "worker-1 to register" 30 registered
+  }
+  stop() { # stop PID NAME: SIGTERM, then its exit status must be 0
+    kill -TERM "$1"
+    wait_for "$2 to exit" 60 sh -c "! kill -0 $1 2>/dev/null"
+    local rc=0
+    wait "$1" || rc=$?
+    forget "$1"
+    [ "$rc" -eq 0 ] || { say "$2 exited with status $rc"; return 1; }
+  }
 
-say "streaming 2,440 readings at ${RATE:-100}/s"
-"$py" "$here/scripts/produce_events.py" --rate "${RATE:-100}" > "$work/producer.log" 2>&1 &
-pids+=($!); producer=$!
+  say "starting the coordinator: clink coordinator --port $port --http-port $http_port --checkpoint-dir $work/checkpoints"
+  "$clink" coordinator --port "$port" --http-port "$http_port" --checkpoint-dir "$work/checkpoints" \
+    --log-level info > "$work/coordinator.log" 2>&1 &
+  pids+=($!); coordinator=$!
+  wait_for "the coordinator's REST API" 30 healthy
+  say "starting worker-1: clink worker --coordinator-port $port --slots 1 --id worker-1"
+  start_worker "$work/worker-1.log"
 
-wait_for "the first windows in ClickHouse" 120 "$py" "$here/scripts/ch.py" atleast 40
-say "SIGKILL to the pipeline while the producer is still running"
-kill -9 "$first"; wait "$first" 2>/dev/null || true
-"$py" "$here/scripts/ch.py" count
+  say "submitting: clink run pipeline.sql --coordinator-host 127.0.0.1 --coordinator-port $port --name kafka-to-clickhouse"
+  submitted=$("$clink" run "$work/pipeline.sql" --coordinator-host 127.0.0.1 --coordinator-port "$port" \
+    --name kafka-to-clickhouse)
+  echo "$submitted"
+  [[ $submitted =~ ^submitted\ job\ ([0-9]+)$ ]] || { say "could not read the job id"; exit 1; }
+  jid=${BASH_REMATCH[1]}
+  wait_for "the job's delivery guarantee in the coordinator log" 30 logged "job delivery guarantee"
+  grep "job delivery guarantee" "$work/coordinator.log"
+  wait_for "job $jid to run" 60 job_is RUNNING
+  say "curl -s $api/jobs"
+  rest jobs; echo
 
-say "running the same command again"
-"$clink" run "$work/pipeline.sql" --checkpoint-dir "$work/checkpoints" > "$work/clink-2.log" 2>&1 &
-pids+=($!); second=$!
-wait_for "the rerun to restore" 30 grep -qE "restore point|starting fresh" "$work/clink-2.log"
-grep -E "restore point|starting fresh" "$work/clink-2.log"
+  say "streaming 2,440 readings at ${RATE:-100}/s"
+  "$py" "$here/scripts/produce_events.py" --rate "${RATE:-100}" > "$work/producer.log" 2>&1 &
+  pids+=($!); producer=$!
 
-wait "$producer"
-cat "$work/producer.log"
-wait_for "all 240 closed windows" 120 "$py" "$here/scripts/ch.py" windows 240
-say "stopping the pipeline (Ctrl-C: final checkpoint, then exit)"
-kill -INT "$second"
-wait_for "the pipeline to stop" 60 sh -c "! kill -0 $second 2>/dev/null"
-wait "$second" || { say "the pipeline exited with an error"; exit 1; }
+  wait_for "the first windows in ClickHouse" 120 "$py" "$here/scripts/ch.py" atleast 40
+  wait_for "a completed checkpoint" 30 checkpointed
+  if kill -0 "$producer" 2>/dev/null; then
+    say "SIGKILL to worker-1 while the producer is still running"
+  else
+    say "SIGKILL to worker-1 (the producer has already finished: the kill is not mid-stream)"
+  fi
+  kill -9 "$worker"; wait "$worker" 2>/dev/null || true; forget "$worker"
+  "$py" "$here/scripts/ch.py" count
+  wait_for "the coordinator to see worker-1 lost" 30 logged "worker lost: worker-1"
+  wait_for "the restart to wait for capacity" 30 logged "restart waiting for capacity"
+  grep -iE 'lost|restart|restore' "$work/coordinator.log"
+  wait_for "job $jid to be RESTARTING" 10 job_is RESTARTING
+
+  say "starting worker-1 again"
+  start_worker "$work/worker-1.restarted.log"
+  wait_for "the restore point in the coordinator log" 60 logged "restore point: checkpoint"
+  grep -E 'attempt=|restore point' "$work/coordinator.log"
+  wait_for "job $jid to run again" 60 job_is RUNNING
+
+  wait "$producer"; forget "$producer"
+  cat "$work/producer.log"
+  wait_for "all 240 closed windows" 120 "$py" "$here/scripts/ch.py" windows 240
+  say "cancelling the job: clink cancel $jid --coordinator-port $port"
+  "$clink" cancel "$jid" --coordinator-host 127.0.0.1 --coordinator-port "$port"
+  wait_for "job $jid to be cancelled" 60 job_is CANCELLED
+  rest "jobs/$jid"; echo
+  say "stopping worker-1 and the coordinator (SIGTERM)"
+  stop "$worker" worker-1
+  stop "$coordinator" coordinator
+else
+  say "starting the pipeline: clink run pipeline.sql --checkpoint-dir $work/checkpoints"
+  "$clink" run "$work/pipeline.sql" --checkpoint-dir "$work/checkpoints" --fresh > "$work/clink-1.log" 2>&1 &
+  pids+=($!); first=$!
+  grep -q "job delivery guarantee" "$work/clink-1.log" 2>/dev/null || wait_for "the pipeline to start" 30 grep -q "job delivery guarantee" "$work/clink-1.log"
+  grep "job delivery guarantee" "$work/clink-1.log"
+
+  say "streaming 2,440 readings at ${RATE:-100}/s"
+  "$py" "$here/scripts/produce_events.py" --rate "${RATE:-100}" > "$work/producer.log" 2>&1 &
+  pids+=($!); producer=$!
+
+  wait_for "the first windows in ClickHouse" 120 "$py" "$here/scripts/ch.py" atleast 40
+  say "SIGKILL to the pipeline while the producer is still running"
+  kill -9 "$first"; wait "$first" 2>/dev/null || true; forget "$first"
+  "$py" "$here/scripts/ch.py" count
+
+  say "running the same command again"
+  "$clink" run "$work/pipeline.sql" --checkpoint-dir "$work/checkpoints" > "$work/clink-2.log" 2>&1 &
+  pids+=($!); second=$!
+  wait_for "the rerun to restore" 30 grep -qE "restore point|starting fresh" "$work/clink-2.log"
+  grep -E "restore point|starting fresh" "$work/clink-2.log"
+
+  wait "$producer"; forget "$producer"
+  cat "$work/producer.log"
+  wait_for "all 240 closed windows" 120 "$py" "$here/scripts/ch.py" windows 240
+  say "stopping the pipeline (Ctrl-C: final checkpoint, then exit)"
+  kill -INT "$second"
+  wait_for "the pipeline to stop" 60 sh -c "! kill -0 $second 2>/dev/null"
+  wait "$second" || { say "the pipeline exited with an error"; exit 1; }
+  forget "$second"
+fi
 
 "$py" "$here/scripts/verify.py"

@@ -147,6 +147,12 @@ static int run_main(int argc, char **argv) {
 
   const char *co_host = ck_cli_get(cmd, &args, "coordinator-host");
   const char *co_port = ck_cli_get(cmd, &args, "coordinator-port");
+  if (!co_host && !co_port && ck_cli_get(cmd, &args, "name")) {
+    fprintf(stderr, "clink run: --name names a job on a cluster; give --coordinator-host (and "
+                    "--coordinator-port) too, or leave it out to run here\n");
+    ck_buf_fini(&sql);
+    return 2;
+  }
   if (co_host || co_port) {
     /* submit: the coordinator plans it (and refuses bad SQL with its position) */
     int port = 6123;

@@ -594,6 +594,23 @@ static void recover_jobs(co_t *co) {
   closedir(d);
 }
 
+/* New jobs get ids above every job-<id> directory already in the checkpoint directory: a new
+ * submission must never resume (or be refused by) the checkpoints of an earlier job that had
+ * the same id under a coordinator without --ha-dir. */
+static void skip_used_job_ids(co_t *co) {
+  DIR *d = opendir(co->o.checkpoint_dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    long long id;
+    char tail;
+    if (sscanf(e->d_name, "job-%lld%c", &id, &tail) == 1 && id >= co->next_job_id &&
+        !find_job(co, id))
+      co->next_job_id = id + 1;
+  }
+  closedir(d);
+}
+
 /* ================================================================ frames */
 
 static part_t *part_of(job_t *job, int worker) {
@@ -1297,6 +1314,7 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
               co->http ? ck_http_port(co->http) : -1, co->o.checkpoint_dir);
   ck_mutex_lock(&co->mu);
   if (co->o.ha_dir) recover_jobs(co);
+  skip_used_job_ids(co);
   ck_mutex_unlock(&co->mu);
 
   while (!*stop) {

@@ -44,6 +44,8 @@ def test_usage_errors(clink_bin):
     assert r.returncode == 2 and "give one job id" in r.stderr
     r = run(clink_bin, "run", "-e", "SELECT 1", "--coordinator-port", "6123", "--checkpoint-dir", "/x")
     assert r.returncode == 2 and "checkpoints where the coordinator's --checkpoint-dir says" in r.stderr
+    r = run(clink_bin, "run", "-e", "SELECT 1", "--name", "x")
+    assert r.returncode == 2 and "--name names a job on a cluster" in r.stderr
 
 
 def test_an_unreachable_coordinator_is_named(clink_bin):

@@ -53,6 +53,16 @@ def test_bounded_job_runs_to_the_oracle_output_and_states_its_guarantee(cluster,
                              capture_output=True, text=True, timeout=30)
     assert listing.returncode == 0, listing.stderr
     assert re.search(r"^1\s+FINISHED\s+0\s+windows$", listing.stdout, re.M), listing.stdout
+    # a new coordinator (no --ha-dir) on the same checkpoint directory never hands out id 1
+    # again: a new submission must not resume the checkpoints of the old job 1
+    c.coordinator.stop()
+    c.start_coordinator()
+    wait_for(lambda: any(w["status"] == "REGISTERED" for w in c.get("/api/v1/workers")[1]["workers"]),
+             20, "the worker to register again")
+    assert c.submit(sql, name="again") == 2
+    job = c.wait_status(2, {"FINISHED", "FAILED"})
+    assert job["status"] == "FINISHED", job
+    assert "job_id=2 starting fresh" in c.coordinator.text()
 
 
 @pytest.mark.parametrize("victim", ["worker-1", "worker-2"])
