@@ -49,3 +49,33 @@ def test_exactly_once_kafka_through_worker_and_coordinator_kills(cluster, tmp_pa
         eos.sanitizers_quiet(w.text())
     got = eos.windows_of(eos.read_committed(brokers, out_topic))
     eos.assert_exactly(got, eos.expected_windows(rows))
+
+
+@pytest.mark.parametrize("sink_options", [eos.EOS, eos.REWIND], ids=["redo", "rewind"])
+def test_coordinator_dies_between_completed_and_commit(cluster, tmp_path, brokers, topic,
+                                                       sink_options):
+    """The coordinator exits at the fault point right after COMPLETED-N is durable, before any
+    sink heard COMMIT(N): its successor restores N, whose transactions were prepared but never
+    committed — the sinks redo the interval from the checkpoint (or, with redo_max_bytes = '0',
+    report the lost commit and the job rewinds to the checkpoint before N)."""
+    out_topic = topic()
+    rows = 24000
+    sql = tmp_path / "job.sql"
+    sql.write_text(eos.datagen_sql(brokers, out_topic, rows, 4000, sink_options))
+    c = cluster(interval_ms=200)
+    c.start_coordinator(ha=True, env={"CLINK_FAULT": "after_completed:exit:4"})
+    c.start_worker("worker-1", slots=2)
+    jid = c.submit(sql, parallelism=2)
+    dead = c.coordinator
+    wait_for(lambda: dead.p.poll() is not None, 60, "the coordinator to hit the fault point")
+    assert dead.p.returncode == eos.FAULT_EXIT, dead.text()
+    c.start_coordinator(ha=True)
+    job = c.wait_status(jid, {"FINISHED", "FAILED"}, timeout=180)
+    assert job["status"] == "FINISHED", job
+    log = c.coordinator.text()
+    assert re.search(r"job_id=1 restore point: checkpoint 4 \(latest_completed=4 latest_confirmed=3",
+                     log), log
+    if sink_options == eos.REWIND:
+        assert "restoring the checkpoint before 4" in log, log
+    got = eos.windows_of(eos.read_committed(brokers, out_topic))
+    eos.assert_exactly(got, eos.expected_windows(rows))
