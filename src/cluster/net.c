@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/sock.h"
 #include "base/buf.h"
 #include "base/hash.h"
 #include "base/log.h"
@@ -665,24 +666,6 @@ void ck_net_set_connect_timeout(ck_net_t *net, int timeout_ms) {
 
 static bool cancelled(const atomic_int *cancel) { return cancel && atomic_load(cancel) != 0; }
 
-/* Waits until fd is ready for events, polling the cancel flag every slice. 0, CK_ETIMEOUT at
- * the deadline (-1: none), CK_ECANCELLED, or CK_EIO. Sender thread. */
-static int wait_fd(int fd, short events, int64_t deadline, const atomic_int *cancel) {
-  for (;;) {
-    if (cancelled(cancel)) return CK_ECANCELLED;
-    int slice = POLL_SLICE_MS;
-    if (deadline >= 0) {
-      int64_t left = deadline - ck_mono_ms();
-      if (left <= 0) return CK_ETIMEOUT;
-      if (left < slice) slice = (int)left;
-    }
-    struct pollfd pfd = {.fd = fd, .events = events};
-    int r = poll(&pfd, 1, slice);
-    if (r > 0) return 0;
-    if (r < 0 && errno != EINTR) return CK_EIO;
-  }
-}
-
 /* Writes all of p; *wrote says whether any byte went out. errno is meaningful on CK_EIO. */
 static int write_all(int fd, const void *p, size_t n, int64_t deadline, const atomic_int *cancel,
                      bool *wrote) {
@@ -697,7 +680,7 @@ static int write_all(int fd, const void *p, size_t n, int64_t deadline, const at
     }
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return CK_EIO;
-    int rc = wait_fd(fd, POLLOUT, deadline, cancel);
+    int rc = ck_sock_wait(fd, POLLOUT, deadline, cancel);
     if (rc) return rc;
   }
   return 0;
@@ -718,7 +701,7 @@ static int read_all(int fd, void *p, size_t n, int64_t deadline, const atomic_in
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) return CK_EIO;
-    int rc = wait_fd(fd, POLLIN, deadline, cancel);
+    int rc = ck_sock_wait(fd, POLLIN, deadline, cancel);
     if (rc) return rc;
   }
   return 0;
@@ -728,48 +711,7 @@ static int read_all(int fd, void *p, size_t n, int64_t deadline, const atomic_in
  * *why set (an errno, ETIMEDOUT at the deadline, ECANCELED). */
 static int connect_once(const char *host, int port, int64_t deadline, const atomic_int *cancel,
                         int *why, const char **gai_why) {
-  char service[16];
-  snprintf(service, sizeof service, "%d", port);
-  struct addrinfo hints = {0}, *res = NULL;
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  int gai = getaddrinfo(host, service, &hints, &res);
-  if (gai) {
-    *gai_why = gai_strerror(gai);
-    *why = EHOSTUNREACH;
-    return -1;
-  }
-  *gai_why = NULL;
-  int fd = -1;
-  for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      *why = errno;
-      continue;
-    }
-    int rc = connect(fd, a->ai_addr, a->ai_addrlen);
-    if (rc < 0 && errno == EINPROGRESS) {
-      int w = wait_fd(fd, POLLOUT, deadline, cancel);
-      if (w == 0) {
-        int soerr = 0;
-        socklen_t len = sizeof soerr;
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
-        rc = soerr ? -1 : 0;
-        errno = soerr;
-      } else {
-        errno = w == CK_ECANCELLED ? ECANCELED : w == CK_ETIMEOUT ? ETIMEDOUT : EIO;
-        rc = -1;
-      }
-    }
-    if (rc < 0) {
-      *why = errno;
-      close(fd);
-      fd = -1;
-      if (*why == ECANCELED) break;
-    }
-  }
-  freeaddrinfo(res);
-  return fd;
+  return ck_sock_connect_fd(host, port, deadline, cancel, why, gai_why);
 }
 
 /* Connects conn (CONNECTING, owned by this thread until it leaves that state) and shakes

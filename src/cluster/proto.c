@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/sock.h"
 #include "base/time.h"
 
 const char *ck_proto_type_name(int type) {
@@ -268,35 +269,18 @@ int ck_sock_port(int fd) {
 }
 
 int ck_sock_connect(const char *host, int port, int timeout_ms, int *fd, ck_error_t *err) {
-  struct sockaddr_storage ss;
-  socklen_t len;
-  int rc = resolve(host, port, &ss, &len, err);
-  if (rc) return rc;
-  int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (s < 0) return ck_error_set(err, CK_EIO, "could not create a socket: %s", strerror(errno));
-  int r = connect(s, (struct sockaddr *)&ss, len);
-  if (r && errno == EINPROGRESS) {
-    struct pollfd pfd = {.fd = s, .events = POLLOUT};
-    r = poll(&pfd, 1, timeout_ms);
-    if (r == 0) {
-      close(s);
+  int why;
+  const char *gai_why;
+  int s = ck_sock_connect_fd(host, port, ck_mono_ms() + timeout_ms, NULL, &why, &gai_why);
+  if (s < 0) {
+    if (gai_why)
+      return ck_error_set(err, CK_ECONNECT, "could not resolve host '%s': %s", host, gai_why);
+    if (why == ETIMEDOUT)
       return ck_error_set(err, CK_ECONNECT, "could not connect to %s:%d within %d ms", host,
                           port, timeout_ms);
-    }
-    int e = 0;
-    socklen_t el = sizeof e;
-    getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el);
-    errno = e;
-    r = e ? -1 : 0;
-  }
-  if (r) {
-    int e = errno;
-    close(s);
     return ck_error_set(err, CK_ECONNECT, "could not connect to %s:%d: %s", host, port,
-                        strerror(e));
+                        strerror(why));
   }
-  int one = 1;
-  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  *fd = s;
+  *fd = s; /* non-blocking: reads are polled, a write waits at most 10 s */
   return 0;
 }

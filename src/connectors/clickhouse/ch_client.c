@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/sock.h"
 #include "base/time.h"
 #include "connectors/clickhouse/ch_compress.h"
 #include "connectors/clickhouse/ch_proto.h"
@@ -95,51 +96,18 @@ int ck_ch_tcp_connect(const char *host, int port, int timeout_ms, ck_ch_io_t *io
                       ck_error_t *err) {
   memset(io, 0, sizeof *io);
   snprintf(io->peer, sizeof io->peer, "%s:%d", host, port);
-  char service[16];
-  snprintf(service, sizeof service, "%d", port);
-  struct addrinfo hints = {0}, *res = NULL;
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  int gai = getaddrinfo(host, service, &hints, &res);
-  if (gai) return conn_error(err, CK_ECONNECT, io->peer, gai_strerror(gai));
-  int last = ECONNREFUSED, fd = -1;
-  bool timed_out = false;
-  for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      last = errno;
-      continue;
-    }
-    int rc = connect(fd, a->ai_addr, a->ai_addrlen);
-    if (rc < 0 && errno == EINPROGRESS) {
-      int w = wait_fd(fd, POLLOUT, timeout_ms);
-      if (w == 0) {
-        int soerr = 0;
-        socklen_t len = sizeof soerr;
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
-        rc = soerr ? -1 : 0;
-        errno = soerr;
-      } else {
-        timed_out = w == CK_ETIMEOUT;
-        errno = timed_out ? ETIMEDOUT : EIO;
-        rc = -1;
-      }
-    }
-    if (rc < 0) {
-      last = errno;
-      close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(res);
+  int why;
+  const char *gai_why;
+  int fd = ck_sock_connect_fd(host, port, ck_mono_ms() + (timeout_ms > 0 ? timeout_ms : 10000),
+                              NULL, &why, &gai_why);
   if (fd < 0) {
+    if (gai_why) return conn_error(err, CK_ECONNECT, io->peer, gai_why);
     char reason[128];
+    bool timed_out = why == ETIMEDOUT;
     if (timed_out) snprintf(reason, sizeof reason, "no answer within %d ms", timeout_ms);
-    else snprintf(reason, sizeof reason, "%s", strerror(last));
+    else snprintf(reason, sizeof reason, "%s", strerror(why));
     return conn_error(err, timed_out ? CK_ETIMEOUT : CK_ECONNECT, io->peer, reason);
   }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   tcp_io_t *t = ck_calloc(1, sizeof *t);
   t->fd = fd;
   io->ops = &tcp_ops;
