@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Kafka source throughput: `clink run` (Kafka source + JSON decode into a blackhole) side by
-side with kcat, librdkafka's own consumer (the ceiling), on the same topic.
+side with kcat and with floor.c, librdkafka alone read the source's way (the ceiling), on the
+same topic.
 
 DESIGN
   1. Pre-fill a topic (created fresh unless --topic names an existing one) with N JSON records
@@ -13,8 +14,12 @@ DESIGN
                the record count is checked from the "[job] finished: N records read" line.
        kcat:   kcat -C -b BROKERS -t TOPIC -e -o beginning -q > /dev/null (no decode: it only
                fetches and prints each value).
-  3. Print events per CPU-second of each (best and median of R), and clink / kcat. The
-     figures and the method are in docs/benchmarks.md ("Kafka source").
+       floor:  bench/kafka_source/floor.c --touch (compiled into $CLINK_CACHE/bench): one
+               librdkafka consumer with the Kafka source's settings and calls (per-partition
+               queues, batch consume, destroy per message), reading every value's bytes once
+               and decoding nothing: what any decoder on top of librdkafka starts from.
+  3. Print events per CPU-second of each (best and median of R), clink / kcat and
+     clink / floor. The figures and the method are in docs/benchmarks.md ("Kafka source").
 
   A benchmark, never a timed test: nothing here passes or fails on a number.
 
@@ -132,6 +137,29 @@ def run_clink(clink, brokers, topic, records, parallelism):
     return cpu, wall
 
 
+def build_floor():
+    """Compiles floor.c into the cache (again when the source is newer); returns its path."""
+    src = Path(__file__).with_name("floor.c")
+    cache = Path(os.environ.get("CLINK_CACHE") or Path.home() / ".cache" / "clink") / "bench"
+    exe = cache / "kafka_floor"
+    if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = str(exe) + ".tmp"
+        if subprocess.run(["cc", "-O2", "-o", tmp, str(src), "-lrdkafka"]).returncode != 0:
+            sys.exit("could not compile %s (needs cc and librdkafka-dev)" % src)
+        os.replace(tmp, exe)
+    return str(exe)
+
+
+def run_floor(floor, brokers, topic, records):
+    proc, cpu, wall = measured([floor, "--brokers", brokers, "--topic", topic, "--touch"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0 or not proc.stdout.startswith("%d records" % records):
+        sys.exit("floor failed (%d), expected %d records:\n%s%s"
+                 % (proc.returncode, records, proc.stdout, proc.stderr))
+    return cpu, wall
+
+
 def run_kcat(kcat, brokers, topic):
     proc, cpu, wall = measured([kcat, "-C", "-b", brokers, "-t", topic, "-e", "-o", "beginning",
                                 "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -163,20 +191,24 @@ def main():
     if not os.access(args.clink, os.X_OK):
         sys.exit("no clink binary at %s (cmake --build build)" % args.clink)
 
+    floor = build_floor()
     topic = args.topic
     if not topic:
         topic = "bench_bids_%d_%d" % (int(time.time()), os.getpid())
         create_topic(brokers, topic, args.partitions)
         prefill(brokers, topic, args.records, args.partitions)
 
-    results = {"clink": [], "kcat": []}
+    results = {"clink": [], "kcat": [], "floor": []}
     for r in range(args.runs):
         results["kcat"].append(run_kcat(kcat, brokers, topic))
+        results["floor"].append(run_floor(floor, brokers, topic, args.records))
         results["clink"].append(run_clink(args.clink, brokers, topic, args.records,
                                           args.parallelism))
-        print("run %d: clink %.2f s CPU (%.2f s wall), kcat %.2f s CPU (%.2f s wall)"
+        print("run %d: clink %.2f s CPU (%.2f s wall), kcat %.2f s CPU (%.2f s wall), "
+              "floor %.2f s CPU (%.2f s wall)"
               % (r + 1, results["clink"][-1][0], results["clink"][-1][1],
-                 results["kcat"][-1][0], results["kcat"][-1][1]))
+                 results["kcat"][-1][0], results["kcat"][-1][1],
+                 results["floor"][-1][0], results["floor"][-1][1]))
 
     def best(name):
         cpu, wall = min(results[name])
@@ -188,7 +220,8 @@ def main():
 
     c_eps, c_cpu, c_wall = best("clink")
     k_eps, k_cpu, k_wall = best("kcat")
-    c_med, k_med = median("clink"), median("kcat")
+    f_eps, f_cpu, f_wall = best("floor")
+    c_med, k_med, f_med = median("clink"), median("kcat"), median("floor")
     print()
     print("records: %d in %d partitions (topic %s), %d runs, clink --parallelism %d"
           % (args.records, args.partitions, topic, args.runs, args.parallelism))
@@ -196,12 +229,17 @@ def main():
           "(%.2f s CPU, %.2f s wall), median %.2f M" % (c_eps / 1e6, c_cpu, c_wall, c_med / 1e6))
     print("kcat -C -e -o beginning -q (librdkafka, no decode):  best %.2f M events/CPU-s "
           "(%.2f s CPU, %.2f s wall), median %.2f M" % (k_eps / 1e6, k_cpu, k_wall, k_med / 1e6))
+    print("floor.c --touch (librdkafka the source's way, no decode): best %.2f M events/CPU-s "
+          "(%.2f s CPU, %.2f s wall), median %.2f M" % (f_eps / 1e6, f_cpu, f_wall, f_med / 1e6))
     print("ratio clink / kcat: best %.2f, median %.2f" % (c_eps / k_eps, c_med / k_med))
+    print("ratio clink / floor: best %.2f, median %.2f" % (c_eps / f_eps, c_med / f_med))
     if args.markdown:
         print()
-        print("| %d | %d | %d | %.2f M (median %.2f M) | %.2f M (median %.2f M) | %.2f (%.2f) |"
+        print("| %d | %d | %d | %.2f M (median %.2f M) | %.2f M (median %.2f M) | "
+              "%.2f M (median %.2f M) | %.2f (%.2f) |"
               % (args.records, args.partitions, args.parallelism, c_eps / 1e6, c_med / 1e6,
-                 k_eps / 1e6, k_med / 1e6, c_eps / k_eps, c_med / k_med))
+                 k_eps / 1e6, k_med / 1e6, f_eps / 1e6, f_med / 1e6, c_eps / f_eps,
+                 c_med / f_med))
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 # compare.sh — Nexmark, clink against Apache Flink, on the same Kafka topic.
 #
 # DESIGN
-#   1. Build: clink (scripts/build.sh release), the topic generator bench/nexmark/nexmark_gen.c
-#      (linked against build/'s libraries, so it shares connector='nexmark''s event model), and
-#      the Flink launcher (bench/nexmark/flink, Maven; classes and every resolved jar go to
+#   1. Build: clink (scripts/build.sh release, unless $CLINK_BIN names a binary already
+#      built), the topic generator bench/nexmark/nexmark_gen.c (linked against the libraries
+#      of clink's own build tree, into that tree, so it shares connector='nexmark''s event
+#      model and, in a sanitizer build, its sanitizers), and the Flink launcher
+#      (bench/nexmark/flink, Maven from Maven Central; classes and every resolved jar go to
 #      $CLINK_CACHE/nexmark-flink, outside the repository). Skipped when up to date.
 #   2. Fill the topic nexmark-<events>-p<partitions>-s<seed> idempotently (nexmark_gen: events
 #      0..N-1, event n in partition n mod P; a second run writes nothing).
@@ -32,7 +34,9 @@
 #   bench/nexmark/compare.sh [--events N] [--partitions P] [--parallelism N] [--seed S]
 #                            [--queries "q0 q1 ..."] [--wrong-query qN] [--no-measure]
 #                            [--no-build] [--out DIR]
-#   --no-build        uses build/src/cli/clink and the cached generator and launcher as they are
+#   --no-build        uses clink, the generator and the launcher as they are
+#   CLINK_BIN=PATH    the clink binary to run (default build/src/cli/clink, built first by
+#                     scripts/build.sh release); ctest sets it to the test build's binary.
 #   --wrong-query qN  runs queries/wrong/qN.sql on the clink side instead of queries/qN.sql:
 #                     the correctness gate must then report a difference (test_gate.sh).
 #   Every engine run is stopped after $NEXMARK_RUN_TIMEOUT seconds (600): a run that hangs
@@ -86,21 +90,31 @@ mkdir -p "$OUT"
 TOPIC=nexmark-$EVENTS-p$PARTITIONS-s$SEED
 
 # ------------------------------------------------------------------ build
-CLINK=$ROOT/build/src/cli/clink
-if [ $BUILD = 1 ]; then
-    log "building clink (release)"
-    "$ROOT/scripts/build.sh" release >"$OUT/build.log" 2>&1 || { tail -n 30 "$OUT/build.log" >&2; die "could not build clink (log: $OUT/build.log)"; }
+if [ -n "${CLINK_BIN:-}" ]; then
+    CLINK=$(cd "$(dirname "$CLINK_BIN")" && pwd)/$(basename "$CLINK_BIN")
+    [ -x "$CLINK" ] || die "CLINK_BIN=$CLINK_BIN is not an executable"
+else
+    CLINK=$ROOT/build/src/cli/clink
+    if [ $BUILD = 1 ]; then
+        log "building clink (release)"
+        "$ROOT/scripts/build.sh" release >"$OUT/build.log" 2>&1 || { tail -n 30 "$OUT/build.log" >&2; die "could not build clink (log: $OUT/build.log)"; }
+    fi
+    [ -x "$CLINK" ] || die "no $CLINK (run without --no-build)"
 fi
-[ -x "$CLINK" ] || die "no $CLINK (run without --no-build)"
+# clink's build tree (BUILD/src/cli/clink): the generator links its libraries and lives there
+BTREE=$(cd "$(dirname "$CLINK")/../.." && pwd)
+[ -f "$BTREE/CMakeCache.txt" ] || die "$CLINK is not in a CMake build tree (no $BTREE/CMakeCache.txt)"
 
-GEN=$CACHE/nexmark/nexmark_gen
-libs=("$ROOT/build/src/connectors/libck_connectors.a" "$ROOT/build/src/runtime/libck_runtime.a"
-      "$ROOT/build/src/checkpoint/libck_checkpoint.a" "$ROOT/build/src/base/libck_base.a")
+GEN=$BTREE/bench/nexmark_gen
+libs=("$BTREE/src/connectors/libck_connectors.a" "$BTREE/src/runtime/libck_runtime.a"
+      "$BTREE/src/checkpoint/libck_checkpoint.a" "$BTREE/src/base/libck_base.a")
+san=()
+grep -q '^CLINK_SANITIZE:BOOL=ON' "$BTREE/CMakeCache.txt" && san=(-fsanitize=address,undefined -fno-omit-frame-pointer)
 if [ ! -x "$GEN" ] || { [ $BUILD = 1 ] && [ -n "$(find "$HERE/nexmark_gen.c" "${libs[@]}" -newer "$GEN" 2>/dev/null)" ]; }; then
-    log "building the topic generator"
+    log "building the topic generator against $BTREE"
     mkdir -p "$(dirname "$GEN")"
-    cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I"$ROOT/src" \
-        -I"$ROOT/build/generated" -o "$GEN.tmp" "$HERE/nexmark_gen.c" "${libs[@]}" \
+    cc -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter "${san[@]}" -I"$ROOT/src" \
+        -I"$BTREE/generated" -o "$GEN.tmp" "$HERE/nexmark_gen.c" "${libs[@]}" \
         -lrdkafka -lpq -lm -lpthread || die "could not build the topic generator"
     mv "$GEN.tmp" "$GEN"
 fi
@@ -113,9 +127,11 @@ if [ ! -f "$FJAR" ] || { [ $BUILD = 1 ] && [ "$(cat "$FDIR/.built" 2>/dev/null)"
     command -v mvn >/dev/null || die "mvn not found (Debian package maven; scripts/setup.sh installs it)"
     command -v javac >/dev/null || die "javac not found: the Flink launcher needs a JDK (Debian package openjdk-17-jdk-headless)"
     mkdir -p "$FDIR"
-    rm -rf "$FDIR/lib"
-    (cd "$HERE/flink" && mvn -B -q -ntp -Dstyle.color=never "-Dnexmark.build.dir=$FDIR/target" \
-        package dependency:copy-dependencies -DincludeScope=runtime "-DoutputDirectory=$FDIR/lib") \
+    rm -rf "$FDIR/lib" "$FDIR/.built"
+    # a dropped connection to Maven Central is retried rather than failing the build
+    (cd "$HERE/flink" && mvn -B -q -ntp -Dstyle.color=never -Dmaven.wagon.http.retryHandler.count=5 \
+        "-Dnexmark.build.dir=$FDIR/target" package dependency:copy-dependencies \
+        -DincludeScope=runtime "-DoutputDirectory=$FDIR/lib") \
         >"$OUT/mvn.log" 2>&1 || { tail -n 30 "$OUT/mvn.log" >&2; die "could not build the Flink launcher (log: $OUT/mvn.log)"; }
     echo "$fsum" >"$FDIR/.built"
 fi

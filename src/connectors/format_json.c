@@ -7,8 +7,12 @@
  * column (strings without escapes are appended from the record itself, with escapes they are
  * unescaped into a reused scratch buffer); every other field is skipped by a validating
  * iterative scanner with a fixed depth limit, so hostile nesting cannot exhaust the stack.
- * Field names are looked up by trying the column after the last match first — records almost
- * always list fields in the same order — then by exact, then by case-insensitive comparison.
+ * Field names are looked up by trying first the column that followed the previous match in the
+ * last record (records almost always list their fields in the same order, not necessarily the
+ * schema's): when the key's bytes are that column's name it is taken without scanning the key.
+ * Otherwise the key is parsed and looked up by exact, then by case-insensitive comparison.
+ * Strings are scanned sixteen bytes at a time (SSE2) for the quote, a backslash or a control
+ * character; integer columns take plain integers without the general number scanner.
  * Columns seen in the current record are marked with a generation stamp, so nothing is
  * cleared per record. No allocation happens per record once the scratch buffers have grown.
  * UTF-8 was validated for the whole record by ck_decoder_decode before we run.
@@ -22,6 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "base/alloc.h"
 #include "connectors/format_impl.h"
@@ -34,6 +41,7 @@ typedef struct json_col {
   const char *name;
   size_t len;
   ck_type_t type;
+  bool plain; /* the name needs no escape in JSON: a key spelled as the name is the name */
 } json_col_t;
 
 typedef struct json_dec {
@@ -42,7 +50,8 @@ typedef struct json_dec {
   json_col_t *cols;
   uint32_t *seen; /* seen[c] == gen: column c was set in the current record */
   uint32_t gen;
-  int hint;        /* the column expected next */
+  int *after;      /* after[c + 1]: the column that followed column c (after[0]: came first)
+                   * in the last record that had c, the column to try first for the next key */
   ck_buf_t str;    /* unescaped string values */
   ck_buf_t key;    /* unescaped field names */
   ck_buf_t num;    /* number text for strtod / decimal normalisation */
@@ -112,36 +121,45 @@ static int hex4(const char *p, unsigned *out) {
   return 0;
 }
 
-static void put_utf8(ck_buf_t *b, unsigned cp) {
-  char u[4];
-  size_t n;
+/* Writes code point cp as UTF-8 at o; returns the bytes written (1 to 4). */
+static size_t put_utf8(char *o, unsigned cp) {
   if (cp < 0x80) {
-    u[0] = (char)cp;
-    n = 1;
-  } else if (cp < 0x800) {
-    u[0] = (char)(0xC0 | (cp >> 6));
-    u[1] = (char)(0x80 | (cp & 0x3F));
-    n = 2;
-  } else if (cp < 0x10000) {
-    u[0] = (char)(0xE0 | (cp >> 12));
-    u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    u[2] = (char)(0x80 | (cp & 0x3F));
-    n = 3;
-  } else {
-    u[0] = (char)(0xF0 | (cp >> 18));
-    u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    u[3] = (char)(0x80 | (cp & 0x3F));
-    n = 4;
+    o[0] = (char)cp;
+    return 1;
   }
-  ck_buf_append(b, u, n);
+  if (cp < 0x800) {
+    o[0] = (char)(0xC0 | (cp >> 6));
+    o[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    o[0] = (char)(0xE0 | (cp >> 12));
+    o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  o[0] = (char)(0xF0 | (cp >> 18));
+  o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+  o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+  o[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
 }
 
-/* jp->p is just past the opening quote. On return *s and *n hold the string's bytes: a span of
- * the record when it had no escapes, else scratch's contents; jp->p is past the closing quote. */
-static int parse_string(jp_t *jp, ck_buf_t *scratch, const char **s, size_t *n) {
-  const char *p = jp->p, *end = jp->end, *begin = p;
-  /* eight bytes at a time while none is '"', '\\' or a control character */
+/* The first byte at or after p that is '"', '\\' or a control character, or end. Sixteen bytes
+ * at a time with SSE2 (every x86-64), else eight at a time in a word; then byte by byte. */
+static inline const char *str_scan(const char *p, const char *end) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+  const __m128i ctl = _mm_set1_epi8(0x1f);
+  while (end - p >= 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+                               _mm_cmpeq_epi8(_mm_max_epu8(x, ctl), ctl)); /* x <= 0x1f */
+    unsigned m = (unsigned)_mm_movemask_epi8(hit);
+    if (m) return p + __builtin_ctz(m);
+    p += 16;
+  }
+#endif
   while (end - p >= 8) {
     uint64_t w;
     memcpy(&w, p, 8);
@@ -152,14 +170,28 @@ static int parse_string(jp_t *jp, ck_buf_t *scratch, const char **s, size_t *n) 
     p += 8;
   }
   while (p < end && !str_stop[(unsigned char)*p]) p++;
+  return p;
+}
+
+/* jp->p is just past the opening quote. On return *s and *n hold the string's bytes: a span of
+ * the record when it had no escapes, else scratch's contents; jp->p is past the closing quote. */
+static int parse_string(jp_t *jp, ck_buf_t *scratch, const char **s, size_t *n) {
+  const char *begin = jp->p, *end = jp->end;
+  const char *p = str_scan(begin, end);
   if (p < end && *p == '"') {
     *s = begin;
     *n = (size_t)(p - begin);
     jp->p = p + 1;
     return 0;
   }
+  /* Escapes: the string is unescaped into scratch, which is sized once for the rest of the
+   * record (an escape is never longer than what it stands for), so the loop writes through a
+   * pointer. */
   ck_buf_reset(scratch);
-  ck_buf_append(scratch, begin, (size_t)(p - begin));
+  ck_buf_reserve(scratch, (size_t)(end - begin));
+  char *o = scratch->data;
+  memcpy(o, begin, (size_t)(p - begin));
+  o += p - begin;
   for (;;) {
     if (p >= end) {
       jp->p = p;
@@ -172,9 +204,9 @@ static int parse_string(jp_t *jp, ck_buf_t *scratch, const char **s, size_t *n) 
       return syntax(jp, "control characters must be escaped in a string");
     }
     if (c != '\\') {
-      const char *q = p;
-      while (q < end && !str_stop[(unsigned char)*q]) q++;
-      ck_buf_append(scratch, p, (size_t)(q - p));
+      const char *q = str_scan(p, end);
+      memcpy(o, p, (size_t)(q - p));
+      o += q - p;
       p = q;
       continue;
     }
@@ -213,16 +245,18 @@ static int parse_string(jp_t *jp, ck_buf_t *scratch, const char **s, size_t *n) 
           p += 6;
           cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         }
-        put_utf8(scratch, cp);
+        o += put_utf8(o, cp);
         continue;
       }
       default:
         jp->p = p;
         return syntax(jp, "invalid escape in string");
     }
-    ck_buf_putc(scratch, lit);
+    *o++ = lit;
     p += 2;
   }
+  scratch->len = (size_t)(o - scratch->data);
+  scratch->data[scratch->len] = 0;
   *s = scratch->data;
   *n = scratch->len;
   jp->p = p + 1;
@@ -546,6 +580,40 @@ after:
   return syntax(jp, stack[depth - 1] == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
 }
 
+/* An integer column's commonest value: an optional '-', then 1 to 18 digits without a leading
+ * zero, not followed by a fraction or an exponent. Appended, true; anything else (including an
+ * INT out of range) is left to number_into, which reports it, false. */
+static inline bool int_fast(jp_t *jp, ck_type_id_t id, ck_col_t *col) {
+  const char *p = jp->p, *end = jp->end;
+  bool neg = *p == '-';
+  p += neg;
+  if (p >= end || *p < '1' || *p > '9') return false;
+  const char *ds = p;
+  uint64_t v = 0;
+  if (end - p >= 8) { /* eight digits at once (timestamps in ms have thirteen) */
+    uint64_t w;
+    memcpy(&w, p, 8);
+    uint64_t d = w - 0x3030303030303030ULL;
+    if (!((d | (w + 0x4646464646464646ULL)) & 0x8080808080808080ULL)) { /* all of '0'..'9' */
+      d = d * 10 + (d >> 8);
+      d = (((d & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
+           (((d >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
+      v = d;
+      p += 8;
+    }
+  }
+  while (p < end && is_digit(*p) && p - ds < 18) v = v * 10 + (uint64_t)(*p++ - '0');
+  if (p < end && (is_digit(*p) || *p == '.' || *p == 'e' || *p == 'E')) return false;
+  if (id == CK_T_INT32) {
+    if (v > (neg ? 2147483648ULL : 2147483647ULL)) return false;
+    ck_col_append_i32(col, (int32_t)(neg ? (int64_t)0 - (int64_t)v : (int64_t)v));
+  } else {
+    ck_col_append_i64(col, neg ? (int64_t)0 - (int64_t)v : (int64_t)v);
+  }
+  jp->p = p;
+  return true;
+}
+
 /* Parses the value at jp->p into column c. */
 static int value_into(jp_t *jp, int c, ck_col_t *col) {
   json_dec_t *dec = jp->dec;
@@ -599,7 +667,12 @@ static int value_into(jp_t *jp, int c, ck_col_t *col) {
       return 0;
     }
     default:
-      if (ch == '-' || is_digit(ch)) return number_into(jp, c, col);
+      if (ch == '-' || is_digit(ch)) {
+        if ((type.id == CK_T_INT64 || type.id == CK_T_TIMESTAMP || type.id == CK_T_INT32) &&
+            int_fast(jp, type.id, col))
+          return 0;
+        return number_into(jp, c, col);
+      }
       return syntax(jp, "expected a value");
   }
 }
@@ -622,8 +695,7 @@ static inline bool bytes_eq(const char *a, const char *b, size_t n) {
   return true;
 }
 
-static inline int find_col(json_dec_t *dec, const char *k, size_t n) {
-  int h = dec->hint;
+static inline int find_col(json_dec_t *dec, int h, const char *k, size_t n) {
   if (h < dec->ncols && dec->cols[h].len == n && bytes_eq(dec->cols[h].name, k, n)) return h;
   for (int i = 0; i < dec->ncols; i++)
     if (dec->cols[i].len == n && bytes_eq(dec->cols[i].name, k, n)) return i;
@@ -638,6 +710,7 @@ static int json_decode(ck_decoder_t *base, const char *rec, size_t len, ck_batch
   jp_t jp = {rec, rec + len, rec, dec, err};
   size_t row0 = ck_format_row0(batch);
   uint32_t gen = ++dec->gen;
+  int prev = -1; /* the last column matched in this record */
   if (gen == 0) { /* wrapped: forget every old stamp */
     memset(dec->seen, 0, sizeof *dec->seen * (size_t)(dec->ncols ? dec->ncols : 1));
     gen = dec->gen = 1;
@@ -668,9 +741,18 @@ static int json_decode(ck_decoder_t *base, const char *rec, size_t len, ck_batch
         goto fail;
       }
       jp.p++;
-      const char *k;
-      size_t kn;
-      if ((rc = parse_string(&jp, &dec->key, &k, &kn))) goto fail;
+      int c, h = dec->after[prev + 1];
+      const json_col_t *hc = &dec->cols[h < dec->ncols ? h : 0];
+      if (h < dec->ncols && hc->plain && (size_t)(jp.end - jp.p) > hc->len &&
+          jp.p[hc->len] == '"' && bytes_eq(jp.p, hc->name, hc->len)) {
+        c = h; /* the key the last record had here, spelled as the column: no scan, no search */
+        jp.p += hc->len + 1;
+      } else {
+        const char *k;
+        size_t kn;
+        if ((rc = parse_string(&jp, &dec->key, &k, &kn))) goto fail;
+        c = find_col(dec, h, k, kn);
+      }
       skip_ws(&jp);
       if (jp.p >= jp.end || *jp.p != ':') {
         rc = syntax(&jp, "expected ':' after a field name");
@@ -678,7 +760,6 @@ static int json_decode(ck_decoder_t *base, const char *rec, size_t len, ck_batch
       }
       jp.p++;
       skip_ws(&jp);
-      int c = find_col(dec, k, kn);
       if (c < 0) {
         if ((rc = skip_value(&jp))) goto fail;
       } else {
@@ -686,7 +767,8 @@ static int json_decode(ck_decoder_t *base, const char *rec, size_t len, ck_batch
         if (dec->seen[c] == gen) ck_format_col_truncate(col, row0); /* repeated: last wins */
         if ((rc = value_into(&jp, c, col))) goto fail;
         dec->seen[c] = gen;
-        dec->hint = c + 1;
+        dec->after[prev + 1] = c;
+        prev = c;
       }
       skip_ws(&jp);
       if (jp.p < jp.end && *jp.p == ',') {
@@ -710,11 +792,9 @@ static int json_decode(ck_decoder_t *base, const char *rec, size_t len, ck_batch
   for (int c = 0; c < dec->ncols; c++)
     if (dec->seen[c] != gen) ck_col_append_null(&batch->cols[c]);
   batch->nrows = row0 + 1;
-  dec->hint = 0;
   return 0;
 fail:
   ck_format_rollback(batch, row0);
-  dec->hint = 0;
   return rc;
 }
 
@@ -725,6 +805,7 @@ static void json_dec_free(ck_decoder_t *base) {
   ck_buf_fini(&dec->num);
   ck_free(dec->cols);
   ck_free(dec->seen);
+  ck_free(dec->after);
   ck_free(dec);
 }
 
@@ -738,11 +819,18 @@ ck_decoder_t *ck_format_json_decoder_new(const ck_schema_t *schema) {
   size_t n = (size_t)(schema->ncols ? schema->ncols : 1);
   dec->cols = ck_calloc(n, sizeof *dec->cols);
   dec->seen = ck_calloc(n, sizeof *dec->seen);
+  dec->after = ck_calloc(n + 1, sizeof *dec->after);
   for (int c = 0; c < schema->ncols; c++) {
-    dec->cols[c].name = schema->names[c];
-    dec->cols[c].len = strlen(schema->names[c]);
-    dec->cols[c].type = schema->types[c];
+    json_col_t *col = &dec->cols[c];
+    col->name = schema->names[c];
+    col->len = strlen(schema->names[c]);
+    col->type = schema->types[c];
+    col->plain = true;
+    for (size_t i = 0; i < col->len; i++)
+      if (str_stop[(unsigned char)col->name[i]]) col->plain = false;
+    dec->after[c] = c; /* until records say otherwise: fields in the schema's order */
   }
+  dec->after[schema->ncols] = schema->ncols;
   ck_buf_init(&dec->str);
   ck_buf_init(&dec->key);
   ck_buf_init(&dec->num);

@@ -215,6 +215,53 @@ static void test_json_string_escapes_and_unicode(void **state) {
   fx_free(f);
 }
 
+/* The decoder's fast paths (strings scanned 16 bytes at a time, escapes unescaped in one pass,
+ * expected keys matched in schema order, plain integers): every length and escape position
+ * around the 16-byte steps, keys in any order, integers at their edges. */
+static void test_json_fast_paths_agree_with_the_rules(void **state) {
+  fx_t *f = fx_new("a BIGINT, s VARCHAR, i INT");
+  size_t rows = 0;
+  for (int len = 0; len <= 40; len++) {
+    for (int at = -1; at < len; at++) { /* at: where a \n escape replaces a letter, -1 none */
+      char want[64], rec[160];
+      char *w = want, *r = rec;
+      r += sprintf(r, "{\"i\": 7, \"s\": \"");
+      for (int k = 0; k < len; k++) {
+        if (k == at) {
+          *r++ = '\\', *r++ = 'n';
+          *w++ = '\n';
+        } else {
+          *r++ = *w++ = (char)('a' + k % 26);
+        }
+      }
+      *w = 0;
+      sprintf(r, "\", \"a\":-%d}", len); /* keys in another order than the schema's */
+      dec_ok(f, rec);
+      const ck_col_t *c = &f->batch->cols[1];
+      assert_str_at(c, rows, want, strlen(want));
+      assert_true(ck_col_i64(&f->batch->cols[0], rows) == -len);
+      assert_int_equal(ck_col_i32(&f->batch->cols[2], rows), 7);
+      rows++;
+    }
+  }
+  /* an escape as the very last thing in the record */
+  dec_ok(f, "{\"s\":\"end\\\"\"}");
+  assert_str_at(&f->batch->cols[1], rows++, "end\"", 4);
+  dec_ok(f, "{\"a\":-0,\"i\":-0}");
+  assert_true(ck_col_i64(&f->batch->cols[0], rows) == 0);
+  assert_int_equal(ck_col_i32(&f->batch->cols[2], rows), 0);
+  rows++;
+  dec_ok(f, "{ \"a\" : 9223372036854775807 , \"i\" : -2147483648 }");
+  assert_true(ck_col_i64(&f->batch->cols[0], rows) == INT64_MAX);
+  assert_int_equal(ck_col_i32(&f->batch->cols[2], rows), INT32_MIN);
+  rows++;
+  dec_err(f, "{\"a\":01}", "");
+  dec_err(f, "{\"a\":-}", "");
+  dec_err(f, "{\"i\":2147483648}", "out of range for INT");
+  assert_int_equal(f->batch->nrows, rows);
+  fx_free(f);
+}
+
 static void test_json_string_column_takes_any_value_as_text(void **state) {
   fx_t *f = fx_new("s VARCHAR");
   dec_ok(f, "{\"s\": {\"a\": [1, \"}\", {\"b\": null}]} }");
@@ -486,6 +533,7 @@ int main(void) {
       cmocka_unit_test(test_json_integer_errors),
       cmocka_unit_test(test_json_the_spec_example_message),
       cmocka_unit_test(test_json_string_escapes_and_unicode),
+      cmocka_unit_test(test_json_fast_paths_agree_with_the_rules),
       cmocka_unit_test(test_json_string_column_takes_any_value_as_text),
       cmocka_unit_test(test_json_nulls_missing_and_extra_fields),
       cmocka_unit_test(test_json_names_match_case_insensitively),

@@ -411,6 +411,15 @@ static int handle(kafka_src_t *ks, kafka_part_t *p, const rd_kafka_message_t *m,
   return 1;
 }
 
+/* Lets go of n messages at once, after they were all decoded rather than one by one between
+ * decodes. librdkafka allocates a message on its broker thread and frees it on ours, so every
+ * free takes that thread's malloc arena lock: freeing in one short burst per call, instead of
+ * spread over the whole decode, makes it much less likely to find the broker thread holding
+ * the lock (measured: fewer futex waits and context switches, less CPU). */
+static void destroy_msgs(rd_kafka_message_t **msgs, ssize_t n) {
+  for (ssize_t j = 0; j < n; j++) rd_kafka_message_destroy(msgs[j]);
+}
+
 /* Drains up to max_rows rows of partition i into batch: rows appended, or an error. */
 static int consume_part(kafka_src_t *ks, kafka_part_t *p, ck_batch_t *batch, int max_rows,
                         ck_error_t *err) {
@@ -425,14 +434,12 @@ static int consume_part(kafka_src_t *ks, kafka_part_t *p, ck_batch_t *batch, int
                             rd_kafka_err2str(rd_kafka_last_error()));
     if (n == 0) break;
     int rc = 0;
-    for (ssize_t j = 0; j < n; j++) {
-      if (!rc && !p->done) {
-        int r = handle(ks, p, ks->msgs[j], batch, err);
-        if (r < 0) rc = r;
-        else rows += r;
-      }
-      rd_kafka_message_destroy(ks->msgs[j]);
+    for (ssize_t j = 0; j < n && !rc && !p->done; j++) {
+      int r = handle(ks, p, ks->msgs[j], batch, err);
+      if (r < 0) rc = r;
+      else rows += r;
     }
+    destroy_msgs(ks->msgs, n);
     if (rc) return rc;
   }
   return rows;
