@@ -10,8 +10,10 @@ scripts/setup.sh
 # stop at the end only what this run started: services already up stay up
 was_down=$( (scripts/services.sh status 2>/dev/null || true) | awk '$2 != "running" && $1 != "work" {print $1}' | tr '\n' ' ')
 scripts/services.sh start
+repo=$(pwd)
 if [ -n "${was_down// /}" ]; then
-  trap 'scripts/services.sh stop $was_down >/dev/null 2>&1 || true' EXIT
+  # an absolute path: the trap runs after `cd build-san` below
+  trap '"$repo/scripts/services.sh" stop $was_down >/dev/null 2>&1 || true' EXIT
 fi
 eval "$(scripts/services.sh env)"
 scripts/build.sh sanitize >/dev/null
