@@ -150,3 +150,26 @@ def test_cancel_stops_a_running_job(cluster, tmp_path):
     r = subprocess.run([CLINK, "cancel", "99", "--coordinator-port", str(c.port)],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and "no job 99" in r.stderr
+
+
+def test_parallelism_three_on_uneven_workers(cluster, tmp_path):
+    """Three slots over a 2-slot and a 1-slot worker: the job spreads over both, and after the
+    2-slot worker dies it runs again on the 1-slot survivor plus a new 2-slot worker."""
+    c = cluster(interval_ms=200)
+    c.start_coordinator()
+    c.start_worker("big", slots=2)
+    c.start_worker("small", slots=1)
+    rows = 30000
+    sql, out = write_job(tmp_path, rows=rows, rate=6000)
+    jid = c.submit(sql, parallelism=3)
+    job = c.wait_status(jid, {"RUNNING"})
+    assert sorted(job["workers"]) == ["big", "small"], job
+    workers = {w["id"]: w for w in c.get("/api/v1/workers")[1]["workers"]}
+    assert workers["big"]["free_slots"] == 0 and workers["small"]["free_slots"] == 0, workers
+    wait_for(lambda: c.job(jid)["last_checkpoint"] >= 2, 60, "two checkpoints")
+    c.workers["big"].kill()
+    wait_for(lambda: "restart waiting for capacity" in c.coordinator.text(), 20, "the wait")
+    c.start_worker("big2", slots=2)
+    job = c.wait_status(jid, {"FINISHED", "FAILED"}, timeout=120)
+    assert job["status"] == "FINISHED", job
+    check(out, 3, rows)
