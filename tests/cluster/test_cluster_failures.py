@@ -35,8 +35,10 @@ def test_a_frozen_worker_is_lost_after_three_missed_heartbeats(cluster, tmp_path
         line = wait_for(lambda: re.search(rf"worker lost: {victim} \(no heartbeat for (\d+) ms\)",
                                           c.coordinator.text()), 10, "the heartbeat loss")
         waited = time.monotonic() - t0
-        assert 1500 <= int(line.group(1)) < 2600, line.group(0)
-        assert waited < 4, waited
+        # three missed 500 ms beats: never before 1.5 s; the upper bound leaves room for a
+        # loaded CI machine descheduling the coordinator's loop
+        assert 1500 <= int(line.group(1)) < 4000, line.group(0)
+        assert waited < 8, waited
         # the job moves to the survivor's free slot at once
         job = wait_for(lambda: (lambda j: j["status"] == "RUNNING" and j["workers"] == [other] and j)(
             c.job(jid)), 20, "the job to run on the survivor")
