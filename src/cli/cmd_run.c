@@ -69,17 +69,6 @@ int ck_cli_read_file(const char *path, ck_buf_t *out, ck_error_t *err) {
   return 0;
 }
 
-static int parse_positive(const char *what, const char *s, int *out) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (*s == 0 || *end || v < 1 || v > 32768) {
-    fprintf(stderr, "clink run: --%s must be a whole number from 1 to 32768, not '%s'\n", what, s);
-    return 2;
-  }
-  *out = (int)v;
-  return 0;
-}
-
 /* Where this run starts: its own last checkpoint, or fresh (checkpoint/lineage.h). */
 static int begin_lineage(const char *dir, const ck_graph_t *graph, int parallelism, bool fresh,
                          int64_t below, ck_exec_opts_t *eopts, ck_error_t *err) {
@@ -124,12 +113,12 @@ static int run_main(int argc, char **argv) {
     return 2;
   }
   ck_plan_opts_t popts = {1, 128};
-  const char *v;
-  if ((v = ck_cli_get(cmd, &args, "parallelism")) && parse_positive("parallelism", v, &popts.parallelism))
+  long par = 1, maxpar = 128;
+  if (ck_cli_int(cmd, &args, "parallelism", 1, 32768, &par) ||
+      ck_cli_int(cmd, &args, "max-parallelism", 1, 32768, &maxpar))
     return 2;
-  if ((v = ck_cli_get(cmd, &args, "max-parallelism")) &&
-      parse_positive("max-parallelism", v, &popts.max_parallelism))
-    return 2;
+  popts.parallelism = (int)par;
+  popts.max_parallelism = (int)maxpar;
   if (ck_cli_apply_log_level(cmd, &args)) return 2;
 
   ck_exec_t *ex = NULL;
@@ -215,14 +204,12 @@ static int run_main(int argc, char **argv) {
     rc = 2;
     goto out;
   }
-  if ((v = ck_cli_get(cmd, &args, "checkpoint-interval-ms"))) {
-    int ms;
-    if (parse_positive("checkpoint-interval-ms", v, &ms)) {
-      rc = 2;
-      goto out;
-    }
-    eopts.ckpt.interval_ms = ms;
+  long interval = 0;
+  if (ck_cli_int(cmd, &args, "checkpoint-interval-ms", 1, 32768, &interval)) {
+    rc = 2;
+    goto out;
   }
+  eopts.ckpt.interval_ms = interval;
   if (ckpt_dir && begin_lineage(ckpt_dir, graph, popts.parallelism, fresh, 0, &eopts, &err)) {
     char msg[2048];
     ck_error_format(&err, msg, sizeof msg);
@@ -237,24 +224,12 @@ static int run_main(int argc, char **argv) {
   CK_LOG_INFO("job", "job delivery guarantee: %s", g.data);
   ck_buf_fini(&g);
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_interrupt;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  ck_cli_on_stop(on_interrupt);
 
-  int max_restarts = 3;
-  if ((v = ck_cli_get(cmd, &args, "max-restarts"))) {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (!*v || *end || n < 0 || n > 1000) {
-      fprintf(stderr, "clink run: --max-restarts must be a whole number from 0 to 1000, not '%s'\n", v);
-      rc = 2;
-      goto out;
-    }
-    max_restarts = (int)n;
+  long max_restarts = 3;
+  if (ck_cli_int(cmd, &args, "max-restarts", 0, 1000, &max_restarts)) {
+    rc = 2;
+    goto out;
   }
   for (int attempt = 1;; attempt++) {
     rc = ck_exec_start(graph, &eopts, &ex, &err);
@@ -284,7 +259,7 @@ static int run_main(int argc, char **argv) {
     ck_error_format(&err, msg, sizeof msg);
     for (char *nl = strchr(msg, '\n'); nl; nl = strchr(nl, '\n')) *nl = ' ';
     CK_LOG_WARN("job", "the job failed (%s); restarting from its last checkpoint (attempt %d/%d)",
-                msg, attempt, max_restarts);
+                msg, attempt, (int)max_restarts);
     /* ids handed out by the failed execution stay used, durable record or not */
     int64_t used = ck_exec_totals(ex).last_triggered;
     ck_exec_free(ex);
