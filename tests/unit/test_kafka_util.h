@@ -5,7 +5,11 @@
 #ifndef CK_TEST_KAFKA_UTIL_H
 #define CK_TEST_KAFKA_UTIL_H
 
+#include <stdbool.h>
+
 #include <librdkafka/rdkafka.h>
+
+#include "base/time.h"
 
 /* Creates topic with nparts partitions through rk's admin API; fails the test on any error or
  * when the broker does not answer within deadline_ms. */
@@ -28,6 +32,27 @@ static inline void ck_test_create_topic(rd_kafka_t *rk, const char *topic, int n
   rd_kafka_event_destroy(ev);
   rd_kafka_NewTopic_destroy(nt);
   rd_kafka_queue_destroy(q);
+  /* created is not yet visible: a broker that just started answers metadata requests for a
+   * new topic with "unknown" (or partitions without a leader) for a moment, and a connector
+   * opened then would rightly report a missing topic. Wait until every partition has one. */
+  rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+  int64_t until = ck_mono_ms() + deadline_ms;
+  for (;;) {
+    const struct rd_kafka_metadata *md = NULL;
+    bool ready = false;
+    if (rd_kafka_metadata(rk, 0, rkt, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      ready = md->topic_cnt == 1 && !md->topics[0].err &&
+              md->topics[0].partition_cnt == nparts;
+      for (int p = 0; ready && p < md->topics[0].partition_cnt; p++)
+        ready = md->topics[0].partitions[p].leader >= 0 && !md->topics[0].partitions[p].err;
+      rd_kafka_metadata_destroy(md);
+    }
+    if (ready) break;
+    if (ck_mono_ms() > until) fail_msg("topic %s was created but not visible within %d ms", topic,
+                                       deadline_ms);
+    ck_sleep_ms(20);
+  }
+  rd_kafka_topic_destroy(rkt);
 }
 
 #endif
