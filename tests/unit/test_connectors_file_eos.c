@@ -81,40 +81,8 @@ static ck_sink_t mk_sink(fx_t *f, const ck_options_t *opts, int subtask, int par
   return (ck_sink_t){ck_file_connector.sink, {"t", &f->schema, opts, subtask, par, "job"}, NULL};
 }
 
-static void open_ok(ck_sink_t *sink, bool restored) {
-  ck_error_t err;
-  ck_error_clear(&err);
-  if (sink->ops->open(sink, restored, &err)) fail_msg("open: %s", err.message);
-}
-
 static void write_ok(fx_t *f, ck_sink_t *sink, int from, int n) {
-  ck_error_t err;
-  ck_error_clear(&err);
-  ck_batch_t *b = rows(f, from, n);
-  if (sink->ops->write(sink, b, &err)) fail_msg("write: %s", err.message);
-  ck_batch_free(b);
-}
-
-static void prepare_ok(ck_sink_t *sink, int64_t ckpt, ck_buf_t *state) {
-  ck_error_t err;
-  ck_error_clear(&err);
-  ck_buf_reset(state);
-  if (sink->ops->prepare(sink, ckpt, state, &err))
-    fail_msg("prepare %lld: %s", (long long)ckpt, err.message);
-}
-
-static void commit_ok(ck_sink_t *sink, int64_t ckpt) {
-  ck_error_t err;
-  ck_error_clear(&err);
-  if (sink->ops->commit(sink, ckpt, &err))
-    fail_msg("commit %lld: %s", (long long)ckpt, err.message);
-}
-
-static void recover_ok(ck_sink_t *sink, int64_t ckpt, const ck_buf_t *state) {
-  ck_error_t err;
-  ck_error_clear(&err);
-  if (sink->ops->recover(sink, ckpt, state->data, state->len, &err))
-    fail_msg("recover %lld: %s", (long long)ckpt, err.message);
+  t_sink_write(sink, rows(f, from, n));
 }
 
 static void assert_file(const char *path, const char *want) {
@@ -167,12 +135,12 @@ static void test_rows_are_staged_until_commit(void **state) {
   fx_t *f = *state;
   assert_int_equal(ck_file_connector.sink_guarantee, CK_GUARANTEE_EXACTLY_ONCE);
   ck_sink_t sink = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&sink, false);
+  t_sink_open(&sink, false);
   ck_buf_t st;
   ck_buf_init(&st);
   write_ok(f, &sink, 1, 3);
   assert_listing(f, "out.json");                 /* buffered until the barrier (or 1 MiB) */
-  prepare_ok(&sink, 1, &st);
+  t_sink_prepare(&sink, 1, &st);
   assert_true(st.len > 0);
   assert_file(f->out, "");                       /* not visible before the commit */
   assert_listing(f, ".out.json.1.staging out.json");
@@ -180,15 +148,13 @@ static void test_rows_are_staged_until_commit(void **state) {
   char *sp = t_path(f->dir, ".out.json.1.staging");
   assert_file(sp, want);                         /* durable beside the output */
   ck_free(sp);
-  commit_ok(&sink, 1);
+  t_sink_commit(&sink, 1);
   assert_file(f->out, want);
   assert_listing(f, "out.json");
-  commit_ok(&sink, 1);                           /* idempotent */
+  t_sink_commit(&sink, 1);                           /* idempotent */
   assert_file(f->out, want);
   ck_free(want);
-  ck_error_t err;
-  ck_error_clear(&err);
-  assert_int_equal(sink.ops->finish(&sink, &err), 0);
+  t_sink_finish(&sink);
   sink.ops->close(&sink);
   ck_buf_fini(&st);
 }
@@ -196,21 +162,19 @@ static void test_rows_are_staged_until_commit(void **state) {
 static void test_a_large_interval_spills_to_the_pending_file(void **state) {
   fx_t *f = *state;
   ck_sink_t sink = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&sink, false);
+  t_sink_open(&sink, false);
   ck_buf_t st;
   ck_buf_init(&st);
   for (int i = 0; i < 60; i++) write_ok(f, &sink, 1 + i * 1000, 1000); /* ~2 MiB */
   assert_listing(f, ".out.json.pending.staging out.json");
   assert_file(f->out, "");
-  prepare_ok(&sink, 9, &st);
+  t_sink_prepare(&sink, 9, &st);
   assert_listing(f, ".out.json.9.staging out.json");
-  commit_ok(&sink, 9);
+  t_sink_commit(&sink, 9);
   char *want = lines(1, 60000);
   assert_file(f->out, want);
   ck_free(want);
-  ck_error_t err;
-  ck_error_clear(&err);
-  assert_int_equal(sink.ops->finish(&sink, &err), 0);
+  t_sink_finish(&sink);
   sink.ops->close(&sink);
   ck_buf_fini(&st);
 }
@@ -218,30 +182,28 @@ static void test_a_large_interval_spills_to_the_pending_file(void **state) {
 static void test_commit_promotes_every_interval_up_to_n_in_order(void **state) {
   fx_t *f = *state;
   ck_sink_t sink = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&sink, false);
+  t_sink_open(&sink, false);
   ck_buf_t st;
   ck_buf_init(&st);
   write_ok(f, &sink, 1, 2);
-  prepare_ok(&sink, 4, &st);
-  prepare_ok(&sink, 5, &st);                     /* empty: stages nothing */
+  t_sink_prepare(&sink, 4, &st);
+  t_sink_prepare(&sink, 5, &st);                     /* empty: stages nothing */
   assert_false(exists(f, ".out.json.5.staging"));
   write_ok(f, &sink, 3, 2);
-  prepare_ok(&sink, 6, &st);
+  t_sink_prepare(&sink, 6, &st);
   write_ok(f, &sink, 5, 1);
-  prepare_ok(&sink, 7, &st);
-  commit_ok(&sink, 6);                           /* 4 and 6, not 7 */
+  t_sink_prepare(&sink, 7, &st);
+  t_sink_commit(&sink, 6);                           /* 4 and 6, not 7 */
   char *want = lines(1, 4);
   assert_file(f->out, want);
   ck_free(want);
   assert_listing(f, ".out.json.7.staging out.json");
-  commit_ok(&sink, 7);
+  t_sink_commit(&sink, 7);
   want = lines(1, 5);
   assert_file(f->out, want);
   ck_free(want);
   assert_listing(f, "out.json");
-  ck_error_t err;
-  ck_error_clear(&err);
-  assert_int_equal(sink.ops->finish(&sink, &err), 0);
+  t_sink_finish(&sink);
   sink.ops->close(&sink);
   ck_buf_fini(&st);
 }
@@ -250,18 +212,18 @@ static void test_commit_promotes_every_interval_up_to_n_in_order(void **state) {
 static void test_recover_recommits_and_drops_what_follows(void **state) {
   fx_t *f = *state;
   ck_sink_t a = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&a, false);
+  t_sink_open(&a, false);
   ck_buf_t s1, s2, tmp;
   ck_buf_init(&s1);
   ck_buf_init(&s2);
   ck_buf_init(&tmp);
   write_ok(f, &a, 1, 2);
-  prepare_ok(&a, 1, &s1);
-  commit_ok(&a, 1);
+  t_sink_prepare(&a, 1, &s1);
+  t_sink_commit(&a, 1);
   write_ok(f, &a, 3, 2);
-  prepare_ok(&a, 2, &s2);                        /* 2 completes, its commit never runs */
+  t_sink_prepare(&a, 2, &s2);                        /* 2 completes, its commit never runs */
   write_ok(f, &a, 5, 2);
-  prepare_ok(&a, 3, &tmp);                       /* 3 never completes */
+  t_sink_prepare(&a, 3, &tmp);                       /* 3 never completes */
   write_ok(f, &a, 7, 1);                         /* the open interval */
   ck_error_t err;
   ck_error_clear(&err);
@@ -273,8 +235,8 @@ static void test_recover_recommits_and_drops_what_follows(void **state) {
 
   /* rerun 1 restores 2: commits 2, drops 3 and the open interval */
   ck_sink_t b = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&b, true);
-  recover_ok(&b, 2, &s2);
+  t_sink_open(&b, true);
+  t_sink_recover(&b, 2, &s2);
   char *want = lines(1, 4);
   assert_file(f->out, want);
   assert_listing(f, "out.json");
@@ -282,14 +244,14 @@ static void test_recover_recommits_and_drops_what_follows(void **state) {
 
   /* rerun 2 restores 2 again (e.g. killed before its next checkpoint): nothing changes */
   ck_sink_t c = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&c, true);
-  recover_ok(&c, 2, &s2);
+  t_sink_open(&c, true);
+  t_sink_recover(&c, 2, &s2);
   assert_file(f->out, want);
   ck_free(want);
   /* and it goes on from there */
   write_ok(f, &c, 5, 2);
-  prepare_ok(&c, 4, &tmp);
-  commit_ok(&c, 4);
+  t_sink_prepare(&c, 4, &tmp);
+  t_sink_commit(&c, 4);
   assert_int_equal(c.ops->finish(&c, &err), 0);
   c.ops->close(&c);
   want = lines(1, 6);
@@ -303,15 +265,15 @@ static void test_recover_recommits_and_drops_what_follows(void **state) {
 static void test_recover_redoes_a_half_appended_commit(void **state) {
   fx_t *f = *state;
   ck_sink_t a = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&a, false);
+  t_sink_open(&a, false);
   ck_buf_t s1, s2;
   ck_buf_init(&s1);
   ck_buf_init(&s2);
   write_ok(f, &a, 1, 3);
-  prepare_ok(&a, 1, &s1);
-  commit_ok(&a, 1);
+  t_sink_prepare(&a, 1, &s1);
+  t_sink_commit(&a, 1);
   write_ok(f, &a, 4, 3);
-  prepare_ok(&a, 2, &s2);
+  t_sink_prepare(&a, 2, &s2);
   a.ops->close(&a);
   /* the crash came in the middle of commit(2)'s append: part of the rows, and a torn line */
   char *head = lines(1, 3), *more = lines(4, 3);
@@ -322,8 +284,8 @@ static void test_recover_redoes_a_half_appended_commit(void **state) {
   t_write(f->out, torn.data, torn.len);
   ck_buf_fini(&torn);
   ck_sink_t b = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&b, true);
-  recover_ok(&b, 2, &s2);
+  t_sink_open(&b, true);
+  t_sink_recover(&b, 2, &s2);
   char *want = lines(1, 6);
   assert_file(f->out, want);
   assert_listing(f, "out.json");
@@ -335,8 +297,8 @@ static void test_recover_redoes_a_half_appended_commit(void **state) {
   char *sp = t_path(f->dir, ".out.json.2.staging");
   t_write(sp, more, strlen(more));               /* as if the unlink had not been durable */
   ck_sink_t c = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&c, true);
-  recover_ok(&c, 2, &s2);
+  t_sink_open(&c, true);
+  t_sink_recover(&c, 2, &s2);
   assert_file(f->out, want);
   c.ops->close(&c);
   ck_free(sp);
@@ -351,16 +313,16 @@ static void test_recover_redoes_a_half_appended_commit(void **state) {
 static void test_recover_refuses_a_file_changed_outside_the_job(void **state) {
   fx_t *f = *state;
   ck_sink_t a = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&a, false);
+  t_sink_open(&a, false);
   ck_buf_t s1;
   ck_buf_init(&s1);
   write_ok(f, &a, 1, 3);
-  prepare_ok(&a, 1, &s1);
-  commit_ok(&a, 1);
+  t_sink_prepare(&a, 1, &s1);
+  t_sink_commit(&a, 1);
   a.ops->close(&a);
   t_writes(f->out, "{\"id\":1}\n"); /* someone truncated it */
   ck_sink_t b = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&b, true);
+  t_sink_open(&b, true);
   ck_error_t err;
   ck_error_clear(&err);
   assert_int_equal(b.ops->recover(&b, 1, s1.data, s1.len, &err), CK_ESTATE);
@@ -369,7 +331,7 @@ static void test_recover_refuses_a_file_changed_outside_the_job(void **state) {
   b.ops->close(&b);
   /* a corrupt state */
   ck_sink_t c = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&c, true);
+  t_sink_open(&c, true);
   ck_error_clear(&err);
   assert_int_equal(c.ops->recover(&c, 1, s1.data, s1.len - 1, &err), CK_ESTATE);
   ck_error_clear(&err);
@@ -390,7 +352,7 @@ static void test_fresh_open_truncates_and_removes_only_own_staging(void **state)
     ck_free(p);
   }
   ck_sink_t sink = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&sink, false);
+  t_sink_open(&sink, false);
   assert_file(f->out, "");
   assert_listing(f, ".out.json-1.3.staging .out.json.12 .out.json.x3.staging out.json "
                     "out.json.3.staging");
@@ -400,12 +362,10 @@ static void test_fresh_open_truncates_and_removes_only_own_staging(void **state)
 static void test_finish_without_checkpoints_writes_everything(void **state) {
   fx_t *f = *state;
   ck_sink_t sink = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&sink, false);
+  t_sink_open(&sink, false);
   write_ok(f, &sink, 1, 2);
   write_ok(f, &sink, 3, 2);
-  ck_error_t err;
-  ck_error_clear(&err);
-  assert_int_equal(sink.ops->finish(&sink, &err), 0);
+  t_sink_finish(&sink);
   sink.ops->close(&sink);
   char *want = lines(1, 4);
   assert_file(f->out, want);
@@ -413,11 +373,12 @@ static void test_finish_without_checkpoints_writes_everything(void **state) {
   assert_listing(f, "out.json");
   /* a prepared interval still uncommitted at finish is a protocol error, not silently lost */
   ck_sink_t b = mk_sink(f, &f->opts, 0, 1);
-  open_ok(&b, false);
+  t_sink_open(&b, false);
   ck_buf_t st;
   ck_buf_init(&st);
   write_ok(f, &b, 1, 1);
-  prepare_ok(&b, 1, &st);
+  t_sink_prepare(&b, 1, &st);
+  ck_error_t err;
   ck_error_clear(&err);
   assert_int_equal(b.ops->finish(&b, &err), CK_EINTERNAL);
   b.ops->close(&b);
@@ -431,18 +392,18 @@ static void test_parallel_paths_csv_header_once(void **state) {
   ck_buf_t st;
   ck_buf_init(&st);
   ck_sink_t a = mk_sink(f, &opts, 1, 2);
-  open_ok(&a, false);
+  t_sink_open(&a, false);
   write_ok(f, &a, 1, 1);
-  prepare_ok(&a, 1, &st);
+  t_sink_prepare(&a, 1, &st);
   assert_true(exists(f, ".out.json-1.1.staging"));
-  commit_ok(&a, 1);
+  t_sink_commit(&a, 1);
   a.ops->close(&a);
   ck_sink_t b = mk_sink(f, &opts, 1, 2);
-  open_ok(&b, true);
-  recover_ok(&b, 1, &st);
+  t_sink_open(&b, true);
+  t_sink_recover(&b, 1, &st);
   write_ok(f, &b, 2, 1);
-  prepare_ok(&b, 2, &st);
-  commit_ok(&b, 2);
+  t_sink_prepare(&b, 2, &st);
+  t_sink_commit(&b, 2);
   ck_error_t err;
   ck_error_clear(&err);
   assert_int_equal(b.ops->finish(&b, &err), 0);
@@ -473,11 +434,11 @@ static void test_at_least_once_mode_stages_nothing(void **state) {
   fx_t *f = *state;
   ck_options_t opts = t_opts(&f->arena, "path", f->out, NULL);
   ck_sink_t sink = mk_sink(f, &opts, 0, 1);
-  open_ok(&sink, false);
+  t_sink_open(&sink, false);
   ck_buf_t st;
   ck_buf_init(&st);
   write_ok(f, &sink, 1, 2);
-  prepare_ok(&sink, 1, &st);
+  t_sink_prepare(&sink, 1, &st);
   char *want = lines(1, 2);
   assert_file(f->out, want);                     /* durable at the barrier, no commit needed */
   ck_free(want);

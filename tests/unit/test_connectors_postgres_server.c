@@ -159,43 +159,8 @@ static ck_batch_t *rows(fx_t *f, int from, int n) {
   return b;
 }
 
-static void open_ok(ck_sink_t *s, bool restored) {
-  ck_error_t err;
-  ck_error_clear(&err);
-  if (s->ops->open(s, restored, &err)) fail_msg("open: %s (%s)", err.message, err.detail);
-}
-
 static void write_ok(fx_t *f, ck_sink_t *s, int from, int n) {
-  ck_error_t err;
-  ck_error_clear(&err);
-  ck_batch_t *b = rows(f, from, n);
-  if (s->ops->write(s, b, &err)) fail_msg("write: %s", err.message);
-  ck_batch_free(b);
-}
-
-static void prepare_ok(ck_sink_t *s, int64_t ckpt, ck_buf_t *st) {
-  ck_error_t err;
-  ck_error_clear(&err);
-  ck_buf_reset(st);
-  if (s->ops->prepare(s, ckpt, st, &err)) fail_msg("prepare: %s", err.message);
-}
-
-static void commit_ok(ck_sink_t *s, int64_t ckpt) {
-  ck_error_t err;
-  ck_error_clear(&err);
-  if (s->ops->commit(s, ckpt, &err)) fail_msg("commit: %s", err.message);
-}
-
-static void recover_ok(ck_sink_t *s, int64_t ckpt, const ck_buf_t *st) {
-  ck_error_t err;
-  ck_error_clear(&err);
-  if (s->ops->recover(s, ckpt, st->data, st->len, &err)) fail_msg("recover: %s", err.message);
-}
-
-static void finish_ok(ck_sink_t *s) {
-  ck_error_t err;
-  ck_error_clear(&err);
-  if (s->ops->finish(s, &err)) fail_msg("finish: %s", err.message);
+  t_sink_write(s, rows(f, from, n));
 }
 
 /* "1,2,3" — the ids in the table, ascending */
@@ -212,30 +177,30 @@ static void assert_ids(fx_t *f, const char *want) {
 static void test_rows_are_invisible_until_commit(void **state) {
   fx_t *f = *state;
   ck_sink_t s = mk_sink(f, &f->eos, 0, 1);
-  open_ok(&s, false);
+  t_sink_open(&s, false);
   ck_buf_t st;
   ck_buf_init(&st);
   write_ok(f, &s, 1, 3);
-  prepare_ok(&s, 1, &st);
+  t_sink_prepare(&s, 1, &st);
   assert_int_equal(count_rows(f), 0);
   assert_int_equal(count_prepared(f), 1);
   write_ok(f, &s, 4, 2);
-  prepare_ok(&s, 2, &st);
-  prepare_ok(&s, 3, &st);                /* empty interval: nothing prepared */
+  t_sink_prepare(&s, 2, &st);
+  t_sink_prepare(&s, 3, &st);                /* empty interval: nothing prepared */
   assert_int_equal(count_prepared(f), 2);
   write_ok(f, &s, 6, 1);
-  prepare_ok(&s, 4, &st);
-  commit_ok(&s, 2);                      /* 1 and 2, not 4 */
+  t_sink_prepare(&s, 4, &st);
+  t_sink_commit(&s, 2);                      /* 1 and 2, not 4 */
   assert_ids(f, "1,2,3,4,5");
   assert_int_equal(count_prepared(f), 1);
-  commit_ok(&s, 2);                      /* nothing left up to 2 */
-  commit_ok(&s, 4);
+  t_sink_commit(&s, 2);                      /* nothing left up to 2 */
+  t_sink_commit(&s, 4);
   assert_ids(f, "1,2,3,4,5,6");
   assert_int_equal(count_prepared(f), 0);
   char *extra = scalar(f, "SELECT string_agg(DISTINCT extra::text, ',') FROM %s", f->table);
   assert_string_equal(extra, "7");       /* unwritten column: its default */
   ck_free(extra);
-  finish_ok(&s);
+  t_sink_finish(&s);
   s.ops->close(&s);
   ck_buf_fini(&st);
 }
@@ -243,38 +208,38 @@ static void test_rows_are_invisible_until_commit(void **state) {
 static void test_recover_commits_up_to_r_and_rolls_back_after(void **state) {
   fx_t *f = *state;
   ck_sink_t a = mk_sink(f, &f->eos, 0, 1);
-  open_ok(&a, false);
+  t_sink_open(&a, false);
   ck_buf_t s1, s2, s3;
   ck_buf_init(&s1);
   ck_buf_init(&s2);
   ck_buf_init(&s3);
   write_ok(f, &a, 1, 2);
-  prepare_ok(&a, 1, &s1);
+  t_sink_prepare(&a, 1, &s1);
   write_ok(f, &a, 3, 2);
-  prepare_ok(&a, 2, &s2);                /* 1 and 2 completed; the commit never ran */
+  t_sink_prepare(&a, 2, &s2);                /* 1 and 2 completed; the commit never ran */
   write_ok(f, &a, 5, 2);
-  prepare_ok(&a, 3, &s3);                /* 3 never completed */
+  t_sink_prepare(&a, 3, &s3);                /* 3 never completed */
   write_ok(f, &a, 7, 5);                 /* the open interval (still buffered) */
   a.ops->close(&a);                      /* the crash */
   assert_int_equal(count_prepared(f), 3);
   assert_int_equal(count_rows(f), 0);
 
   ck_sink_t b = mk_sink(f, &f->eos, 0, 1);
-  open_ok(&b, true);
+  t_sink_open(&b, true);
   assert_int_equal(count_prepared(f), 3); /* a restored open leaves them to recover */
-  recover_ok(&b, 2, &s2);
+  t_sink_recover(&b, 2, &s2);
   assert_ids(f, "1,2,3,4");
   assert_int_equal(count_prepared(f), 0);
   b.ops->close(&b);
 
   ck_sink_t c = mk_sink(f, &f->eos, 0, 1);
-  open_ok(&c, true);
-  recover_ok(&c, 2, &s2);                /* again: nothing changes */
+  t_sink_open(&c, true);
+  t_sink_recover(&c, 2, &s2);                /* again: nothing changes */
   assert_ids(f, "1,2,3,4");
   write_ok(f, &c, 5, 2);                 /* the replay */
-  prepare_ok(&c, 4, &s3);
-  commit_ok(&c, 4);
-  finish_ok(&c);
+  t_sink_prepare(&c, 4, &s3);
+  t_sink_commit(&c, 4);
+  t_sink_finish(&c);
   c.ops->close(&c);
   assert_ids(f, "1,2,3,4,5,6");
   ck_buf_fini(&s1);
@@ -289,41 +254,41 @@ static void test_fresh_open_rolls_back_orphans(void **state) {
   ck_buf_init(&st_other);
   /* a lineage at parallelism 2 leaves prepared transactions of both subtasks */
   ck_sink_t a0 = mk_sink(f, &f->eos, 0, 2), a1 = mk_sink(f, &f->eos, 1, 2);
-  open_ok(&a0, false);
-  open_ok(&a1, false);
+  t_sink_open(&a0, false);
+  t_sink_open(&a1, false);
   write_ok(f, &a0, 1, 1);
   write_ok(f, &a1, 2, 1);
-  prepare_ok(&a0, 5, &st);
-  prepare_ok(&a1, 5, &st);
+  t_sink_prepare(&a0, 5, &st);
+  t_sink_prepare(&a1, 5, &st);
   a0.ops->close(&a0);
   a1.ops->close(&a1);
   assert_int_equal(count_prepared(f), 2);
   /* another job's transaction on the same table is not ours to touch */
   ck_sink_t other = {ck_postgres_connector.sink, {"out", &f->schema, &f->eos, 0, 1, "/other.sql"},
                      NULL};
-  open_ok(&other, false);
+  t_sink_open(&other, false);
   write_ok(f, &other, 100, 1);
-  prepare_ok(&other, 1, &st_other);
+  t_sink_prepare(&other, 1, &st_other);
   other.ops->close(&other);
   assert_int_equal(count_prepared(f), 3);
   /* the same job started afresh at parallelism 1: subtask 0 rolls back its own and subtask 1's */
   ck_sink_t b = mk_sink(f, &f->eos, 0, 1);
-  open_ok(&b, false);
+  t_sink_open(&b, false);
   assert_int_equal(count_prepared(f), 1);
   write_ok(f, &b, 3, 1);
-  prepare_ok(&b, 6, &st);
-  commit_ok(&b, 6);
-  finish_ok(&b);
+  t_sink_prepare(&b, 6, &st);
+  t_sink_commit(&b, 6);
+  t_sink_finish(&b);
   b.ops->close(&b);
   assert_ids(f, "3");
   /* the other job commits its own */
   ck_sink_t o2 = {ck_postgres_connector.sink, {"out", &f->schema, &f->eos, 0, 1, "/other.sql"},
                   NULL};
-  open_ok(&o2, true);
+  t_sink_open(&o2, true);
   ck_error_t err;
   ck_error_clear(&err);
   assert_int_equal(o2.ops->recover(&o2, 1, st.data, st.len, &err), CK_ESTATE); /* b's state */
-  recover_ok(&o2, 1, &st_other);
+  t_sink_recover(&o2, 1, &st_other);
   o2.ops->close(&o2);
   assert_ids(f, "3,100");
   assert_int_equal(count_prepared(f), 0);
@@ -336,22 +301,22 @@ static void test_renamed_job_keeps_its_checkpoint_names(void **state) {
   ck_buf_t st;
   ck_buf_init(&st);
   ck_sink_t a = mk_sink(f, &f->eos, 0, 1);
-  open_ok(&a, false);
+  t_sink_open(&a, false);
   write_ok(f, &a, 1, 2);
-  prepare_ok(&a, 3, &st);
+  t_sink_prepare(&a, 3, &st);
   a.ops->close(&a);
   /* the rerun spells the script's path differently: its own name would not find the
    * transaction, the checkpoint's name does */
   ck_sink_t b = {ck_postgres_connector.sink, {"out", &f->schema, &f->eos, 0, 1, "./elsewhere.sql"},
                  NULL};
-  open_ok(&b, true);
-  recover_ok(&b, 3, &st);
+  t_sink_open(&b, true);
+  t_sink_recover(&b, 3, &st);
   assert_ids(f, "1,2");
   write_ok(f, &b, 3, 1);
-  prepare_ok(&b, 4, &st);
+  t_sink_prepare(&b, 4, &st);
   assert_non_null(memmem(st.data, st.len, "clink_", 6));
-  commit_ok(&b, 4);
-  finish_ok(&b);
+  t_sink_commit(&b, 4);
+  t_sink_finish(&b);
   b.ops->close(&b);
   assert_ids(f, "1,2,3");
   assert_int_equal(count_prepared(f), 0);
@@ -365,39 +330,39 @@ static void test_two_sink_nodes_on_one_table_do_not_collide(void **state) {
   ck_buf_init(&sa);
   ck_buf_init(&sb);
   ck_sink_t a = mk_sink(f, &f->eos, 0, 1), b = mk_sink(f, &f->eos, 0, 1);
-  open_ok(&a, false);
-  open_ok(&b, false);
+  t_sink_open(&a, false);
+  t_sink_open(&b, false);
   write_ok(f, &a, 1, 2);
   write_ok(f, &b, 10, 2);
-  prepare_ok(&a, 1, &sa);
-  prepare_ok(&b, 1, &sb);
+  t_sink_prepare(&a, 1, &sa);
+  t_sink_prepare(&b, 1, &sb);
   assert_int_equal(count_prepared(f), 2);
-  commit_ok(&a, 1);
-  commit_ok(&b, 1);
+  t_sink_commit(&a, 1);
+  t_sink_commit(&b, 1);
   assert_ids(f, "1,2,10,11");
   write_ok(f, &a, 3, 1);
   write_ok(f, &b, 12, 1);
-  prepare_ok(&a, 2, &sa);
-  prepare_ok(&b, 2, &sb);
+  t_sink_prepare(&a, 2, &sa);
+  t_sink_prepare(&b, 2, &sb);
   a.ops->close(&a);                      /* the crash, after checkpoint 2 completed */
   b.ops->close(&b);
   /* the rerun opens them the other way round: each takes its names from its own state */
   ck_sink_t b2 = mk_sink(f, &f->eos, 0, 1), a2 = mk_sink(f, &f->eos, 0, 1);
-  open_ok(&b2, true);
-  open_ok(&a2, true);
-  recover_ok(&b2, 2, &sb);
+  t_sink_open(&b2, true);
+  t_sink_open(&a2, true);
+  t_sink_recover(&b2, 2, &sb);
   assert_ids(f, "1,2,10,11,12");
-  recover_ok(&a2, 2, &sa);
+  t_sink_recover(&a2, 2, &sa);
   assert_ids(f, "1,2,3,10,11,12");
   assert_int_equal(count_prepared(f), 0);
   write_ok(f, &a2, 4, 1);
   write_ok(f, &b2, 13, 1);
-  prepare_ok(&a2, 3, &sa);
-  prepare_ok(&b2, 3, &sb);
-  commit_ok(&b2, 3);
-  commit_ok(&a2, 3);
-  finish_ok(&a2);
-  finish_ok(&b2);
+  t_sink_prepare(&a2, 3, &sa);
+  t_sink_prepare(&b2, 3, &sb);
+  t_sink_commit(&b2, 3);
+  t_sink_commit(&a2, 3);
+  t_sink_finish(&a2);
+  t_sink_finish(&b2);
   a2.ops->close(&a2);
   b2.ops->close(&b2);
   assert_ids(f, "1,2,3,4,10,11,12,13");
@@ -410,9 +375,9 @@ static void test_recover_refuses_a_wrong_state(void **state) {
   ck_buf_t st;
   ck_buf_init(&st);
   ck_sink_t a = mk_sink(f, &f->eos, 0, 1);
-  open_ok(&a, false);
+  t_sink_open(&a, false);
   write_ok(f, &a, 1, 1);
-  prepare_ok(&a, 3, &st);
+  t_sink_prepare(&a, 3, &st);
   ck_error_t err;
   ck_error_clear(&err);
   assert_int_equal(a.ops->recover(&a, 4, st.data, st.len, &err), CK_ESTATE);
@@ -427,9 +392,9 @@ static void test_recover_refuses_a_wrong_state(void **state) {
 static void test_finish_without_checkpoints_commits(void **state) {
   fx_t *f = *state;
   ck_sink_t s = mk_sink(f, &f->eos, 0, 1);
-  open_ok(&s, false);
+  t_sink_open(&s, false);
   write_ok(f, &s, 1, 3);
-  finish_ok(&s);
+  t_sink_finish(&s);
   s.ops->close(&s);
   assert_ids(f, "1,2,3");
   assert_int_equal(count_prepared(f), 0);
@@ -438,7 +403,7 @@ static void test_finish_without_checkpoints_commits(void **state) {
 static void test_at_least_once_commits_each_batch(void **state) {
   fx_t *f = *state;
   ck_sink_t s = mk_sink(f, &f->alo, 0, 1);
-  open_ok(&s, false);
+  t_sink_open(&s, false);
   ck_buf_t st;
   ck_buf_init(&st);
   write_ok(f, &s, 1, 1);
@@ -446,18 +411,18 @@ static void test_at_least_once_commits_each_batch(void **state) {
   write_ok(f, &s, 2, 2);
   assert_ids(f, "1,2,3");                /* committed on its own */
   write_ok(f, &s, 4, 1);
-  prepare_ok(&s, 1, &st);
+  t_sink_prepare(&s, 1, &st);
   assert_ids(f, "1,2,3,4");              /* flushed at the barrier */
   assert_int_equal(count_prepared(f), 0);
-  commit_ok(&s, 1);
+  t_sink_commit(&s, 1);
   write_ok(f, &s, 5, 1);
-  finish_ok(&s);
+  t_sink_finish(&s);
   s.ops->close(&s);
   assert_ids(f, "1,2,3,4,5");
   /* a restored at-least-once sink has nothing to recover */
   ck_sink_t b = mk_sink(f, &f->alo, 0, 1);
-  open_ok(&b, true);
-  recover_ok(&b, 1, &st);
+  t_sink_open(&b, true);
+  t_sink_recover(&b, 1, &st);
   b.ops->close(&b);
   ck_buf_fini(&st);
 }
@@ -474,7 +439,7 @@ static void test_every_type_round_trips(void **state) {
   ck_options_t opts = t_opts(&f->arena, "dsn", dsn(), "table", tname, "delivery_guarantee",
                              "exactly_once", NULL);
   ck_sink_t sink = {ck_postgres_connector.sink, {"typed", &s, &opts, 0, 1, f->job}, NULL};
-  open_ok(&sink, false);
+  t_sink_open(&sink, false);
   ck_batch_t *b = t_batch(&s);
   const char *tricky = "a\tb\nc\\d\re \"q\" 'x' \\N \xc3\xa9\xe2\x82\xac";
   ck_col_append_bool(&b->cols[0], true);
@@ -494,9 +459,9 @@ static void test_every_type_round_trips(void **state) {
   ck_batch_free(b);
   ck_buf_t st;
   ck_buf_init(&st);
-  prepare_ok(&sink, 1, &st);
-  commit_ok(&sink, 1);
-  finish_ok(&sink);
+  t_sink_prepare(&sink, 1, &st);
+  t_sink_commit(&sink, 1);
+  t_sink_finish(&sink);
   sink.ops->close(&sink);
   ck_buf_fini(&st);
   PGresult *r = q(f, "SELECT b, i, l, r = 0.1::real, d = 0.1::float8, n, s, t, tz, "
@@ -605,9 +570,9 @@ static void test_passwords_are_never_shown(void **state) {
   ck_options_t envopts = t_opts(&f->arena, "dsn", bad.data, "table", f->table, "password_env",
                                 "CKUNIT_PG_PASSWORD", NULL);
   ck_sink_t s = {ck_postgres_connector.sink, {"out", &f->schema, &envopts, 0, 1, f->job}, NULL};
-  open_ok(&s, false);
+  t_sink_open(&s, false);
   write_ok(f, &s, 1, 1);
-  finish_ok(&s);
+  t_sink_finish(&s);
   s.ops->close(&s);
   assert_ids(f, "1");
   unsetenv("CKUNIT_PG_PASSWORD");
@@ -620,7 +585,7 @@ static void test_passwords_are_never_shown(void **state) {
 static void test_update_streams_are_refused(void **state) {
   fx_t *f = *state;
   ck_sink_t s = mk_sink(f, &f->eos, 0, 1);
-  open_ok(&s, false);
+  t_sink_open(&s, false);
   ck_batch_t *b = rows(f, 1, 2);
   b->kinds = ck_calloc(b->nrows, 1);
   b->kinds[1] = CK_ROW_UPDATE_AFTER;

@@ -1,8 +1,9 @@
 /*
  * DESIGN: helpers shared by the connector unit tests (test_connectors_*.c): schemas from a
  * short "name TYPE, …" spec, option lists, batches, temp directories made with mkdtemp and
- * removed recursively, whole-file read/write, and a row rendered as JSON for comparisons.
- * Header-only (static functions) because each test file is its own executable.
+ * removed recursively, whole-file read/write, a row rendered as JSON for comparisons, and
+ * one step of a sink's contract that must succeed (t_sink_*: a failure is a test failure
+ * naming the step and the sink's message; include cmocka first). Header-only (static functions) because each test file is its own executable.
  */
 #ifndef CK_TEST_CONNECTORS_UTIL_H
 #define CK_TEST_CONNECTORS_UTIL_H
@@ -21,6 +22,7 @@
 #include "base/buf.h"
 #include "connectors/format.h"
 #include "runtime/batch.h"
+#include "runtime/connector.h"
 #include "runtime/options.h"
 #include "runtime/schema.h"
 
@@ -168,6 +170,52 @@ static inline char *t_read(const char *path, size_t *n) {
   fclose(f);
   if (n) *n = b.len;
   return ck_buf_detach(&b);
+}
+
+/* ---- sink steps that must succeed */
+static inline void t_sink_fail(const char *step, int64_t ckpt, const ck_error_t *err) {
+  fail_msg("%s %lld: %s (%s)", step, (long long)ckpt, err->message, err->detail);
+}
+
+static inline void t_sink_open(ck_sink_t *sink, bool restored) {
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (sink->ops->open(sink, restored, &err)) t_sink_fail("open", 0, &err);
+}
+
+/* Writes batch and frees it. */
+static inline void t_sink_write(ck_sink_t *sink, ck_batch_t *batch) {
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (sink->ops->write(sink, batch, &err)) t_sink_fail("write", 0, &err);
+  ck_batch_free(batch);
+}
+
+/* state is reset first: it holds exactly what prepare(ckpt) returned. */
+static inline void t_sink_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *state) {
+  ck_error_t err;
+  ck_error_clear(&err);
+  ck_buf_reset(state);
+  if (sink->ops->prepare(sink, ckpt, state, &err)) t_sink_fail("prepare", ckpt, &err);
+}
+
+static inline void t_sink_commit(ck_sink_t *sink, int64_t ckpt) {
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (sink->ops->commit(sink, ckpt, &err)) t_sink_fail("commit", ckpt, &err);
+}
+
+static inline void t_sink_recover(ck_sink_t *sink, int64_t ckpt, const ck_buf_t *state) {
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (sink->ops->recover(sink, ckpt, state->data, state->len, &err))
+    t_sink_fail("recover", ckpt, &err);
+}
+
+static inline void t_sink_finish(ck_sink_t *sink) {
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (sink->ops->finish(sink, &err)) t_sink_fail("finish", 0, &err);
 }
 
 #endif
