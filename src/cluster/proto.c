@@ -244,7 +244,7 @@ static int resolve(const char *host, int port, struct sockaddr_storage *ss, sock
 
 int ck_sock_listen(const char *host, int port, int *fd, ck_error_t *err) {
   struct sockaddr_storage ss;
-  socklen_t len;
+  socklen_t len = 0;
   int rc = resolve(host, port, &ss, &len, err);
   if (rc) return rc;
   int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
