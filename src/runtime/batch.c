@@ -1,5 +1,7 @@
 /* DESIGN: see batch.h. Growth doubles capacity; the validity bitmap is created lazily, on the
- * first NULL, with every earlier row marked valid. */
+ * first NULL, with every earlier row marked valid. Filtering (ck_col_gather) copies a column
+ * at a time from runs of kept rows, one typed loop per width, never value by value through
+ * the append path. */
 #include "runtime/batch.h"
 
 #include <string.h>
@@ -94,7 +96,7 @@ void ck_col_append_dec(ck_col_t *col, ck_i128 v) {
   col->len++;
 }
 
-void ck_col_append_str(ck_col_t *col, const char *s, size_t n) {
+char *ck_col_str_reserve(ck_col_t *col, size_t n) {
   if (col->len >= col->cap) ck_col_reserve(col, col->len + 1);
   if (col->data_len + n > col->data_cap) {
     size_t cap = col->data_cap ? col->data_cap : 256;
@@ -102,11 +104,21 @@ void ck_col_append_str(ck_col_t *col, const char *s, size_t n) {
     col->data = ck_realloc(col->data, cap);
     col->data_cap = cap;
   }
-  if (n) memcpy(col->data + col->data_len, s, n);
+  return col->data + col->data_len;
+}
+
+void ck_col_str_commit(ck_col_t *col, size_t n) {
+  ck_assert(col->len < col->cap && col->data_len + n <= col->data_cap);
   col->data_len += n;
   int32_t *off = col->values;
   off[col->len + 1] = (int32_t)col->data_len;
   col->len++;
+}
+
+void ck_col_append_str(ck_col_t *col, const char *s, size_t n) {
+  char *o = ck_col_str_reserve(col, n);
+  if (n) memcpy(o, s, n);
+  ck_col_str_commit(col, n);
 }
 
 void ck_col_append_value(ck_col_t *col, const ck_value_t *v) {
@@ -199,14 +211,175 @@ void ck_batch_set_kind(ck_batch_t *b, size_t row, ck_row_kind_t kind) {
   b->kinds[row] = (uint8_t)kind;
 }
 
+/* ---- selections ---- */
+
+static inline uint64_t load64(const uint8_t *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  return w;
+}
+/* True when some byte of w is zero. */
+static inline bool has_zero_byte(uint64_t w) {
+  return ((w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull) != 0;
+}
+
+/* Branch-free over mixed bytes (a selection from a predicate is often random), 8 rows at a
+ * time over words that are all dropped or all kept. runs[nruns] always holds the run open at
+ * row i, or scratch when none is, hence the one slot of room past the last run. */
+size_t ck_sel_runs(const uint8_t *sel, size_t n, ck_run_t *runs, size_t *kept) {
+  ck_assert(n <= UINT32_MAX);
+  size_t nruns = 0, total = 0, i = 0;
+  uint32_t start = 0;
+  unsigned prev = 0;
+  while (i < n) {
+    if (i + 8 <= n) {
+      uint64_t w = load64(sel + i);
+      if (!prev && w == 0) {
+        i += 8;
+        continue;
+      }
+      if (prev && !has_zero_byte(w)) {
+        runs[nruns].len += 8;
+        total += 8;
+        i += 8;
+        continue;
+      }
+    }
+    size_t end = i + 8 < n ? i + 8 : n;
+    for (; i < end; i++) {
+      unsigned cur = sel[i] != 0;
+      start ^= (start ^ (uint32_t)i) & (0u - (cur & ~prev)); /* a run starts here */
+      nruns += prev & ~cur & 1u; /* the open run ended at i - 1 */
+      runs[nruns] = (ck_run_t){start, (uint32_t)(i + 1 - start)};
+      total += cur;
+      prev = cur;
+    }
+  }
+  *kept = total;
+  return nruns + prev;
+}
+
+typedef struct w16 {
+  uint64_t lo, hi;
+} w16_t;
+
+/* Short runs element by element, long ones with one memcpy. */
+#define GATHER_FIXED(T)                                                          \
+  do {                                                                           \
+    const T *s = src->values;                                                    \
+    T *d = dst->values;                                                          \
+    for (size_t r = 0; r < nruns; r++) {                                         \
+      const T *from = s + runs[r].start;                                         \
+      size_t len = runs[r].len;                                                  \
+      if (len < 8)                                                               \
+        for (size_t k = 0; k < len; k++) d[k] = from[k];                         \
+      else                                                                       \
+        memcpy(d, from, len * sizeof(T));                                        \
+      d += len;                                                                  \
+    }                                                                            \
+  } while (0)
+
+static void gather_fixed(ck_col_t *dst, const ck_col_t *src, const ck_run_t *runs,
+                         size_t nruns) {
+  switch (ck_type_width(src->type)) {
+    case 1: GATHER_FIXED(uint8_t); break;
+    case 4: GATHER_FIXED(uint32_t); break;
+    case 8: GATHER_FIXED(uint64_t); break;
+    case 16: GATHER_FIXED(w16_t); break;
+    default: ck_assert(!"unexpected column width");
+  }
+}
+
+/* Offsets rebased run by run; the bytes of a run are contiguous in src, so one memcpy each. */
+static void gather_str(ck_col_t *dst, const ck_col_t *src, const ck_run_t *runs, size_t nruns) {
+  const int32_t *so = src->values;
+  int32_t *d = dst->values;
+  size_t bytes = 0;
+  for (size_t r = 0; r < nruns; r++)
+    bytes += (size_t)(so[runs[r].start + runs[r].len] - so[runs[r].start]);
+  if (bytes) {
+    dst->data = ck_malloc(bytes);
+    dst->data_cap = bytes;
+  }
+  d[0] = 0;
+  d++;
+  int32_t pos = 0;
+  for (size_t r = 0; r < nruns; r++) {
+    const int32_t *from = so + runs[r].start;
+    size_t len = runs[r].len;
+    int32_t nb = from[len] - from[0], shift = pos - from[0];
+    if (nb) memcpy(dst->data + pos, src->data + from[0], (size_t)nb);
+    for (size_t k = 0; k < len; k++) d[k] = from[k + 1] + shift;
+    d += len;
+    pos += nb;
+  }
+  dst->data_len = bytes;
+}
+
+/* The bitmap is kept only when a kept row is NULL; bytes of valid rows are skipped whole. */
+static void gather_validity(ck_col_t *dst, const ck_col_t *src, const ck_run_t *runs,
+                            size_t nruns) {
+  const uint8_t *sv = src->validity;
+  uint8_t *v = ck_malloc(vbytes(dst->cap));
+  memset(v, 0xff, vbytes(dst->cap));
+  size_t j = 0, nulls = 0;
+  for (size_t r = 0; r < nruns; r++) {
+    size_t i = runs[r].start, end = i + runs[r].len;
+    while (i < end) {
+      if (!(i & 7) && i + 8 <= end && sv[i >> 3] == 0xff) {
+        i += 8;
+        j += 8;
+        continue;
+      }
+      if (!((sv[i >> 3] >> (i & 7)) & 1)) {
+        v[j >> 3] &= (uint8_t) ~(1u << (j & 7));
+        nulls++;
+      }
+      i++;
+      j++;
+    }
+  }
+  if (nulls) dst->validity = v;
+  else ck_free(v);
+}
+
+void ck_col_gather(ck_col_t *dst, const ck_col_t *src, const ck_run_t *runs, size_t nruns,
+                   size_t kept) {
+  ck_col_init(dst, src->type, kept);
+  if (src->type.id == CK_T_STRING) gather_str(dst, src, runs, nruns);
+  else gather_fixed(dst, src, runs, nruns);
+  dst->len = kept;
+  if (src->validity) gather_validity(dst, src, runs, nruns);
+}
+
+ck_batch_t *ck_batch_gather(const ck_batch_t *src, const ck_run_t *runs, size_t nruns,
+                            size_t kept, const bool *need) {
+  ck_batch_t *b = ck_calloc(1, sizeof *b);
+  b->ncols = src->ncols;
+  b->cols = ck_calloc((size_t)(src->ncols ? src->ncols : 1), sizeof *b->cols);
+  for (int c = 0; c < src->ncols; c++) {
+    if (!need || need[c]) ck_col_gather(&b->cols[c], &src->cols[c], runs, nruns, kept);
+    else b->cols[c].type = src->cols[c].type;
+  }
+  b->nrows = kept;
+  if (src->kinds) {
+    b->kinds = ck_malloc(kept ? kept : 1);
+    uint8_t *d = b->kinds;
+    for (size_t r = 0; r < nruns; r++) {
+      memcpy(d, src->kinds + runs[r].start, runs[r].len);
+      d += runs[r].len;
+    }
+  }
+  return b;
+}
+
 ck_batch_t *ck_batch_filter(const ck_batch_t *src, const uint8_t *sel) {
-  size_t n = 0;
-  for (size_t i = 0; i < src->nrows; i++) n += sel[i] != 0;
-  ck_type_t types[src->ncols ? src->ncols : 1];
-  for (int c = 0; c < src->ncols; c++) types[c] = src->cols[c].type;
-  ck_batch_t *out = ck_batch_new(src->ncols, types, n);
-  for (size_t i = 0; i < src->nrows; i++)
-    if (sel[i]) ck_batch_append_row(out, src, i);
+  ck_run_t local[CK_BATCH_ROWS / 2 + 1];
+  size_t room = src->nrows / 2 + 1;
+  ck_run_t *runs = room <= CK_ARRAY_LEN(local) ? local : ck_malloc(room * sizeof *runs);
+  size_t kept, nruns = ck_sel_runs(sel, src->nrows, runs, &kept);
+  ck_batch_t *out = ck_batch_gather(src, runs, nruns, kept, NULL);
+  if (runs != local) ck_free(runs);
   return out;
 }
 

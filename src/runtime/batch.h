@@ -66,6 +66,11 @@ void ck_col_append_f32(ck_col_t *col, float v);
 void ck_col_append_f64(ck_col_t *col, double v);
 void ck_col_append_dec(ck_col_t *col, ck_i128 v);
 void ck_col_append_str(ck_col_t *col, const char *s, size_t n);
+/* Room for a string of up to n bytes after col's bytes, to be written in place and then
+ * appended as the next row by ck_col_str_commit with its length (at most n). A reserve that is
+ * never committed appends nothing. */
+char *ck_col_str_reserve(ck_col_t *col, size_t n);
+void ck_col_str_commit(ck_col_t *col, size_t n);
 void ck_col_append_value(ck_col_t *col, const ck_value_t *v); /* v->type must match col */
 /* Appends row i of src (same type) to dst. */
 void ck_col_append_from(ck_col_t *dst, const ck_col_t *src, size_t i);
@@ -98,6 +103,23 @@ void ck_batch_set_kind(ck_batch_t *batch, size_t row, ck_row_kind_t kind); /* af
 static inline ck_row_kind_t ck_batch_kind(const ck_batch_t *b, size_t i) {
   return b->kinds ? (ck_row_kind_t)b->kinds[i] : CK_ROW_INSERT;
 }
+/* Row selections. A selection of rows (sel[i] != 0: keep row i) is turned once into runs of
+ * consecutive kept rows, then applied column at a time: fixed-width values and row kinds are
+ * copied a run at a time, STRING offsets are rebased and their bytes copied a run at a time
+ * into one buffer sized up front. */
+typedef struct ck_run {
+  uint32_t start, len;
+} ck_run_t;
+/* Fills runs (room for n / 2 + 1) from sel[0..n); returns how many, and the rows kept. */
+size_t ck_sel_runs(const uint8_t *sel, size_t n, ck_run_t *runs, size_t *kept);
+/* Initialises dst as the rows of src in runs (kept rows in all), same type and NULLs. */
+void ck_col_gather(ck_col_t *dst, const ck_col_t *src, const ck_run_t *runs, size_t nruns,
+                   size_t kept);
+/* A new batch of the rows of src in runs, with their row kinds. need (NULL: every column)
+ * says which columns to copy; the others are left without buffers (len 0, only their type):
+ * for a caller that reads only the needed ones, not for passing on. */
+ck_batch_t *ck_batch_gather(const ck_batch_t *src, const ck_run_t *runs, size_t nruns,
+                            size_t kept, const bool *need);
 /* A new batch holding the rows of src whose sel[i] is true (same columns). */
 ck_batch_t *ck_batch_filter(const ck_batch_t *src, const uint8_t *sel);
 /* Appends row i of src to dst (same column types), with its row kind. */
