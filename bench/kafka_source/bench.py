@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Kafka source throughput: `clink run` (Kafka source + JSON decode into a blackhole) side by
-side with kcat and with floor.c, librdkafka alone read the source's way (the ceiling), on the
+"""Kafka source throughput: `clink run` (Kafka source + JSON decode into a blackhole), through
+clink's own fetch client and through librdkafka's consumer, side by side with kcat and with
+floor.c (librdkafka alone, read the source's way: the ceiling of the librdkafka path), on the
 same topic.
 
 DESIGN
@@ -10,8 +11,10 @@ DESIGN
      child process, from getrusage(RUSAGE_CHILDREN) around a blocking subprocess.run) and the
      wall time:
        clink:  CREATE TABLE bids (...) WITH (connector='kafka', format='json',
-               auto_offset_reset='earliest', scan.bounded='latest'), INSERT INTO a blackhole;
-               the record count is checked from the "[job] finished: N records read" line.
+               auto_offset_reset='earliest', scan.bounded='latest', fetcher='clink'), INSERT
+               INTO a blackhole; the record count is checked from the "[job] finished: N
+               records read" line.
+       clink/rdk: the same with fetcher='librdkafka'.
        kcat:   kcat -C -b BROKERS -t TOPIC -e -o beginning -q > /dev/null (no decode: it only
                fetches and prints each value).
        floor:  bench/kafka_source/floor.c --touch (compiled into $CLINK_CACHE/bench): one
@@ -115,15 +118,15 @@ def measured(cmd, **kw):
     return proc, cpu, wall
 
 
-def run_clink(clink, brokers, topic, records, parallelism):
+def run_clink(clink, brokers, topic, records, parallelism, fetcher):
     sql = (
         "CREATE TABLE bids (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, "
         "url VARCHAR, dateTime BIGINT, extra VARCHAR) WITH (connector = 'kafka', "
         "format = 'json', brokers = '%s', topic = '%s', auto_offset_reset = 'earliest', "
-        "scan.bounded = 'latest');\n"
+        "scan.bounded = 'latest', fetcher = '%s');\n"
         "CREATE TABLE sink (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, "
         "url VARCHAR, dateTime BIGINT, extra VARCHAR) WITH (connector = 'blackhole');\n"
-        "INSERT INTO sink SELECT * FROM bids;\n" % (brokers, topic))
+        "INSERT INTO sink SELECT * FROM bids;\n" % (brokers, topic, fetcher))
     proc, cpu, wall = measured(
         [clink, "run", "--parallelism", str(parallelism), "-e", sql],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -198,15 +201,18 @@ def main():
         create_topic(brokers, topic, args.partitions)
         prefill(brokers, topic, args.records, args.partitions)
 
-    results = {"clink": [], "kcat": [], "floor": []}
+    results = {"clink": [], "clink_rdk": [], "kcat": [], "floor": []}
     for r in range(args.runs):
         results["kcat"].append(run_kcat(kcat, brokers, topic))
         results["floor"].append(run_floor(floor, brokers, topic, args.records))
         results["clink"].append(run_clink(args.clink, brokers, topic, args.records,
-                                          args.parallelism))
-        print("run %d: clink %.2f s CPU (%.2f s wall), kcat %.2f s CPU (%.2f s wall), "
-              "floor %.2f s CPU (%.2f s wall)"
+                                          args.parallelism, "clink"))
+        results["clink_rdk"].append(run_clink(args.clink, brokers, topic, args.records,
+                                              args.parallelism, "librdkafka"))
+        print("run %d: clink %.2f s CPU (%.2f s wall), clink/rdk %.2f s CPU (%.2f s wall), "
+              "kcat %.2f s CPU (%.2f s wall), floor %.2f s CPU (%.2f s wall)"
               % (r + 1, results["clink"][-1][0], results["clink"][-1][1],
+                 results["clink_rdk"][-1][0], results["clink_rdk"][-1][1],
                  results["kcat"][-1][0], results["kcat"][-1][1],
                  results["floor"][-1][0], results["floor"][-1][1]))
 
@@ -219,18 +225,24 @@ def main():
         return args.records / cpus[len(cpus) // 2]
 
     c_eps, c_cpu, c_wall = best("clink")
+    r_eps, r_cpu, r_wall = best("clink_rdk")
     k_eps, k_cpu, k_wall = best("kcat")
     f_eps, f_cpu, f_wall = best("floor")
     c_med, k_med, f_med = median("clink"), median("kcat"), median("floor")
+    r_med = median("clink_rdk")
     print()
     print("records: %d in %d partitions (topic %s), %d runs, clink --parallelism %d"
           % (args.records, args.partitions, topic, args.runs, args.parallelism))
     print("clink run (kafka source + json decode -> blackhole): best %.2f M events/CPU-s "
           "(%.2f s CPU, %.2f s wall), median %.2f M" % (c_eps / 1e6, c_cpu, c_wall, c_med / 1e6))
+    print("clink run, fetcher = 'librdkafka':                  best %.2f M events/CPU-s "
+          "(%.2f s CPU, %.2f s wall), median %.2f M" % (r_eps / 1e6, r_cpu, r_wall, r_med / 1e6))
     print("kcat -C -e -o beginning -q (librdkafka, no decode):  best %.2f M events/CPU-s "
           "(%.2f s CPU, %.2f s wall), median %.2f M" % (k_eps / 1e6, k_cpu, k_wall, k_med / 1e6))
     print("floor.c --touch (librdkafka the source's way, no decode): best %.2f M events/CPU-s "
           "(%.2f s CPU, %.2f s wall), median %.2f M" % (f_eps / 1e6, f_cpu, f_wall, f_med / 1e6))
+    print("ratio clink / clink with librdkafka: best %.2f, median %.2f"
+          % (c_eps / r_eps, c_med / r_med))
     print("ratio clink / kcat: best %.2f, median %.2f" % (c_eps / k_eps, c_med / k_med))
     print("ratio clink / floor: best %.2f, median %.2f" % (c_eps / f_eps, c_med / f_med))
     if args.markdown:

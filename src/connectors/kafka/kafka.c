@@ -11,13 +11,14 @@
  * metadata or offsets retries with exponential backoff (100 ms doubling to 5 s), logs at once
  * and then every CK_KAFKA_LOG_EVERY_MS, and gives up after connect_timeout_ms with
  * CK_ECONNECT: never a silent hang. A topic that does not exist is CK_ENOTFOUND once the
- * brokers said so for KAFKA_TOPIC_GRACE_MS (a topic created a moment ago may not be in every
+ * brokers said so for CK_KAFKA_TOPIC_GRACE_MS (a topic created a moment ago may not be in every
  * broker's metadata yet).
  *
  * Threads: everything here runs on the calling subtask's thread, except log_cb, which
  * librdkafka calls from its own threads and which only calls ck_log (thread-safe).
  */
 #include "connectors/kafka/kafka.h"
+#include "connectors/kafka/kfetch.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,10 +33,6 @@
 
 #define KAFKA_BACKOFF_FIRST_MS 100
 #define KAFKA_BACKOFF_MAX_MS 5000
-#define KAFKA_ATTEMPT_MS 2000
-/* A topic created a moment ago may not be in every broker's metadata yet: "does not exist" is
- * believed after this long. */
-#define KAFKA_TOPIC_GRACE_MS 2000
 
 /* =========================================================== option tables ====== */
 
@@ -66,10 +63,18 @@ const ck_opt_def_t ck_kafka_source_options[] = {
     {"scan.bounded", CK_OPT_ENUM, "none", "none|latest", false,
      "latest: read each partition up to its end offset as of start-up, then end the input (a "
      "bounded source: every window fires); none: read for ever"},
+    {"fetcher", CK_OPT_ENUM, "auto", "auto|clink|librdkafka", false,
+     "how records are fetched. clink: the engine's own fetch client, on the source's thread "
+     "(PLAINTEXT brokers, Kafka 2.3 or later; of the 'kafka.<property>' options it takes "
+     "fetch.wait.max.ms, max.partition.fetch.bytes, fetch.max.bytes, check.crcs, client.id "
+     "and security.protocol = plaintext). librdkafka: librdkafka's consumer (TLS, SASL, any "
+     "other property). auto: clink, unless a 'kafka.<property>' option needs librdkafka"},
     KAFKA_CONNECT_TIMEOUT_DEF,
     {"kafka.", CK_OPT_STRING, NULL, NULL, false,
      "'kafka.<property>' passes a librdkafka consumer property through (e.g. "
-     "'kafka.fetch.max.bytes'); it overrides clink's own setting of that property"},
+     "'kafka.fetch.max.bytes'); it overrides clink's own setting of that property. clink's "
+     "own fetch client takes the few listed under fetcher; any other makes 'auto' read "
+     "through librdkafka"},
     {NULL, 0, NULL, NULL, false, NULL},
 };
 
@@ -173,10 +178,8 @@ static const ck_opt_def_t *role_options(rd_kafka_type_t type) {
   return type == RD_KAFKA_PRODUCER ? ck_kafka_sink_options : ck_kafka_source_options;
 }
 
-int ck_kafka_client_open(kafka_client_t *kc, const ck_conn_ctx_t *ctx, rd_kafka_type_t type,
-                         const char *const *defaults,
-                         void (*dr_msg_cb)(rd_kafka_t *, const rd_kafka_message_t *, void *),
-                         ck_error_t *err) {
+int ck_kafka_client_names(kafka_client_t *kc, const ck_conn_ctx_t *ctx, rd_kafka_type_t type,
+                          ck_error_t *err) {
   const ck_options_t *opts = ctx->options;
   const ck_opt_def_t *defs = role_options(type);
   memset(kc, 0, sizeof *kc);
@@ -190,11 +193,22 @@ int ck_kafka_client_open(kafka_client_t *kc, const ck_conn_ctx_t *ctx, rd_kafka_
   if (!brokers || !*brokers || !topic || !*topic)
     return ck_error_set(err, CK_EOPTION, "the kafka connector of table '%s' needs options "
                         "'brokers' and 'topic'", kc->table);
+  return 0;
+}
+
+int ck_kafka_client_open(kafka_client_t *kc, const ck_conn_ctx_t *ctx, rd_kafka_type_t type,
+                         const char *const *defaults,
+                         void (*dr_msg_cb)(rd_kafka_t *, const rd_kafka_message_t *, void *),
+                         ck_error_t *err) {
+  int rc = ck_kafka_client_names(kc, ctx, type, err);
+  if (rc) return rc;
+  const ck_options_t *opts = ctx->options;
+  const char *brokers = kc->brokers;
 
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   char client_id[256];
   snprintf(client_id, sizeof client_id, "clink-%s-%d", kc->table, kc->subtask);
-  int rc = ck_kafka_conf_set(conf, "bootstrap.servers", brokers, "brokers", err);
+  rc = ck_kafka_conf_set(conf, "bootstrap.servers", brokers, "brokers", err);
   if (!rc) rc = ck_kafka_conf_set(conf, "client.id", client_id, NULL, err);
   if (!rc) rc = ck_kafka_conf_set(conf, "log.connection.close", "false", NULL, err);
   for (const char *const *d = defaults; !rc && d && d[0]; d += 2)
@@ -231,20 +245,14 @@ void ck_kafka_client_close(kafka_client_t *kc) {
 
 /* ============================================================ waiting ====== */
 
-typedef struct retry {
-  int64_t start, last_log, backoff;
-} retry_t;
-
-static void retry_init(retry_t *r) {
+void ck_kafka_retry_init(ck_kafka_retry_t *r) {
   r->start = ck_mono_ms();
   r->last_log = 0;
   r->backoff = KAFKA_BACKOFF_FIRST_MS;
 }
 
-/* After a failed attempt: CK_ECONNECT once connect_timeout_ms has passed, else logs (at once,
- * then every CK_KAFKA_LOG_EVERY_MS), sleeps the backoff and returns 0 to try again. */
-static int retry_wait(kafka_client_t *kc, retry_t *r, const char *what,
-                      rd_kafka_resp_err_t rerr, const char *reason, ck_error_t *err) {
+int ck_kafka_retry_wait(kafka_client_t *kc, ck_kafka_retry_t *r, const char *what,
+                        rd_kafka_resp_err_t rerr, const char *reason, ck_error_t *err) {
   int64_t now = ck_mono_ms(), elapsed = now - r->start;
   if (kc->connect_timeout_ms > 0 && elapsed >= kc->connect_timeout_ms) {
     ck_kafka_error(err, CK_ECONNECT, rerr,
@@ -263,13 +271,13 @@ static int retry_wait(kafka_client_t *kc, retry_t *r, const char *what,
   int64_t sleep = r->backoff;
   if (kc->connect_timeout_ms > 0 && elapsed + sleep > kc->connect_timeout_ms)
     sleep = kc->connect_timeout_ms - elapsed;
-  rd_kafka_poll(kc->rk, 0); /* serve error callbacks meanwhile */
+  if (kc->rk) rd_kafka_poll(kc->rk, 0); /* serve error callbacks meanwhile */
   if (sleep > 0) ck_sleep_ms(sleep);
   r->backoff = r->backoff * 2 > KAFKA_BACKOFF_MAX_MS ? KAFKA_BACKOFF_MAX_MS : r->backoff * 2;
   return 0;
 }
 
-static int not_found(kafka_client_t *kc, ck_error_t *err) {
+int ck_kafka_not_found(kafka_client_t *kc, ck_error_t *err) {
   ck_kafka_error(err, CK_ENOTFOUND, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
                  "topic '%s' does not exist on Kafka brokers '%s' (table '%s')", kc->topic,
                  kc->brokers, kc->table);
@@ -286,12 +294,12 @@ int ck_kafka_topic_partitions(kafka_client_t *kc, int *nparts, ck_error_t *err) 
                           rd_kafka_err2str(rd_kafka_last_error()));
   char what[300];
   snprintf(what, sizeof what, "get the metadata of topic '%s'", kc->topic);
-  retry_t r;
-  retry_init(&r);
+  ck_kafka_retry_t r;
+  ck_kafka_retry_init(&r);
   int rc = 0;
   for (;;) {
     const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t rerr = rd_kafka_metadata(kc->rk, 0, rkt, &md, KAFKA_ATTEMPT_MS);
+    rd_kafka_resp_err_t rerr = rd_kafka_metadata(kc->rk, 0, rkt, &md, CK_KAFKA_ATTEMPT_MS);
     rd_kafka_poll(kc->rk, 0);
     if (!rerr) {
       const struct rd_kafka_metadata_topic *t = md->topic_cnt > 0 ? &md->topics[0] : NULL;
@@ -300,8 +308,8 @@ int ck_kafka_topic_partitions(kafka_client_t *kc, int *nparts, ck_error_t *err) 
       rd_kafka_metadata_destroy(md);
       if ((rerr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
            rerr == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC) &&
-          ck_mono_ms() - r.start >= KAFKA_TOPIC_GRACE_MS) {
-        rc = not_found(kc, err);
+          ck_mono_ms() - r.start >= CK_KAFKA_TOPIC_GRACE_MS) {
+        rc = ck_kafka_not_found(kc, err);
         break;
       }
       if (rerr == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
@@ -321,7 +329,7 @@ int ck_kafka_topic_partitions(kafka_client_t *kc, int *nparts, ck_error_t *err) 
       ck_sleep_ms(KAFKA_BACKOFF_FIRST_MS);
       continue;
     }
-    if ((rc = retry_wait(kc, &r, what, rerr, rd_kafka_err2str(rerr), err))) break;
+    if ((rc = ck_kafka_retry_wait(kc, &r, what, rerr, rd_kafka_err2str(rerr), err))) break;
   }
   rd_kafka_topic_destroy(rkt);
   return rc;
@@ -332,11 +340,11 @@ int ck_kafka_watermarks(kafka_client_t *kc, int32_t partition, int64_t *low, int
   char what[300];
   snprintf(what, sizeof what, "get the offsets of partition %d of topic '%s'", (int)partition,
            kc->topic);
-  retry_t r;
-  retry_init(&r);
+  ck_kafka_retry_t r;
+  ck_kafka_retry_init(&r);
   for (;;) {
     rd_kafka_resp_err_t rerr = rd_kafka_query_watermark_offsets(kc->rk, kc->topic, partition,
-                                                                low, high, KAFKA_ATTEMPT_MS);
+                                                                low, high, CK_KAFKA_ATTEMPT_MS);
     rd_kafka_poll(kc->rk, 0);
     if (!rerr) return 0;
     if (rerr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
@@ -344,7 +352,7 @@ int ck_kafka_watermarks(kafka_client_t *kc, int32_t partition, int64_t *low, int
       return ck_kafka_error(err, CK_ENOTFOUND, rerr, "partition %d of topic '%s' does not exist "
                             "on Kafka brokers '%s': %s", (int)partition, kc->topic, kc->brokers,
                             rd_kafka_err2str(rerr));
-    int rc = retry_wait(kc, &r, what, rerr, rd_kafka_err2str(rerr), err);
+    int rc = ck_kafka_retry_wait(kc, &r, what, rerr, rd_kafka_err2str(rerr), err);
     if (rc) return rc;
   }
 }
@@ -441,6 +449,14 @@ int ck_kafka_parse_key(const ck_schema_t *schema, const char *key, int **cols, i
   return 0;
 }
 
+const char *ck_kafka_needs_librdkafka(const ck_options_t *opts) {
+  for (int i = 0; opts && i < opts->n; i++)
+    if (strncmp(opts->keys[i], "kafka.", 6) == 0 &&
+        !ck_kfetch_understands(opts->keys[i] + 6, opts->values[i]))
+      return opts->keys[i];
+  return NULL;
+}
+
 static int kafka_check(const ck_schema_t *schema, const ck_options_t *opts, bool as_sink,
                        ck_error_t *err) {
   const char *fmt = ck_options_get(opts, "format");
@@ -468,6 +484,17 @@ static int kafka_check(const ck_schema_t *schema, const ck_options_t *opts, bool
     if (strncmp(opts->keys[i], "kafka.", 6) == 0)
       rc = ck_kafka_conf_set(conf, opts->keys[i] + 6, opts->values[i], opts->keys[i], err);
   rd_kafka_conf_destroy(conf);
+  const char *fetcher = ck_options_get(opts, "fetcher");
+  if (!rc && !as_sink && fetcher && strcmp(fetcher, "clink") == 0) {
+    const char *needs = ck_kafka_needs_librdkafka(opts);
+    if (needs) {
+      ck_error_set(err, CK_EOPTION, "option '%s' needs librdkafka's consumer, but the table "
+                   "sets fetcher = 'clink'", needs);
+      ck_error_hint(err, "set fetcher = 'librdkafka' (or 'auto', which picks it for such "
+                         "options)");
+      return CK_EOPTION;
+    }
+  }
   return rc;
 }
 

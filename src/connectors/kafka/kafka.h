@@ -7,7 +7,11 @@
  *                   log and error callbacks routed to ck_log ("[kafka] …", rate-limited),
  *                   waiting for the topic's metadata with backoff, and the source's position
  *                   snapshot encoding.
- *   kafka_source.c  the source: explicit assignment, per-partition queues, bounded reads.
+ *   kafka_source.c  the source: the engine's own partition assignment, positions, bounded
+ *                   reads; it fetches through kfetch.c (default) or librdkafka's consumer.
+ *   kfetch.c        clink's own fetch client (Kafka's wire protocol, on the source's thread).
+ *   krecords.c      reading record batches (message format v2) in place: codecs, aborted
+ *                   transactions, positions.
  *   kafka_sink.c    the at-least-once producer sink.
  *
  * Threads: a kafka_client_t belongs to one subtask's thread. librdkafka's own threads call the
@@ -63,6 +67,14 @@ int ck_kafka_client_open(kafka_client_t *kc, const ck_conn_ctx_t *ctx, rd_kafka_
                          const char *const *defaults,
                          void (*dr_msg_cb)(rd_kafka_t *, const rd_kafka_message_t *, void *),
                          ck_error_t *err);
+/* The first 'kafka.<property>' option clink's own fetch client does not understand (the source
+ * then reads through librdkafka), or NULL. */
+const char *ck_kafka_needs_librdkafka(const ck_options_t *opts);
+
+/* Only the names and settings of kc (table, brokers, topic, subtask, connect_timeout_ms), no
+ * librdkafka handle: for clink's own fetch client (kfetch.h). */
+int ck_kafka_client_names(kafka_client_t *kc, const ck_conn_ctx_t *ctx, rd_kafka_type_t type,
+                          ck_error_t *err);
 void ck_kafka_client_close(kafka_client_t *kc);
 
 /* Applies one librdkafka property; an unknown or invalid one is CK_EOPTION naming the option. */
@@ -79,6 +91,22 @@ int ck_kafka_topic_partitions(kafka_client_t *kc, int *nparts, ck_error_t *err);
  * the last stable offset), retried like ck_kafka_topic_partitions. */
 int ck_kafka_watermarks(kafka_client_t *kc, int32_t partition, int64_t *low, int64_t *high,
                         ck_error_t *err);
+
+/* Start-up waiting, shared by both fetch paths: backoff from 100 ms doubling to 5 s. */
+typedef struct ck_kafka_retry {
+  int64_t start, last_log, backoff;
+} ck_kafka_retry_t;
+void ck_kafka_retry_init(ck_kafka_retry_t *r);
+/* After a failed attempt to `what`: CK_ECONNECT once connect_timeout_ms has passed, else logs
+ * (at once, then every CK_KAFKA_LOG_EVERY_MS), sleeps the backoff and returns 0 to try again. */
+int ck_kafka_retry_wait(kafka_client_t *kc, ck_kafka_retry_t *r, const char *what,
+                        rd_kafka_resp_err_t rerr, const char *reason, ck_error_t *err);
+/* CK_ENOTFOUND: the topic does not exist (with the hint to create it first). */
+int ck_kafka_not_found(kafka_client_t *kc, ck_error_t *err);
+/* A topic created a moment ago may not be in every broker's metadata yet: "does not exist" is
+ * believed after this long. */
+#define CK_KAFKA_TOPIC_GRACE_MS 2000
+#define CK_KAFKA_ATTEMPT_MS 2000
 
 /* Logs a librdkafka error for this client, rate-limited: a new error code at once, the same one
  * again at most every CK_KAFKA_LOG_EVERY_MS with the count of those suppressed meanwhile. */

@@ -1,6 +1,14 @@
 /*
  * DESIGN: the Kafka source (connector='kafka' read from).
  *
+ * Two ways to fetch, one source. fetcher 'clink' (what 'auto' picks unless a 'kafka.<property>'
+ * option needs librdkafka): clink's own client (kfetch.h) reads the metadata and offsets at
+ * open, and at each poll the source walks one partition's record set in place (krecords.h),
+ * decoding each value straight into the batch; position, bounded ends, decode errors and
+ * restore are the same as below, with record sets in place of librdkafka's queues (a set's
+ * end also steps the position over transaction markers and aborted records). fetcher
+ * 'librdkafka': everything below.
+ *
  * Partitions. At open a short-lived probe client reads the topic's metadata (waiting with
  * backoff while the brokers cannot be reached; a missing topic is CK_ENOTFOUND at once) and the
  * owned partitions' low and high watermarks; the source owns partition p of n when
@@ -53,6 +61,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -62,6 +71,7 @@
 #include "base/time.h"
 #include "connectors/format.h"
 #include "connectors/kafka/kafka.h"
+#include "connectors/kafka/kfetch.h"
 
 #define KAFKA_POLL_MSGS 1024 /* messages taken from a queue at a time */
 #define KAFKA_SKIP_LOG_FIRST 10
@@ -73,6 +83,11 @@
 #define KAFKA_PREFETCH_KB 131072
 #define KAFKA_PREFETCH_MIN_KB 4096
 #define KAFKA_PREFETCH_MAX_KB 65536
+/* clink's fetch client: at most one answer waits per partition while the previous one is
+ * decoded, so memory is about 2 x partitions x KAFKA_PARTITION_FETCH_BYTES. */
+#define KAFKA_FETCH_WAIT_MS 100
+#define KAFKA_PARTITION_FETCH_BYTES (1 << 20)
+#define KAFKA_FETCH_MAX_BYTES (50 << 20)
 
 typedef struct kafka_part {
   int32_t partition;
@@ -83,7 +98,10 @@ typedef struct kafka_part {
 } kafka_part_t;
 
 typedef struct kafka_src {
-  kafka_client_t kc;
+  kafka_client_t kc;  /* rk is NULL when reading through kf */
+  ck_kfetch_t *kf;    /* clink's own fetch client (fetcher 'clink'), or NULL */
+  ck_krecs_t *it;     /* kf: the record set being read, of partition cur */
+  int cur;
   ck_decoder_t *dec; /* NULL for 'raw' */
   bool skip_errors, bounded;
   int64_t skipped, tombstones;
@@ -126,7 +144,10 @@ static void mark_done(kafka_src_t *ks, kafka_part_t *p) {
   if (p->done) return;
   p->done = true;
   ks->ndone++;
-  if (ks->assigned) { /* stop fetching past the end */
+  if (ks->kf && ks->assigned) {
+    ck_kfetch_pause(ks->kf, (int)(p - ks->parts));
+    if (ks->it && ks->cur == (int)(p - ks->parts)) ks->it = NULL;
+  } else if (ks->assigned) { /* stop fetching past the end */
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, ks->kc.topic, p->partition);
     (void)rd_kafka_pause_partitions(ks->kc.rk, l);
@@ -194,6 +215,45 @@ static int apply_state(kafka_src_t *ks, const void *data, size_t len, ck_error_t
 
 /* =============================================================== open ====== */
 
+/* A 'kafka.<name>' option as a positive integer, or def. */
+static int32_t kafka_prop_int(const ck_options_t *opts, const char *name, int32_t def) {
+  char key[128];
+  snprintf(key, sizeof key, "kafka.%s", name);
+  const char *v = ck_options_get(opts, key);
+  long long n = v ? atoll(v) : 0;
+  return n > 0 && n <= INT32_MAX ? (int32_t)n : def;
+}
+
+/* Partitions and offsets through clink's own fetch client, which then reads them. */
+static int open_native(ck_source_t *src, kafka_src_t *ks, bool earliest, bool read_committed,
+                       ck_error_t *err) {
+  const ck_options_t *opts = src->ctx.options;
+  int rc = ck_kafka_client_names(&ks->kc, &src->ctx, RD_KAFKA_CONSUMER, err);
+  if (rc) return rc;
+  const char *crc = ck_options_get(opts, "kafka.check.crcs");
+  ck_kfetch_conf_t conf = {
+      .kc = &ks->kc,
+      .read_committed = read_committed,
+      .reset_earliest = earliest,
+      .check_crc = crc && ck_streq_i(crc, "true"),
+      .max_wait_ms = kafka_prop_int(opts, "fetch.wait.max.ms", KAFKA_FETCH_WAIT_MS),
+      .partition_max_bytes = kafka_prop_int(opts, "max.partition.fetch.bytes",
+                                            KAFKA_PARTITION_FETCH_BYTES),
+      .max_bytes = kafka_prop_int(opts, "fetch.max.bytes", KAFKA_FETCH_MAX_BYTES),
+  };
+  if ((rc = ck_kfetch_open(&ks->kf, &conf, &ks->ntopic, err))) return rc;
+  int par = src->ctx.parallelism > 0 ? src->ctx.parallelism : 1;
+  ks->parts = ck_calloc((size_t)(ks->ntopic / par + 1), sizeof *ks->parts);
+  for (int p = 0; !rc && p < ks->ntopic; p++) {
+    if (p % par != src->ctx.subtask) continue;
+    kafka_part_t *part = &ks->parts[ks->nparts++];
+    part->partition = p;
+    rc = ck_kfetch_offsets(ks->kf, p, &part->low, &part->end, err);
+    part->next = earliest ? part->low : part->end;
+  }
+  return rc;
+}
+
 static int src_open(ck_source_t *src, ck_error_t *err) {
   kafka_src_t *ks = src_impl(src);
   const ck_options_t *opts = src->ctx.options;
@@ -213,9 +273,16 @@ static int src_open(ck_source_t *src, ck_error_t *err) {
   ks->bounded = strcmp(ck_opt_str(opts, defs, "scan.bounded"), "latest") == 0;
   bool earliest = strcmp(ck_opt_str(opts, defs, "auto_offset_reset"), "earliest") == 0;
 
+  const char *iso = ck_opt_str(opts, defs, "isolation.level");
+  const char *fetcher = ck_opt_str(opts, defs, "fetcher");
+  if (strcmp(fetcher, "librdkafka") != 0 && !ck_kafka_needs_librdkafka(opts)) {
+    if ((rc = open_native(src, ks, earliest, strcmp(iso, "read_committed") == 0, err)))
+      return rc;
+    goto opened;
+  }
+
   /* Partitions and their offsets first, through a probe client, because the consumer's
    * prefetch limit depends on how many partitions it reads (see KAFKA_PREFETCH_KB). */
-  const char *iso = ck_opt_str(opts, defs, "isolation.level");
   const char *probe_defaults[] = {"isolation.level", iso, NULL};
   kafka_client_t probe;
   rc = ck_kafka_client_open(&probe, &src->ctx, RD_KAFKA_CONSUMER, probe_defaults, NULL, err);
@@ -273,6 +340,7 @@ static int src_open(ck_source_t *src, ck_error_t *err) {
     rd_kafka_queue_forward(part->q, NULL); /* keep it out of the consumer queue */
     rd_kafka_queue_io_event_enable(part->q, ks->evfd, &evfd_one, sizeof evfd_one);
   }
+opened:
   ks->opened = true;
   if (ks->has_pending) {
     rc = apply_state(ks, ks->pending.data, ks->pending.len, err);
@@ -282,8 +350,9 @@ static int src_open(ck_source_t *src, ck_error_t *err) {
   }
   update_done(ks);
   CK_LOG_INFO(CK_KAFKA_LOG, "table '%s' subtask %d: reading %d of the %d partitions of topic "
-              "'%s'%s", ks->kc.table, src->ctx.subtask, ks->nparts, ks->ntopic, ks->kc.topic,
-              ks->bounded ? " up to their current end offsets" : "");
+              "'%s'%s, through %s", ks->kc.table, src->ctx.subtask, ks->nparts, ks->ntopic,
+              ks->kc.topic, ks->bounded ? " up to their current end offsets" : "",
+              ks->kf ? "clink's fetch client" : "librdkafka");
   return 0;
 }
 
@@ -361,21 +430,17 @@ static int part_error(kafka_src_t *ks, kafka_part_t *p, const rd_kafka_message_t
   return 0;
 }
 
-/* One message of partition p: a row appended (1), nothing (0), or an error. */
-static int handle(kafka_src_t *ks, kafka_part_t *p, const rd_kafka_message_t *m,
-                  ck_batch_t *batch, ck_error_t *err) {
-  if (m->err) return part_error(ks, p, m, err);
-  if (m->partition != p->partition)
-    return ck_error_set(err, CK_EINTERNAL, "a message of partition %d of topic '%s' arrived on "
-                        "the queue of partition %d", (int)m->partition, ks->kc.topic,
-                        (int)p->partition);
-  if (ks->bounded && m->offset >= p->end) { /* produced after open: not ours to read */
-    if (m->offset > p->next) p->next = m->offset;
+/* One record of partition p (value NULL: a tombstone): a row appended (1), nothing (0), or an
+ * error. */
+static int handle_rec(kafka_src_t *ks, kafka_part_t *p, int64_t offset, const char *value,
+                      size_t len, ck_batch_t *batch, ck_error_t *err) {
+  if (ks->bounded && offset >= p->end) { /* produced after open: not ours to read */
+    if (offset > p->next) p->next = offset;
     mark_done(ks, p);
     return 0;
   }
-  if (!m->payload) { /* a tombstone */
-    p->next = m->offset + 1;
+  if (!value) { /* a tombstone */
+    p->next = offset + 1;
     if (!ks->dec) {
       ck_col_append_null(&batch->cols[0]);
       batch->nrows++;
@@ -384,31 +449,42 @@ static int handle(kafka_src_t *ks, kafka_part_t *p, const rd_kafka_message_t *m,
     if (ks->tombstones++ == 0)
       CK_LOG_DEBUG(CK_KAFKA_LOG, "table '%s': ignoring tombstones (messages without a value), "
                    "the first at partition %d offset %lld", ks->kc.table, (int)p->partition,
-                   (long long)m->offset);
+                   (long long)offset);
     return 0;
   }
   /* derr stays clear between records (cleared after each failure, not before each record:
    * it is a kilobyte, and this is the hot path) */
   ck_error_t *derr = &ks->derr;
-  int rc = ks->dec ? ck_decoder_decode(ks->dec, m->payload, m->len, batch, derr)
-                   : raw_decode(m->payload, m->len, batch, derr);
+  int rc = ks->dec ? ck_decoder_decode(ks->dec, value, len, batch, derr)
+                   : raw_decode(value, len, batch, derr);
   if (rc) {
     if (!ks->skip_errors) {
       ck_error_set(err, CK_EDECODE, "could not decode record at topic '%s' partition %d offset "
-                   "%lld: %s", ks->kc.topic, (int)p->partition, (long long)m->offset,
+                   "%lld: %s", ks->kc.topic, (int)p->partition, (long long)offset,
                    derr->message[0] ? derr->message : ck_error_default(rc));
       ck_error_hint(err, "on_decode_error = 'skip' counts and skips such records instead");
       ck_error_clear(derr);
       return CK_EDECODE;
     }
     ks->skipped++;
-    log_skip(ks, p, m->offset, derr->message[0] ? derr->message : ck_error_default(rc));
+    log_skip(ks, p, offset, derr->message[0] ? derr->message : ck_error_default(rc));
     ck_error_clear(derr);
-    p->next = m->offset + 1;
+    p->next = offset + 1;
     return 0;
   }
-  p->next = m->offset + 1;
+  p->next = offset + 1;
   return 1;
+}
+
+/* One message of partition p: a row appended (1), nothing (0), or an error. */
+static int handle(kafka_src_t *ks, kafka_part_t *p, const rd_kafka_message_t *m,
+                  ck_batch_t *batch, ck_error_t *err) {
+  if (m->err) return part_error(ks, p, m, err);
+  if (m->partition != p->partition)
+    return ck_error_set(err, CK_EINTERNAL, "a message of partition %d of topic '%s' arrived on "
+                        "the queue of partition %d", (int)m->partition, ks->kc.topic,
+                        (int)p->partition);
+  return handle_rec(ks, p, m->offset, m->payload, m->len, batch, err);
 }
 
 /* Lets go of n messages at once, after they were all decoded rather than one by one between
@@ -463,20 +539,14 @@ static int try_parts(kafka_src_t *ks, ck_batch_t *batch, int max_rows, int *part
   return 0;
 }
 
-/* librdkafka said the topic or one of its partitions is unknown: ask the brokers, and fail
- * naming the first owned partition the topic no longer has. Inconclusive answers (brokers
- * unreachable) change nothing; librdkafka keeps retrying and its errors keep being logged. */
-static int check_topic(kafka_src_t *ks, ck_error_t *err) {
-  int64_t now = ck_mono_ms();
-  if (now - ks->checked_ms < KAFKA_CHECK_EVERY_MS) return 0;
-  ks->checked_ms = now;
-  ks->kc.topic_suspect = false;
+/* The topic's partition count per librdkafka's metadata (0: gone), or -1 when unknown. */
+static int rdk_partition_count(kafka_src_t *ks) {
   rd_kafka_topic_t *rkt = rd_kafka_topic_new(ks->kc.rk, ks->kc.topic, NULL);
-  if (!rkt) return 0;
+  if (!rkt) return -1;
   const struct rd_kafka_metadata *md = NULL;
   rd_kafka_resp_err_t rerr = rd_kafka_metadata(ks->kc.rk, 0, rkt, &md, 2000);
   rd_kafka_topic_destroy(rkt);
-  if (rerr) return 0;
+  if (rerr) return -1;
   int n = -1;
   if (md->topic_cnt > 0) {
     rerr = md->topics[0].err;
@@ -484,6 +554,18 @@ static int check_topic(kafka_src_t *ks, ck_error_t *err) {
     else if (!rerr) n = md->topics[0].partition_cnt;
   }
   rd_kafka_metadata_destroy(md);
+  return n;
+}
+
+/* A client said the topic or one of its partitions is unknown: ask the brokers, and fail
+ * naming the first owned partition the topic no longer has. Inconclusive answers (brokers
+ * unreachable) change nothing; librdkafka keeps retrying and its errors keep being logged. */
+static int check_topic(kafka_src_t *ks, ck_error_t *err) {
+  int64_t now = ck_mono_ms();
+  if (now - ks->checked_ms < KAFKA_CHECK_EVERY_MS) return 0;
+  ks->checked_ms = now;
+  ks->kc.topic_suspect = false;
+  int n = ks->kf ? ck_kfetch_partition_count(ks->kf) : rdk_partition_count(ks);
   if (n < 0) return 0;
   for (int i = 0; i < ks->nparts; i++) {
     const kafka_part_t *p = &ks->parts[i];
@@ -526,10 +608,85 @@ static void drain_evfd(kafka_src_t *ks) {
   }
 }
 
+/* Hands every owned partition to clink's fetch client at its position (done ones paused). */
+static void native_assign(kafka_src_t *ks) {
+  int32_t *ids = ck_calloc((size_t)(ks->nparts ? ks->nparts : 1), sizeof *ids);
+  int64_t *offs = ck_calloc((size_t)(ks->nparts ? ks->nparts : 1), sizeof *offs);
+  for (int i = 0; i < ks->nparts; i++) {
+    ids[i] = ks->parts[i].partition;
+    offs[i] = ks->parts[i].next;
+  }
+  ck_kfetch_assign(ks->kf, ids, offs, ks->nparts);
+  for (int i = 0; i < ks->nparts; i++)
+    if (ks->parts[i].done) ck_kfetch_pause(ks->kf, i);
+  ck_free(ids);
+  ck_free(offs);
+  ks->it = NULL;
+  ks->assigned = true;
+}
+
+/* poll() through clink's fetch client: rows of the current record set, or the next set. */
+static int native_poll(kafka_src_t *ks, ck_batch_t *batch, int max_rows, int timeout_ms,
+                       int *partition, ck_error_t *err) {
+  int rc;
+  if (!ks->assigned) native_assign(ks);
+  int64_t deadline = ck_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  for (;;) {
+    if (ck_kfetch_topic_suspect(ks->kf)) ks->kc.topic_suspect = true;
+    if (ks->kc.topic_suspect && (rc = check_topic(ks, err))) return rc;
+    if (ks->bounded && ks->ndone == ks->nparts) return CK_SRC_END;
+    if (ks->it) {
+      kafka_part_t *p = &ks->parts[ks->cur];
+      int rows = 0;
+      while (rows < max_rows && ks->it) {
+        ck_krec_t rec;
+        int r = ck_krecs_next(ks->it, &rec, &ks->derr);
+        if (r < 0) {
+          ck_error_set(err, CK_EDECODE, "could not read the records of topic '%s' partition %d "
+                       "from offset %lld: %s", ks->kc.topic, (int)p->partition,
+                       (long long)p->next, ks->derr.message[0] ? ks->derr.message
+                                                               : ck_error_default(r));
+          ck_error_clear(&ks->derr);
+          return CK_EDECODE;
+        }
+        if (r == 0) { /* the set is read: past its markers, aborted and compacted records too */
+          if (ks->it->next_offset > p->next) p->next = ks->it->next_offset;
+          ks->it = NULL;
+          if (ks->bounded && p->next >= p->end) mark_done(ks, p);
+          break;
+        }
+        r = handle_rec(ks, p, rec.offset, rec.value, rec.value ? (size_t)rec.value_len : 0,
+                       batch, err);
+        if (r < 0) return r;
+        rows += r;
+      }
+      if (rows > 0) {
+        ks->progress = true;
+        *partition = ks->cur;
+        return CK_SRC_DATA;
+      }
+      continue;
+    }
+    int64_t left = deadline - ck_mono_ms();
+    int i;
+    ck_krecs_t *it;
+    int r = ck_kfetch_next(ks->kf, left > 0 ? (int)left : 0, &i, &it, err);
+    if (r < 0) return r;
+    if (r == 0) {
+      if (ks->bounded) log_waiting(ks, ck_mono_ms());
+      return CK_SRC_IDLE;
+    }
+    if (ks->parts[i].done) continue;
+    ks->it = it;
+    ks->cur = i;
+  }
+}
+
 static int kafka_src_poll(ck_source_t *src, ck_batch_t *batch, int max_rows, int timeout_ms,
                           int *partition, ck_error_t *err) {
   kafka_src_t *ks = src->impl;
   int rc;
+  if (ks->kf) return native_poll(ks, batch, max_rows, timeout_ms, partition, err);
   if (!ks->assigned && (rc = do_assign(ks, err))) return rc;
   int64_t deadline = -1;
   bool drained = false;
@@ -599,6 +756,12 @@ static int kafka_src_restore(ck_source_t *src, const void *data, size_t len, ck_
       ks->ndone--;
     }
   update_done(ks);
+  if (ks->assigned && ks->kf) {
+    CK_LOG_DEBUG(CK_KAFKA_LOG, "table '%s': restored after the first poll; fetching again",
+                 ks->kc.table);
+    native_assign(ks);
+    return 0;
+  }
   if (ks->assigned) {
     CK_LOG_DEBUG(CK_KAFKA_LOG, "table '%s': restored after the first poll; assigning again",
                  ks->kc.table);
@@ -636,6 +799,8 @@ static void kafka_src_close(ck_source_t *src) {
    * the partition's broker thread for ever (seen when the topic was deleted under us, with the
    * errors about it arriving while the assignment was being cleared). */
   ks->kc.closing = true;
+  ck_kfetch_close(ks->kf);
+  ks->kf = NULL;
   if (ks->kc.rk) {
     if (ks->assigned) (void)rd_kafka_assign(ks->kc.rk, NULL);
     (void)rd_kafka_consumer_close(ks->kc.rk);
