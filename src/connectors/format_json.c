@@ -173,23 +173,13 @@ static inline const char *str_scan(const char *p, const char *end) {
   return p;
 }
 
-/* jp->p is just past the opening quote. On return *s and *n hold the string's bytes: a span of
- * the record when it had no escapes, else scratch's contents; jp->p is past the closing quote. */
-static int parse_string(jp_t *jp, ck_buf_t *scratch, const char **s, size_t *n) {
-  const char *begin = jp->p, *end = jp->end;
-  const char *p = str_scan(begin, end);
-  if (p < end && *p == '"') {
-    *s = begin;
-    *n = (size_t)(p - begin);
-    jp->p = p + 1;
-    return 0;
-  }
-  /* Escapes: the string is unescaped into scratch, which is sized once for the rest of the
-   * record (an escape is never longer than what it stands for), so the loop writes through a
-   * pointer. */
-  ck_buf_reset(scratch);
-  ck_buf_reserve(scratch, (size_t)(end - begin));
-  char *o = scratch->data;
+/* Unescapes the rest of a string whose first escape (or stop byte) is at p, begin being just
+ * past its opening quote, into o: the bytes before p are copied first. o must have room for
+ * jp->end - begin bytes (an escape is never longer than the text it stands for), so the loop
+ * writes through a pointer. On success *oend is past the last byte written and jp->p is past
+ * the closing quote. */
+static int unescape(jp_t *jp, const char *begin, const char *p, char *o, char **oend) {
+  const char *end = jp->end;
   memcpy(o, begin, (size_t)(p - begin));
   o += p - begin;
   for (;;) {
@@ -255,11 +245,48 @@ static int parse_string(jp_t *jp, ck_buf_t *scratch, const char **s, size_t *n) 
     *o++ = lit;
     p += 2;
   }
+  *oend = o;
+  jp->p = p + 1;
+  return 0;
+}
+
+/* jp->p is just past the opening quote. On return *s and *n hold the string's bytes: a span of
+ * the record when it had no escapes, else scratch's contents; jp->p is past the closing quote. */
+static int parse_string(jp_t *jp, ck_buf_t *scratch, const char **s, size_t *n) {
+  const char *begin = jp->p, *end = jp->end;
+  const char *p = str_scan(begin, end);
+  if (p < end && *p == '"') {
+    *s = begin;
+    *n = (size_t)(p - begin);
+    jp->p = p + 1;
+    return 0;
+  }
+  ck_buf_reset(scratch);
+  ck_buf_reserve(scratch, (size_t)(end - begin));
+  char *o;
+  int rc = unescape(jp, begin, p, scratch->data, &o);
+  if (rc) return rc;
   scratch->len = (size_t)(o - scratch->data);
   scratch->data[scratch->len] = 0;
   *s = scratch->data;
   *n = scratch->len;
-  jp->p = p + 1;
+  return 0;
+}
+
+/* A string value into a VARCHAR column: one copy, unescaped straight into the column's bytes
+ * when it has escapes. jp->p is just past the opening quote. */
+static int string_into(jp_t *jp, ck_col_t *col) {
+  const char *begin = jp->p, *end = jp->end;
+  const char *p = str_scan(begin, end);
+  if (p < end && *p == '"') {
+    ck_col_append_str(col, begin, (size_t)(p - begin));
+    jp->p = p + 1;
+    return 0;
+  }
+  char *o0 = ck_col_str_reserve(col, (size_t)(end - begin)), *o;
+  int rc = unescape(jp, begin, p, o0, &o);
+  if (rc) return rc; /* nothing appended: the room stays spare */
+  ck_col_str_commit(col, (size_t)(o - o0));
   return 0;
 }
 
@@ -628,12 +655,8 @@ static int value_into(jp_t *jp, int c, ck_col_t *col) {
         snprintf(reason, sizeof reason, "%s, found string", ck_format_expected(type));
         return field_error(jp, c, reason);
       }
-      const char *s;
-      size_t n;
       jp->p++;
-      if ((rc = parse_string(jp, &dec->str, &s, &n))) return rc;
-      ck_col_append_str(col, s, n);
-      return 0;
+      return string_into(jp, col);
     }
     case 'n':
       if ((rc = literal(jp, "null", 4))) return rc;

@@ -371,6 +371,24 @@ static void test_json_invalid_utf8(void **state) {
   fx_free(f);
 }
 
+/* The ASCII fast paths (32 and 8 bytes at a time) must still stop at the exact byte: a bad
+ * byte, or a valid multi-byte character, at every position of a long record. */
+static void test_utf8_check_finds_every_position(void **state) {
+  char buf[130];
+  for (size_t len = 1; len <= sizeof buf; len++)
+    for (size_t at = 0; at < len; at++) {
+      memset(buf, 'a', len);
+      buf[at] = (char)0xff;
+      assert_int_equal(ck_format_utf8_invalid_at(buf, len), at);
+      if (at + 2 <= len) { /* U+00E9 is valid wherever it sits */
+        buf[at] = (char)0xc3, buf[at + 1] = (char)0xa9;
+        assert_int_equal(ck_format_utf8_invalid_at(buf, len), len);
+        buf[at + 1] = 'a'; /* a lead byte without its continuation */
+        assert_int_equal(ck_format_utf8_invalid_at(buf, len), at);
+      }
+    }
+}
+
 static void test_json_oversized_record(void **state) {
   fx_t *f = fx_new("s VARCHAR");
   size_t n = CK_FORMAT_MAX_RECORD + 1;
@@ -540,6 +558,7 @@ int main(void) {
       cmocka_unit_test(test_json_repeated_field_last_wins),
       cmocka_unit_test(test_json_bad_record_leaves_batch_unchanged),
       cmocka_unit_test(test_json_invalid_utf8),
+      cmocka_unit_test(test_utf8_check_finds_every_position),
       cmocka_unit_test(test_json_oversized_record),
       cmocka_unit_test(test_json_malformed),
       cmocka_unit_test(test_json_encoder_sorted_keys_and_numbers),
