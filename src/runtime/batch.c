@@ -56,6 +56,13 @@ void ck_col_set_null(ck_col_t *col, size_t i) {
   col->validity[i >> 3] &= (uint8_t) ~(1u << (i & 7));
 }
 
+void ck_col_grow_data(ck_col_t *col, size_t n) {
+  size_t cap = col->data_cap ? col->data_cap : 256;
+  while (cap < col->data_len + n) cap *= 2;
+  col->data = ck_realloc(col->data, cap);
+  col->data_cap = cap;
+}
+
 static inline void *slot(ck_col_t *col) {
   if (col->len >= col->cap) ck_col_reserve(col, col->len + 1);
   return (char *)col->values + col->len * ck_type_width(col->type);
@@ -75,14 +82,6 @@ void ck_col_append_bool(ck_col_t *col, bool v) {
   *(uint8_t *)slot(col) = v ? 1 : 0;
   col->len++;
 }
-void ck_col_append_i32(ck_col_t *col, int32_t v) {
-  *(int32_t *)slot(col) = v;
-  col->len++;
-}
-void ck_col_append_i64(ck_col_t *col, int64_t v) {
-  *(int64_t *)slot(col) = v;
-  col->len++;
-}
 void ck_col_append_f32(ck_col_t *col, float v) {
   *(float *)slot(col) = v;
   col->len++;
@@ -94,31 +93,6 @@ void ck_col_append_f64(ck_col_t *col, double v) {
 void ck_col_append_dec(ck_col_t *col, ck_i128 v) {
   memcpy(slot(col), &v, 16);
   col->len++;
-}
-
-char *ck_col_str_reserve(ck_col_t *col, size_t n) {
-  if (col->len >= col->cap) ck_col_reserve(col, col->len + 1);
-  if (col->data_len + n > col->data_cap) {
-    size_t cap = col->data_cap ? col->data_cap : 256;
-    while (cap < col->data_len + n) cap *= 2;
-    col->data = ck_realloc(col->data, cap);
-    col->data_cap = cap;
-  }
-  return col->data + col->data_len;
-}
-
-void ck_col_str_commit(ck_col_t *col, size_t n) {
-  ck_assert(col->len < col->cap && col->data_len + n <= col->data_cap);
-  col->data_len += n;
-  int32_t *off = col->values;
-  off[col->len + 1] = (int32_t)col->data_len;
-  col->len++;
-}
-
-void ck_col_append_str(ck_col_t *col, const char *s, size_t n) {
-  char *o = ck_col_str_reserve(col, n);
-  if (n) memcpy(o, s, n);
-  ck_col_str_commit(col, n);
 }
 
 void ck_col_append_value(ck_col_t *col, const ck_value_t *v) {

@@ -60,17 +60,19 @@ void ck_col_set_null(ck_col_t *col, size_t i); /* materialises the bitmap if nee
 /* Appending (grows as needed). */
 void ck_col_append_null(ck_col_t *col);
 void ck_col_append_bool(ck_col_t *col, bool v);
-void ck_col_append_i32(ck_col_t *col, int32_t v);
-void ck_col_append_i64(ck_col_t *col, int64_t v); /* INT64, TIMESTAMP */
 void ck_col_append_f32(ck_col_t *col, float v);
 void ck_col_append_f64(ck_col_t *col, double v);
 void ck_col_append_dec(ck_col_t *col, ck_i128 v);
-void ck_col_append_str(ck_col_t *col, const char *s, size_t n);
+/* The hot appends (decoders call them per value) are inline, below. */
+static inline void ck_col_append_i32(ck_col_t *col, int32_t v);
+static inline void ck_col_append_i64(ck_col_t *col, int64_t v); /* INT64, TIMESTAMP */
+static inline void ck_col_append_str(ck_col_t *col, const char *s, size_t n);
 /* Room for a string of up to n bytes after col's bytes, to be written in place and then
  * appended as the next row by ck_col_str_commit with its length (at most n). A reserve that is
  * never committed appends nothing. */
-char *ck_col_str_reserve(ck_col_t *col, size_t n);
-void ck_col_str_commit(ck_col_t *col, size_t n);
+static inline char *ck_col_str_reserve(ck_col_t *col, size_t n);
+static inline void ck_col_str_commit(ck_col_t *col, size_t n);
+void ck_col_grow_data(ck_col_t *col, size_t n); /* room for n more string bytes */
 void ck_col_append_value(ck_col_t *col, const ck_value_t *v); /* v->type must match col */
 /* Appends row i of src (same type) to dst. */
 void ck_col_append_from(ck_col_t *dst, const ck_col_t *src, size_t i);
@@ -90,6 +92,30 @@ static inline const char *ck_col_str(const ck_col_t *c, size_t i, size_t *len) {
   *len = (size_t)(off[i + 1] - off[i]);
   return c->data + off[i];
 }
+static inline void ck_col_append_i32(ck_col_t *col, int32_t v) {
+  if (col->len >= col->cap) ck_col_reserve(col, col->len + 1);
+  ((int32_t *)col->values)[col->len++] = v;
+}
+static inline void ck_col_append_i64(ck_col_t *col, int64_t v) {
+  if (col->len >= col->cap) ck_col_reserve(col, col->len + 1);
+  ((int64_t *)col->values)[col->len++] = v;
+}
+static inline char *ck_col_str_reserve(ck_col_t *col, size_t n) {
+  if (col->len >= col->cap) ck_col_reserve(col, col->len + 1);
+  if (col->data_len + n > col->data_cap) ck_col_grow_data(col, n);
+  return col->data + col->data_len;
+}
+static inline void ck_col_str_commit(ck_col_t *col, size_t n) {
+  col->data_len += n; /* within what ck_col_str_reserve made room for */
+  ((int32_t *)col->values)[col->len + 1] = (int32_t)col->data_len;
+  col->len++;
+}
+static inline void ck_col_append_str(ck_col_t *col, const char *s, size_t n) {
+  char *o = ck_col_str_reserve(col, n);
+  if (n) __builtin_memcpy(o, s, n);
+  ck_col_str_commit(col, n);
+}
+
 /* Row i as a value (strings point into the column). */
 void ck_col_get_value(const ck_col_t *col, size_t i, ck_value_t *out);
 

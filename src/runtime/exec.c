@@ -686,6 +686,10 @@ static int run_source(task_t *t, ck_error_t *err) {
   bool idle_sent = false;
   int rc = 0;
   ck_type_t *types = spec->schema.types;
+  /* string bytes the last batch held per column: the next batch starts with that much room,
+   * instead of growing from nothing by doubling (a realloc and a copy each time) */
+  int ncols = spec->schema.ncols;
+  size_t *str_room = ck_calloc((size_t)(ncols ? ncols : 1), sizeof *str_room);
   bool event_time = spec->event_time_col >= 0;
   if (event_time && nparts == 0) {
     rc = exchange_control(t, MSG_IDLE, 0); /* nothing to read here: never hold others back */
@@ -706,6 +710,8 @@ static int run_source(task_t *t, ck_error_t *err) {
       if ((rc = take_checkpoint(t, trig, err))) break;
     }
     ck_batch_t *batch = ck_batch_new(spec->schema.ncols, types, CK_BATCH_ROWS);
+    for (int c = 0; c < ncols; c++)
+      if (str_room[c]) (void)ck_col_str_reserve(&batch->cols[c], str_room[c]);
     int part = 0;
     int r = t->source.ops->poll(&t->source, batch, CK_BATCH_ROWS, 100, &part, err);
     if (r < 0) {
@@ -722,6 +728,9 @@ static int run_source(task_t *t, ck_error_t *err) {
     if (r == CK_SRC_DATA) {
       ck_batch_seal(batch);
       t->source_records += (int64_t)batch->nrows;
+      for (int c = 0; c < ncols; c++)
+        if (types[c].id == CK_T_STRING)
+          str_room[c] = batch->cols[c].data_len + batch->cols[c].data_len / 8;
       if (event_time && part >= 0 && part < nparts) {
         const ck_col_t *c = &batch->cols[spec->event_time_col];
         int64_t mx = part_max[part];
@@ -760,6 +769,7 @@ static int run_source(task_t *t, ck_error_t *err) {
     }
   }
   ck_free(part_max);
+  ck_free(str_room);
   ck_free(part_seen);
   if (!rc && ex->checkpointing) {
     /* done reading: take checkpoints until the final one, then end */
