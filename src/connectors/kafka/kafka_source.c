@@ -83,10 +83,10 @@
 #define KAFKA_PREFETCH_KB 131072
 #define KAFKA_PREFETCH_MIN_KB 4096
 #define KAFKA_PREFETCH_MAX_KB 65536
-/* clink's fetch client: at most one answer waits per partition while the previous one is
- * decoded, so memory is about 2 x partitions x KAFKA_PARTITION_FETCH_BYTES. */
+/* clink's fetch client: responses of about KAFKA_FETCH_RESPONSE_BYTES (kfetch.h says why); at
+ * most one answer waits per partition while the previous one is decoded. */
 #define KAFKA_FETCH_WAIT_MS 100
-#define KAFKA_PARTITION_FETCH_BYTES (1 << 20)
+#define KAFKA_FETCH_RESPONSE_BYTES (1 << 20)
 #define KAFKA_FETCH_MAX_BYTES (50 << 20)
 
 typedef struct kafka_part {
@@ -237,8 +237,8 @@ static int open_native(ck_source_t *src, kafka_src_t *ks, bool earliest, bool re
       .reset_earliest = earliest,
       .check_crc = crc && ck_streq_i(crc, "true"),
       .max_wait_ms = kafka_prop_int(opts, "fetch.wait.max.ms", KAFKA_FETCH_WAIT_MS),
-      .partition_max_bytes = kafka_prop_int(opts, "max.partition.fetch.bytes",
-                                            KAFKA_PARTITION_FETCH_BYTES),
+      .partition_max_bytes = kafka_prop_int(opts, "max.partition.fetch.bytes", 0),
+      .response_bytes = KAFKA_FETCH_RESPONSE_BYTES,
       .max_bytes = kafka_prop_int(opts, "fetch.max.bytes", KAFKA_FETCH_MAX_BYTES),
   };
   if ((rc = ck_kfetch_open(&ks->kf, &conf, &ks->ntopic, err))) return rc;

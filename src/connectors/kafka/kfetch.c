@@ -39,6 +39,7 @@ enum {
 #define KFETCH_MAX_RESPONSE (1 << 30)
 #define KFETCH_SPARES 4
 #define KFETCH_MAX_PART_BYTES (64 << 20) /* cap when a batch does not fit the partition limit */
+#define KFETCH_MIN_PART_BYTES (64 << 10) /* least share of response_bytes per partition */
 
 typedef struct kresp { /* one Fetch response body, shared by the record sets in it */
   int refs;
@@ -829,6 +830,8 @@ static void send_fetch(ck_kfetch_t *f, kbroker_t *b, int64_t now) {
   put_i32(req, 1);
   put_str(req, f->kc->topic);
   put_i32(req, n);
+  int32_t share = f->conf.response_bytes / n;
+  if (share < KFETCH_MIN_PART_BYTES) share = KFETCH_MIN_PART_BYTES;
   b->ask_idx = ck_realloc(b->ask_idx, (size_t)n * sizeof *b->ask_idx);
   b->ask_gen = ck_realloc(b->ask_gen, (size_t)n * sizeof *b->ask_gen);
   b->nask = 0;
@@ -841,7 +844,7 @@ static void send_fetch(ck_kfetch_t *f, kbroker_t *b, int64_t now) {
     put_i32(req, -1); /* current leader epoch */
     put_i64(req, p->pos);
     put_i64(req, -1); /* log start offset (followers only) */
-    put_i32(req, p->max_bytes);
+    put_i32(req, p->max_bytes ? p->max_bytes : share);
     p->asked = true;
     b->ask_idx[b->nask] = i;
     b->ask_gen[b->nask++] = p->gen;
@@ -950,8 +953,9 @@ static void on_fetch(ck_kfetch_t *f, kbroker_t *b) {
       bool unreadable = rlen >= 17 && (rec[16] != 2 || (int64_t)blen + 12 <= rlen);
       if (end <= p->pos && !unreadable) { /* only part of one batch */
         if (p->max_bytes < KFETCH_MAX_PART_BYTES) {
-          p->max_bytes = p->max_bytes * 2 > KFETCH_MAX_PART_BYTES ? KFETCH_MAX_PART_BYTES
-                                                                  : p->max_bytes * 2;
+          int32_t now_bytes = p->max_bytes ? p->max_bytes : (int32_t)rlen;
+          p->max_bytes = now_bytes > KFETCH_MAX_PART_BYTES / 2 ? KFETCH_MAX_PART_BYTES
+                                                               : now_bytes * 2;
           CK_LOG_INFO(CK_KAFKA_LOG, "table '%s': a record batch at offset %lld of partition %d "
                       "is larger than the fetch limit; asking for up to %d bytes",
                       f->kc->table, (long long)p->pos, (int)p->id, (int)p->max_bytes);

@@ -23,6 +23,10 @@
  * paused, not already asked for, and has no record set waiting; so while the source decodes
  * one set, the broker is already sending the next (pipelining, depth one per partition).
  *
+ * Fetch size: by default a response is about response_bytes (1 MiB from the source), split
+ * over the partitions asked for, so that it is still in the core's cache when it is decoded
+ * (measured on q0: 4 x 1 MiB responses cost about 20% more CPU than 4 x 64-256 KiB ones).
+ *
  * Record sets come out in offset order per partition, round-robin over partitions. A set is
  * the iterator of its partition's part of one response; it stays valid until the next call of
  * ck_kfetch_next (which lets go of it, and of the response once no set uses it any more).
@@ -55,7 +59,9 @@ typedef struct ck_kfetch_conf {
   bool reset_earliest;       /* where an out-of-range offset goes */
   bool check_crc;            /* 'kafka.check.crcs' */
   int32_t max_wait_ms;       /* 'kafka.fetch.wait.max.ms' */
-  int32_t partition_max_bytes; /* 'kafka.max.partition.fetch.bytes' */
+  int32_t partition_max_bytes; /* 'kafka.max.partition.fetch.bytes'; 0: response_bytes split
+                                * over the partitions a fetch asks for (at least 64 KiB each) */
+  int32_t response_bytes;      /* see partition_max_bytes */
   int32_t max_bytes;         /* 'kafka.fetch.max.bytes' */
 } ck_kfetch_conf_t;
 
