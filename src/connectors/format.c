@@ -57,20 +57,28 @@ int ck_decoder_header(ck_decoder_t *dec, const char *rec, size_t len, ck_error_t
   return dec->ops->header(dec, rec, len, err);
 }
 
-int ck_format_check_record(const char *rec, size_t len, ck_error_t *err) {
+static int check_length(size_t len, ck_error_t *err) {
   if (len > CK_FORMAT_MAX_RECORD)
     return ck_error_set(err, CK_EDECODE, "record of %zu bytes exceeds the limit of %zu bytes",
                         len, CK_FORMAT_MAX_RECORD);
-  size_t bad = ck_format_utf8_invalid_at(rec, len);
-  if (bad < len)
-    return ck_error_set(err, CK_EDECODE, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", bad,
-                        (unsigned)(unsigned char)rec[bad]);
   return 0;
+}
+
+int ck_format_utf8_error(const char *rec, size_t at, ck_error_t *err) {
+  return ck_error_set(err, CK_EDECODE, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", at,
+                      (unsigned)(unsigned char)rec[at]);
+}
+
+int ck_format_check_record(const char *rec, size_t len, ck_error_t *err) {
+  int rc = check_length(len, err);
+  if (rc) return rc;
+  size_t bad = ck_format_utf8_invalid_at(rec, len);
+  return bad < len ? ck_format_utf8_error(rec, bad, err) : 0;
 }
 
 int ck_decoder_decode(ck_decoder_t *dec, const char *rec, size_t len, ck_batch_t *batch,
                       ck_error_t *err) {
-  int rc = ck_format_check_record(rec, len, err);
+  int rc = dec->checks_utf8 ? check_length(len, err) : ck_format_check_record(rec, len, err);
   return rc ? rc : dec->ops->decode(dec, rec, len, batch, err);
 }
 
@@ -124,30 +132,13 @@ size_t ck_format_utf8_invalid_at(const char *s, size_t len) {
         continue;
       }
     }
-    unsigned c = p[i];
-    if (c < 0x80) {
+    if (p[i] < 0x80) {
       i++;
       continue;
     }
-    if (c < 0xC2) return i; /* continuation byte or overlong 2-byte lead */
-    if (c < 0xE0) {
-      if (i + 1 >= len || (p[i + 1] & 0xC0) != 0x80) return i;
-      i += 2;
-    } else if (c < 0xF0) {
-      if (i + 2 >= len || (p[i + 1] & 0xC0) != 0x80 || (p[i + 2] & 0xC0) != 0x80) return i;
-      if (c == 0xE0 && p[i + 1] < 0xA0) return i; /* overlong */
-      if (c == 0xED && p[i + 1] >= 0xA0) return i; /* UTF-16 surrogate */
-      i += 3;
-    } else if (c < 0xF5) {
-      if (i + 3 >= len || (p[i + 1] & 0xC0) != 0x80 || (p[i + 2] & 0xC0) != 0x80 ||
-          (p[i + 3] & 0xC0) != 0x80)
-        return i;
-      if (c == 0xF0 && p[i + 1] < 0x90) return i; /* overlong */
-      if (c == 0xF4 && p[i + 1] >= 0x90) return i; /* above U+10FFFF */
-      i += 4;
-    } else {
-      return i;
-    }
+    size_t k = ck_format_utf8_seq(p + i, len - i);
+    if (!k) return i;
+    i += k;
   }
   return len;
 }

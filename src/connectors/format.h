@@ -109,6 +109,27 @@ void ck_encoder_header(ck_encoder_t *enc, ck_buf_t *out);
 /* Offset of the first byte that breaks UTF-8 (overlong forms, surrogates and code points
  * above U+10FFFF included), or len when the bytes are valid. */
 size_t ck_format_utf8_invalid_at(const char *s, size_t len);
+/* The length (2 to 4) of the valid multi-byte UTF-8 sequence at p (p[0] >= 0x80, left bytes
+ * available), or 0 when it is not one. */
+static inline size_t ck_format_utf8_seq(const unsigned char *p, size_t left) {
+  unsigned c = p[0];
+  if (c < 0xC2) return 0; /* continuation byte or overlong 2-byte lead */
+  if (c < 0xE0) return left >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
+  if (c < 0xF0) {
+    if (left < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
+    if (c == 0xE0 && p[1] < 0xA0) return 0;  /* overlong */
+    if (c == 0xED && p[1] >= 0xA0) return 0; /* UTF-16 surrogate */
+    return 3;
+  }
+  if (c < 0xF5) {
+    if (left < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80)
+      return 0;
+    if (c == 0xF0 && p[1] < 0x90) return 0;  /* overlong */
+    if (c == 0xF4 && p[1] >= 0x90) return 0; /* above U+10FFFF */
+    return 4;
+  }
+  return 0;
+}
 /* Drops the rows at and after `row` from col (a rollback of a partly appended record). */
 void ck_format_col_truncate(ck_col_t *col, size_t row);
 /* Appends v in base 10. */

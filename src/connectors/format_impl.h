@@ -20,7 +20,12 @@ struct ck_decoder {
   const ck_schema_t *schema;
   bool multiline;    /* records may hold line breaks inside quotes */
   bool wants_header; /* the first record of a file is a header */
+  bool checks_utf8;  /* decode() checks UTF-8 itself, failing with ck_format_utf8_error at the
+                      * first bad byte as ck_format_check_record would */
 };
+
+/* The error ck_format_check_record gives for a bad byte at offset `at` of rec. */
+int ck_format_utf8_error(const char *rec, size_t at, ck_error_t *err);
 
 typedef struct ck_encoder_ops {
   void (*row)(ck_encoder_t *enc, const ck_batch_t *batch, size_t i, ck_buf_t *out);

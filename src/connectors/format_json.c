@@ -69,6 +69,11 @@ static const uint8_t str_stop[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
 };
 
 static inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -145,8 +150,9 @@ static size_t put_utf8(char *o, unsigned cp) {
   return 4;
 }
 
-/* The first byte at or after p that is '"', '\\' or a control character, or end. Sixteen bytes
- * at a time with SSE2 (every x86-64), else eight at a time in a word; then byte by byte. */
+/* The first byte at or after p that is '"', '\\', a control character or not ASCII (the start
+ * of a multi-byte character, checked where it is met: see unescape), or end. Sixteen bytes at
+ * a time with SSE2 (every x86-64), else eight at a time in a word; then byte by byte. */
 static inline const char *str_scan(const char *p, const char *end) {
 #if defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
@@ -155,7 +161,7 @@ static inline const char *str_scan(const char *p, const char *end) {
     __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
     __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
                                _mm_cmpeq_epi8(_mm_max_epu8(x, ctl), ctl)); /* x <= 0x1f */
-    unsigned m = (unsigned)_mm_movemask_epi8(hit);
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(hit, x)); /* or x >= 0x80 */
     if (m) return p + __builtin_ctz(m);
     p += 16;
   }
@@ -165,11 +171,33 @@ static inline const char *str_scan(const char *p, const char *end) {
     memcpy(&w, p, 8);
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-    uint64_t hit = ((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w);
+    uint64_t hit = ((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w) | w;
     if (hit & highs) break;
     p += 8;
   }
   while (p < end && !str_stop[(unsigned char)*p]) p++;
+  return p;
+}
+
+/* str_scan that copies as it scans: the bytes from p up to the returned stop are written to o,
+ * and up to 15 bytes past them, so o must have room for end - p bytes. One pass over a
+ * string's bytes instead of a scan and then a copy. */
+static inline const char *str_scan_copy(const char *p, const char *end, char *o) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+  const __m128i ctl = _mm_set1_epi8(0x1f);
+  while (end - p >= 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    _mm_storeu_si128((__m128i *)(void *)o, x);
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+                               _mm_cmpeq_epi8(_mm_max_epu8(x, ctl), ctl));
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(hit, x));
+    if (m) return p + __builtin_ctz(m);
+    p += 16;
+    o += 16;
+  }
+#endif
+  while (p < end && !str_stop[(unsigned char)*p]) *o++ = *p++;
   return p;
 }
 
@@ -193,9 +221,16 @@ static int unescape(jp_t *jp, const char *begin, const char *p, char *o, char **
       jp->p = p;
       return syntax(jp, "control characters must be escaped in a string");
     }
+    if ((unsigned char)c >= 0x80) { /* a multi-byte character: valid UTF-8, or the error */
+      size_t k = ck_format_utf8_seq((const unsigned char *)p, (size_t)(end - p));
+      if (!k) return ck_format_utf8_error(jp->start, (size_t)(p - jp->start), jp->err);
+      memcpy(o, p, k);
+      o += k;
+      p += k;
+      continue;
+    }
     if (c != '\\') {
-      const char *q = str_scan(p, end);
-      memcpy(o, p, (size_t)(q - p));
+      const char *q = str_scan_copy(p, end, o);
       o += q - p;
       p = q;
       continue;
@@ -273,18 +308,19 @@ static int parse_string(jp_t *jp, ck_buf_t *scratch, const char **s, size_t *n) 
   return 0;
 }
 
-/* A string value into a VARCHAR column: one copy, unescaped straight into the column's bytes
- * when it has escapes. jp->p is just past the opening quote. */
+/* A string value into a VARCHAR column: scanned and copied in one pass straight into the
+ * column's bytes, unescaped there when it has escapes. jp->p is just past the opening quote. */
 static int string_into(jp_t *jp, ck_col_t *col) {
   const char *begin = jp->p, *end = jp->end;
-  const char *p = str_scan(begin, end);
+  char *o0 = ck_col_str_reserve(col, (size_t)(end - begin)), *o;
+  const char *p = str_scan_copy(begin, end, o0);
   if (p < end && *p == '"') {
-    ck_col_append_str(col, begin, (size_t)(p - begin));
+    ck_col_str_commit(col, (size_t)(p - begin));
     jp->p = p + 1;
     return 0;
   }
-  char *o0 = ck_col_str_reserve(col, (size_t)(end - begin)), *o;
-  int rc = unescape(jp, begin, p, o0, &o);
+  /* the bytes before p are in place already */
+  int rc = unescape(jp, p, p, o0 + (p - begin), &o);
   if (rc) return rc; /* nothing appended: the room stays spare */
   ck_col_str_commit(col, (size_t)(o - o0));
   return 0;
@@ -818,6 +854,13 @@ static int json_decode(ck_decoder_t *base, const char *rec, size_t len, ck_batch
   return 0;
 fail:
   ck_format_rollback(batch, row0);
+  /* UTF-8 is checked where strings are scanned; a bad byte anywhere else stops the parser
+   * with some other complaint first. The UTF-8 error wins, as when it was checked first. */
+  size_t bad = ck_format_utf8_invalid_at(rec, len);
+  if (bad < len) {
+    ck_error_clear(err);
+    rc = ck_format_utf8_error(rec, bad, err);
+  }
   return rc;
 }
 
@@ -837,6 +880,7 @@ static const ck_decoder_ops_t json_dec_ops = {json_decode, NULL, json_dec_free};
 ck_decoder_t *ck_format_json_decoder_new(const ck_schema_t *schema) {
   json_dec_t *dec = ck_calloc(1, sizeof *dec);
   dec->base.ops = &json_dec_ops;
+  dec->base.checks_utf8 = true;
   dec->base.schema = schema;
   dec->ncols = schema->ncols;
   size_t n = (size_t)(schema->ncols ? schema->ncols : 1);

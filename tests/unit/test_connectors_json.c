@@ -371,6 +371,33 @@ static void test_json_invalid_utf8(void **state) {
   fx_free(f);
 }
 
+/* The JSON decoder checks UTF-8 where it scans strings, not in a pass before: every place a
+ * bad byte can sit still gives the same error, at the first bad byte, before any other. */
+static void test_json_utf8_checked_in_place(void **state) {
+  fx_t *f = fx_new("s VARCHAR, n BIGINT");
+  dec_err(f, "{\"s\":\"abc\\n\xc3\"}", "invalid UTF-8 at byte offset 11 (byte 0xc3)");
+  dec_err(f, "{\"s\xff\":\"x\"}", "invalid UTF-8 at byte offset 3");      /* in a key */
+  dec_err(f, "{\"s\":\"x\"\xff}", "invalid UTF-8 at byte offset 8");      /* between fields */
+  dec_err(f, "{\"o\":{\"a\":[1,\"\xe6\x97\"]},\"s\":\"x\"}", "invalid UTF-8 at byte offset 14");
+  dec_err(f, "{\"n\":\"text\",\"s\":\"\x80\"}", "invalid UTF-8 at byte offset 17"); /* after a type error */
+  dec_err(f, "{\"n\":1x\xff}", "invalid UTF-8 at byte offset 7");          /* after a syntax error */
+  dec_err(f, "\xef\xbb\xbf{\"s\":\"x\"}", "expected a JSON object");       /* a BOM is not JSON */
+  assert_int_equal(f->batch->nrows, 0);
+  /* valid characters of every length, alone, between escapes, and past 16-byte chunks */
+  dec_ok(f, "{\"s\":\"\xc3\xa9\\t\xe6\xbc\xa2\\u00e9\xf0\x9f\x98\x80 0123456789abcdef\xc3\xa9\",\"n\":1}");
+  dec_ok(f, "{\"s\":\"0123456789abcdef0123456789\xe2\x82\xac\"}");
+  assert_int_equal(f->batch->nrows, 2);
+  size_t n;
+  const char *v = ck_col_str(&f->batch->cols[0], 0, &n);
+  const char want[] = "\xc3\xa9\t\xe6\xbc\xa2\xc3\xa9\xf0\x9f\x98\x80 0123456789abcdef\xc3\xa9";
+  assert_int_equal(n, sizeof want - 1);
+  assert_memory_equal(v, want, n);
+  v = ck_col_str(&f->batch->cols[0], 1, &n);
+  assert_int_equal(n, 29);
+  assert_memory_equal(v, "0123456789abcdef0123456789\xe2\x82\xac", 29);
+  fx_free(f);
+}
+
 /* The ASCII fast paths (32 and 8 bytes at a time) must still stop at the exact byte: a bad
  * byte, or a valid multi-byte character, at every position of a long record. */
 static void test_utf8_check_finds_every_position(void **state) {
@@ -559,6 +586,7 @@ int main(void) {
       cmocka_unit_test(test_json_bad_record_leaves_batch_unchanged),
       cmocka_unit_test(test_json_invalid_utf8),
       cmocka_unit_test(test_utf8_check_finds_every_position),
+      cmocka_unit_test(test_json_utf8_checked_in_place),
       cmocka_unit_test(test_json_oversized_record),
       cmocka_unit_test(test_json_malformed),
       cmocka_unit_test(test_json_encoder_sorted_keys_and_numbers),
