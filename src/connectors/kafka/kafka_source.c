@@ -233,6 +233,7 @@ static int open_native(ck_source_t *src, kafka_src_t *ks, bool earliest, bool re
   const char *crc = ck_options_get(opts, "kafka.check.crcs");
   ck_kfetch_conf_t conf = {
       .kc = &ks->kc,
+      .client_id = ck_options_get(opts, "kafka.client.id"),
       .read_committed = read_committed,
       .reset_earliest = earliest,
       .check_crc = crc && ck_streq_i(crc, "true"),

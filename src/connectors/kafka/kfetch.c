@@ -90,7 +90,8 @@ struct ck_kfetch {
   ck_kfetch_conf_t conf;
   kafka_client_t *kc;
   char client_id[256];
-  kbroker_t *brokers;
+  kbroker_t **brokers; /* each allocated on its own: a pointer to one stays valid until close,
+                        * whatever metadata adds meanwhile */
   int nbrokers, cap_brokers;
   int32_t ntopic;      /* per the last metadata */
   int32_t *leaders;    /* by partition id, ntopic of them */
@@ -405,7 +406,7 @@ static void broker_lost(ck_kfetch_t *f, kbroker_t *b, const char *why) {
 static kbroker_t *broker_add(ck_kfetch_t *f, int32_t node, const char *host, size_t hlen,
                              int port) {
   for (int i = 0; i < f->nbrokers; i++) {
-    kbroker_t *b = &f->brokers[i];
+    kbroker_t *b = f->brokers[i];
     if (b->node != node || node < 0) continue;
     if (strlen(b->host) == hlen && memcmp(b->host, host, hlen) == 0 && b->port == port) return b;
     /* moved: reconnect */
@@ -416,12 +417,11 @@ static kbroker_t *broker_add(ck_kfetch_t *f, int32_t node, const char *host, siz
     return b;
   }
   if (f->nbrokers == f->cap_brokers) {
-    /* parts hold indexes, never pointers, into brokers: it may move */
     f->cap_brokers = f->cap_brokers ? f->cap_brokers * 2 : 4;
     f->brokers = ck_realloc(f->brokers, (size_t)f->cap_brokers * sizeof *f->brokers);
   }
-  kbroker_t *b = &f->brokers[f->nbrokers++];
-  memset(b, 0, sizeof *b);
+  kbroker_t *b = ck_calloc(1, sizeof *b);
+  f->brokers[f->nbrokers++] = b;
   b->node = node;
   snprintf(b->host, sizeof b->host, "%.*s", (int)hlen, host);
   b->port = port;
@@ -432,15 +432,14 @@ static kbroker_t *broker_add(ck_kfetch_t *f, int32_t node, const char *host, siz
 static kbroker_t *broker_of(ck_kfetch_t *f, int32_t node) {
   if (node < 0) return NULL;
   for (int i = 0; i < f->nbrokers; i++)
-    if (f->brokers[i].node == node) return &f->brokers[i];
+    if (f->brokers[i]->node == node) return f->brokers[i];
   return NULL;
 }
 
 /* ============================================================= metadata ====== */
 
 /* Asks one broker for the topic's metadata. 0 with *terr the topic's error code, or -1. */
-static int metadata_from(ck_kfetch_t *f, int bi, int16_t *terr, char *why, size_t n) {
-  kbroker_t *b = &f->brokers[bi];
+static int metadata_from(ck_kfetch_t *f, kbroker_t *b, int16_t *terr, char *why, size_t n) {
   if (b->sfd < 0) {
     int rc = conn_open(f, b, &b->sfd, why, n);
     if (rc) return rc;
@@ -507,7 +506,6 @@ static int metadata_from(ck_kfetch_t *f, int bi, int16_t *terr, char *why, size_
     rc = 0;
   }
   ck_free(body);
-  b = &f->brokers[bi]; /* broker_add may have moved the array */
   if (r.bad) {
     snprintf(why, n, "broker %s:%d sent malformed metadata", b->host, b->port);
     fd_close(&b->sfd);
@@ -524,8 +522,8 @@ static int metadata(ck_kfetch_t *f, int16_t *terr, char *why, size_t n) {
   int rc = -1;
   for (int pass = 0; pass < 2 && rc; pass++)
     for (int i = 0; i < f->nbrokers && rc; i++) {
-      if ((f->brokers[i].node < 0) != (pass == 1)) continue;
-      rc = metadata_from(f, i, terr, why, n);
+      if ((f->brokers[i]->node < 0) != (pass == 1)) continue;
+      rc = metadata_from(f, f->brokers[i], terr, why, n);
       if (rc == -2) return -2;
     }
   if (rc) return rc;
@@ -574,7 +572,9 @@ int ck_kfetch_open(ck_kfetch_t **out, const ck_kfetch_conf_t *conf, int *nparts,
   ck_krecs_init(&f->it);
   f->it.read_committed = conf->read_committed;
   f->it.check_crc = conf->check_crc;
-  snprintf(f->client_id, sizeof f->client_id, "clink-%s-%d", f->kc->table, f->kc->subtask);
+  if (conf->client_id) snprintf(f->client_id, sizeof f->client_id, "%s", conf->client_id);
+  else snprintf(f->client_id, sizeof f->client_id, "clink-%s-%d", f->kc->table, f->kc->subtask);
+  f->conf.client_id = NULL; /* not kept: the option's storage is the caller's */
   *out = f;
   /* the bootstrap addresses, host:port[,host:port...] */
   int boot = -1;
@@ -631,12 +631,13 @@ void ck_kfetch_close(ck_kfetch_t *f) {
   if (f->has_cur) set_drop(f, &f->cur);
   for (int i = 0; i < f->nparts; i++) part_drop_sets(f, &f->parts[i]);
   for (int i = 0; i < f->nbrokers; i++) {
-    kbroker_t *b = &f->brokers[i];
+    kbroker_t *b = f->brokers[i];
     fd_close(&b->ffd);
     fd_close(&b->sfd);
     resp_unref(f, b->rx);
     ck_free(b->ask_idx);
     ck_free(b->ask_gen);
+    ck_free(b);
   }
   for (int i = 0; i < f->nspare; i++) {
     ck_free(f->spare[i]->data);
@@ -767,7 +768,7 @@ void ck_kfetch_assign(ck_kfetch_t *f, const int32_t *parts, const int64_t *offse
     p->max_bytes = f->conf.partition_max_bytes;
   }
   for (int i = 0; i < f->nbrokers; i++) { /* answers for an earlier assignment are dropped */
-    kbroker_t *b = &f->brokers[i];
+    kbroker_t *b = f->brokers[i];
     if (b->inflight) broker_lost(f, b, "reassigned");
   }
 }
@@ -1059,7 +1060,7 @@ int ck_kfetch_next(ck_kfetch_t *f, int timeout_ms, int *i, ck_krecs_t **it, ck_e
     int64_t now = ck_mono_ms();
     refresh(f);
     for (int k = 0; k < f->nbrokers; k++) {
-      kbroker_t *b = &f->brokers[k];
+      kbroker_t *b = f->brokers[k];
       if (b->node < 0) continue;
       if (b->inflight && now - b->sent_at > f->conf.max_wait_ms + KFETCH_RESP_TIMEOUT_MS)
         broker_lost(f, b, "no answer to a fetch");
@@ -1074,7 +1075,7 @@ int ck_kfetch_next(ck_kfetch_t *f, int timeout_ms, int *i, ck_krecs_t **it, ck_e
     int np = 0;
     int64_t until = deadline;
     for (int k = 0; k < f->nbrokers && np < 16; k++) {
-      kbroker_t *b = &f->brokers[k];
+      kbroker_t *b = f->brokers[k];
       if (b->inflight && b->ffd >= 0) pfd[np++] = (struct pollfd){.fd = b->ffd, .events = POLLIN};
       else if (b->node >= 0 && b->retry_at > now && b->retry_at < until) until = b->retry_at;
     }

@@ -14,8 +14,8 @@
  * versions used; Metadata v8 (partitions, their leaders, the brokers' addresses); ListOffsets
  * v5 (earliest and latest offsets; latest is the last stable offset under read_committed);
  * Fetch v11 (isolation level, aborted transactions, no fetch sessions). Requests name the
- * client "clink-<table>-<subtask>". Only PLAINTEXT: a table that needs TLS or SASL uses
- * fetcher 'librdkafka'.
+ * client "clink-<table>-<subtask>" (or 'kafka.client.id'). Only PLAINTEXT: a table that needs
+ * TLS or SASL uses fetcher 'librdkafka'.
  *
  * Connections: per broker, one fetch connection (non-blocking; at most one Fetch in flight)
  * and one for synchronous requests (Metadata, ListOffsets: they block the caller for up to
@@ -55,6 +55,7 @@ typedef struct ck_kfetch ck_kfetch_t;
 
 typedef struct ck_kfetch_conf {
   kafka_client_t *kc; /* names (table, brokers, topic), connect_timeout_ms, error logging */
+  const char *client_id; /* 'kafka.client.id', or NULL for "clink-<table>-<subtask>" */
   bool read_committed;
   bool reset_earliest;       /* where an out-of-range offset goes */
   bool check_crc;            /* 'kafka.check.crcs' */
