@@ -653,19 +653,30 @@ static inline bool int_fast(jp_t *jp, ck_type_id_t id, ck_col_t *col) {
   if (p >= end || *p < '1' || *p > '9') return false;
   const char *ds = p;
   uint64_t v = 0;
-  if (end - p >= 8) { /* eight digits at once (timestamps in ms have thirteen) */
+  /* Up to eight digits at a time: the digits at the start of the next eight bytes are counted
+   * from a mask of the bytes that are not digits (a borrow or carry only runs upwards, past the
+   * first non-digit, which is the one counted to), moved to the top of the word (the bytes
+   * shifted in are zeros, leading zeros of the number) and converted together. */
+  while (end - p >= 8) {
     uint64_t w;
     memcpy(&w, p, 8);
     uint64_t d = w - 0x3030303030303030ULL;
-    if (!((d | (w + 0x4646464646464646ULL)) & 0x8080808080808080ULL)) { /* all of '0'..'9' */
-      d = d * 10 + (d >> 8);
-      d = (((d & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
-           (((d >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
-      v = d;
-      p += 8;
-    }
+    uint64_t non = (d | (w + 0x4646464646464646ULL)) & 0x8080808080808080ULL;
+    int n = non ? __builtin_ctzll(non) >> 3 : 8;
+    if (n == 0) break;
+    if (p - ds + n > 18) return false;
+    if (n < 8) d <<= 8 * (8 - n);
+    d = d * 10 + (d >> 8);
+    d = (((d & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
+         (((d >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
+    static const uint64_t pow10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                      100000000};
+    v = v * pow10[n] + d;
+    p += n;
+    if (n < 8) goto digits_done;
   }
   while (p < end && is_digit(*p) && p - ds < 18) v = v * 10 + (uint64_t)(*p++ - '0');
+digits_done:
   if (p < end && (is_digit(*p) || *p == '.' || *p == 'e' || *p == 'E')) return false;
   if (id == CK_T_INT32) {
     if (v > (neg ? 2147483648ULL : 2147483647ULL)) return false;

@@ -371,6 +371,30 @@ static void test_json_invalid_utf8(void **state) {
   fx_free(f);
 }
 
+/* Integers of every length from 1 to 19 digits, signed or not, followed by each kind of byte
+ * that can end one, near and far from the end of the record: the same values as strtoll
+ * (the fast path takes up to eight digits at a time; 19 digits go the general way). */
+static void test_json_integers_of_every_length(void **state) {
+  fx_t *f = fx_new("n BIGINT, s VARCHAR");
+  const char *digits = "9182736450918273645";
+  const char *tails[] = {"}", ",\"s\":\"x\"}", " }", "\t,\"s\":\"0123456789\"}"};
+  char rec[128], num[32];
+  size_t row = 0;
+  for (int len = 1; len <= 19; len++)
+    for (int neg = 0; neg < 2; neg++)
+      for (size_t t = 0; t < sizeof tails / sizeof *tails; t++) {
+        snprintf(num, sizeof num, "%s%.*s", neg ? "-" : "", len, digits);
+        snprintf(rec, sizeof rec, "{\"n\":%s%s", num, tails[t]);
+        dec_ok(f, rec);
+        assert_int_equal(ck_col_i64(&f->batch->cols[0], row), strtoll(num, NULL, 10));
+        row++;
+      }
+  dec_err(f, "{\"n\":12345678901234567890}", "n"); /* 20 digits: out of range */
+  dec_ok(f, "{\"n\":0}");
+  dec_err(f, "{\"n\":1234567.5e1}", "expected an integer"); /* the general path says so */
+  fx_free(f);
+}
+
 /* The JSON decoder checks UTF-8 where it scans strings, not in a pass before: every place a
  * bad byte can sit still gives the same error, at the first bad byte, before any other. */
 static void test_json_utf8_checked_in_place(void **state) {
@@ -587,6 +611,7 @@ int main(void) {
       cmocka_unit_test(test_json_invalid_utf8),
       cmocka_unit_test(test_utf8_check_finds_every_position),
       cmocka_unit_test(test_json_utf8_checked_in_place),
+      cmocka_unit_test(test_json_integers_of_every_length),
       cmocka_unit_test(test_json_oversized_record),
       cmocka_unit_test(test_json_malformed),
       cmocka_unit_test(test_json_encoder_sorted_keys_and_numbers),
