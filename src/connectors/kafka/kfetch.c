@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ enum {
 #define KFETCH_SPARES 4
 #define KFETCH_MAX_PART_BYTES (64 << 20) /* cap when a batch does not fit the partition limit */
 #define KFETCH_MIN_PART_BYTES (64 << 10) /* least share of response_bytes per partition */
+#define KFETCH_LOWAT_MAX (256 << 10)      /* see set_lowat */
 
 typedef struct kresp { /* one Fetch response body, shared by the record sets in it */
   int refs;
@@ -84,6 +86,7 @@ typedef struct kbroker {
   kresp_t *rx;
   size_t rx_got;
   int64_t retry_at;
+  int lowat; /* the fetch connection's SO_RCVLOWAT (0: never set) */
 } kbroker_t;
 
 struct ck_kfetch {
@@ -395,6 +398,7 @@ static void broker_lost(ck_kfetch_t *f, kbroker_t *b, const char *why) {
   b->rx = NULL;
   b->rx_got = 0;
   fd_close(&b->ffd);
+  b->lowat = 0;
   b->retry_at = ck_mono_ms() + KFETCH_CONN_BACKOFF_MS;
   f->meta_stale = true;
   char msg[700];
@@ -987,8 +991,21 @@ static void on_fetch(ck_kfetch_t *f, kbroker_t *b) {
     snprintf(msg, sizeof msg, "broker %s:%d sent a malformed Fetch answer", b->host, b->port);
     ck_kafka_log_error(f->kc, RD_KAFKA_RESP_ERR__BAD_MSG, msg);
     fd_close(&b->ffd);
+    b->lowat = 0;
   }
   resp_unref(f, resp);
+}
+
+/* While the source waits for b's answer, the socket wakes it only when the rest of the answer
+ * (up to KFETCH_LOWAT_MAX bytes) is there, not at every segment: an answer of a megabyte used to
+ * take dozens of wake-ups, each a context switch (measured: 3,300-5,400 voluntary switches for
+ * q0's 2M events). The kernel caps the mark at half the receive buffer, so it cannot wait for
+ * more than will fit. */
+static void set_lowat(kbroker_t *b) {
+  size_t want = b->rx ? b->rx->len - b->rx_got : (size_t)(4 - b->hdr_got);
+  int lowat = want > KFETCH_LOWAT_MAX ? KFETCH_LOWAT_MAX : want < 1 ? 1 : (int)want;
+  if (lowat == b->lowat) return;
+  if (setsockopt(b->ffd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) == 0) b->lowat = lowat;
 }
 
 /* Reads what has arrived on b's fetch connection without waiting. */
@@ -1076,7 +1093,10 @@ int ck_kfetch_next(ck_kfetch_t *f, int timeout_ms, int *i, ck_krecs_t **it, ck_e
     int64_t until = deadline;
     for (int k = 0; k < f->nbrokers && np < 16; k++) {
       kbroker_t *b = f->brokers[k];
-      if (b->inflight && b->ffd >= 0) pfd[np++] = (struct pollfd){.fd = b->ffd, .events = POLLIN};
+      if (b->inflight && b->ffd >= 0) {
+        set_lowat(b);
+        pfd[np++] = (struct pollfd){.fd = b->ffd, .events = POLLIN};
+      }
       else if (b->node >= 0 && b->retry_at > now && b->retry_at < until) until = b->retry_at;
     }
     for (int k = 0; k < f->nparts; k++)
