@@ -69,6 +69,14 @@ static void test_crc32c_matches_reference_all_lengths_and_alignments(void **stat
       uint32_t want = ref_crc32c(0, data + off, n);
       uint32_t got = ck_crc32c(0, data + off, n);
       if (got != want) fail_msg("offset %zu length %zu: got %08x, want %08x", off, n, got, want);
+      got = ck_crc32c_portable(0, data + off, n);
+      if (got != want)
+        fail_msg("tables, offset %zu length %zu: got %08x, want %08x", off, n, got, want);
+      /* continuing from a running value, both ways */
+      uint32_t seed = ref_crc32c(0, data, off);
+      want = ref_crc32c(seed, data + off, n);
+      if (ck_crc32c(seed, data + off, n) != want || ck_crc32c_portable(seed, data + off, n) != want)
+        fail_msg("continued at %zu, length %zu: a way differs from the reference", off, n);
     }
   assert_int_equal(ck_crc32c(0, data, sizeof data), ref_crc32c(0, data, sizeof data));
 }
