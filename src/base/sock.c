@@ -83,3 +83,43 @@ int ck_sock_connect_fd(const char *host, int port, int64_t deadline_ms, const at
   }
   return fd;
 }
+
+int ck_sock_write_all(int fd, const void *p, size_t n, int64_t deadline_ms,
+                      const atomic_int *cancel, bool *wrote) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+    if (w > 0) {
+      if (wrote) *wrote = true;
+      c += w;
+      n -= (size_t)w;
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return CK_EIO;
+    int rc = ck_sock_wait(fd, POLLOUT, deadline_ms, cancel);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int ck_sock_read_all(int fd, void *p, size_t n, int64_t deadline_ms, const atomic_int *cancel) {
+  char *c = p;
+  while (n) {
+    ssize_t r = recv(fd, c, n, 0);
+    if (r > 0) {
+      c += r;
+      n -= (size_t)r;
+      continue;
+    }
+    if (r == 0) {
+      errno = ECONNRESET;
+      return CK_EIO;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return CK_EIO;
+    int rc = ck_sock_wait(fd, POLLIN, deadline_ms, cancel);
+    if (rc) return rc;
+  }
+  return 0;
+}

@@ -666,47 +666,6 @@ void ck_net_set_connect_timeout(ck_net_t *net, int timeout_ms) {
 
 static bool cancelled(const atomic_int *cancel) { return cancel && atomic_load(cancel) != 0; }
 
-/* Writes all of p; *wrote says whether any byte went out. errno is meaningful on CK_EIO. */
-static int write_all(int fd, const void *p, size_t n, int64_t deadline, const atomic_int *cancel,
-                     bool *wrote) {
-  const char *c = p;
-  while (n) {
-    ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-    if (w > 0) {
-      *wrote = true;
-      c += w;
-      n -= (size_t)w;
-      continue;
-    }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return CK_EIO;
-    int rc = ck_sock_wait(fd, POLLOUT, deadline, cancel);
-    if (rc) return rc;
-  }
-  return 0;
-}
-
-static int read_all(int fd, void *p, size_t n, int64_t deadline, const atomic_int *cancel) {
-  char *c = p;
-  while (n) {
-    ssize_t r = recv(fd, c, n, 0);
-    if (r > 0) {
-      c += r;
-      n -= (size_t)r;
-      continue;
-    }
-    if (r == 0) {
-      errno = ECONNRESET;
-      return CK_EIO;
-    }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return CK_EIO;
-    int rc = ck_sock_wait(fd, POLLIN, deadline, cancel);
-    if (rc) return rc;
-  }
-  return 0;
-}
-
 /* One non-blocking connect attempt to any address of host:port. Returns the socket or -1 with
  * *why set (an errno, ETIMEDOUT at the deadline, ECANCELED). */
 static int connect_once(const char *host, int port, int64_t deadline, const atomic_int *cancel,
@@ -734,8 +693,8 @@ static int conn_connect(ck_net_t *net, conn_t *conn, const char *host, int port,
       bool wrote = false;
       /* the peer answers at once when it is up: a slow answer is a hung peer */
       int64_t hs_deadline = ck_mono_ms() + (timeout > 1000 ? timeout : 1000);
-      int rc = write_all(fd, raw, sizeof raw, hs_deadline, cancel, &wrote);
-      if (!rc) rc = read_all(fd, raw, sizeof raw, hs_deadline, cancel);
+      int rc = ck_sock_write_all(fd, raw, sizeof raw, hs_deadline, cancel, &wrote);
+      if (!rc) rc = ck_sock_read_all(fd, raw, sizeof raw, hs_deadline, cancel);
       if (rc == CK_ECANCELLED) {
         close(fd);
         return ck_error_set(err, CK_ECANCELLED, "cancelled while connecting to worker at %s",
@@ -894,7 +853,7 @@ static int frame_send(ck_net_t *net, ck_net_link_t *link, const ck_buf_t *frame,
   conn_t *conn = link->conn;
   ck_mutex_lock(&conn->wmu);
   bool wrote = false;
-  rc = write_all(conn->fd, frame->data, frame->len, -1, cancel, &wrote);
+  rc = ck_sock_write_all(conn->fd, frame->data, frame->len, -1, cancel, &wrote);
   int saved = errno;
   ck_mutex_unlock(&conn->wmu);
   if (rc == CK_ECANCELLED) {

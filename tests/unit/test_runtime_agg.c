@@ -25,6 +25,7 @@
 #include "base/alloc.h"
 #include "runtime/expr.h"
 #include "runtime/op.h"
+#include "test_runtime_util.h"
 
 #define NUL INT64_MIN /* a NULL cell in the int64 row helpers */
 #define MAXK 4
@@ -62,31 +63,6 @@ typedef struct fx {
   int64_t mem_blocks;  /* heap blocks live before the test */
 } fx_t;
 
-static void render(ck_buf_t *out, const ck_col_t *col, size_t i) {
-  if (!ck_col_valid(col, i)) {
-    ck_buf_puts(out, "null");
-    return;
-  }
-  switch (col->type.id) {
-    case CK_T_BOOL: ck_buf_puts(out, ck_col_bool(col, i) ? "true" : "false"); break;
-    case CK_T_INT32: ck_buf_printf(out, "%d", ck_col_i32(col, i)); break;
-    case CK_T_INT64:
-    case CK_T_TIMESTAMP: ck_buf_printf(out, "%lld", (long long)ck_col_i64(col, i)); break;
-    case CK_T_FLOAT32: ck_double_format(ck_col_f32(col, i), out); break;
-    case CK_T_FLOAT64: ck_double_format(ck_col_f64(col, i), out); break;
-    case CK_T_DECIMAL: ck_decimal_format(ck_col_dec(col, i), col->type.scale, out); break;
-    case CK_T_STRING: {
-      size_t n;
-      const char *s = ck_col_str(col, i, &n);
-      ck_buf_putc(out, '\'');
-      ck_buf_append(out, s, n);
-      ck_buf_putc(out, '\'');
-      break;
-    }
-    default: ck_buf_puts(out, "?");
-  }
-}
-
 static int cap_batch(void *ctx, ck_batch_t *batch, ck_error_t *err) {
   fx_t *f = ctx;
   static const char *const kinds[] = {"+I", "-U", "+U", "-D"};
@@ -103,7 +79,7 @@ static int cap_batch(void *ctx, ck_batch_t *batch, ck_error_t *err) {
     ck_buf_puts(&f->log, kinds[ck_batch_kind(batch, i)]);
     for (int c = 0; c < batch->ncols; c++) {
       ck_buf_putc(&f->log, ' ');
-      render(&f->log, &batch->cols[c], i);
+      t_render(&f->log, &batch->cols[c], i);
     }
     ck_buf_putc(&f->log, '\n');
   }

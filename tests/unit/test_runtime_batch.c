@@ -31,6 +31,7 @@
 #include "base/alloc.h"
 #include "runtime/expr.h"
 #include "runtime/op.h"
+#include "test_runtime_util.h"
 
 static const ck_type_t BOOL_T = {CK_T_BOOL, 0, 0};
 static const ck_type_t I32 = {CK_T_INT32, 0, 0};
@@ -468,27 +469,6 @@ typedef struct cx {
   int64_t mem_blocks;
 } cx_t;
 
-static void render(ck_buf_t *out, const ck_col_t *col, size_t i) {
-  if (!ck_col_valid(col, i)) {
-    ck_buf_puts(out, "null");
-    return;
-  }
-  switch (col->type.id) {
-    case CK_T_INT32: ck_buf_printf(out, "%d", ck_col_i32(col, i)); break;
-    case CK_T_INT64:
-    case CK_T_TIMESTAMP: ck_buf_printf(out, "%lld", (long long)ck_col_i64(col, i)); break;
-    case CK_T_STRING: {
-      size_t n;
-      const char *s = ck_col_str(col, i, &n);
-      ck_buf_putc(out, '\'');
-      ck_buf_append(out, s, n);
-      ck_buf_putc(out, '\'');
-      break;
-    }
-    default: ck_buf_puts(out, "?");
-  }
-}
-
 static int cx_batch(void *ctx, ck_batch_t *batch, ck_error_t *err) {
   cx_t *x = ctx;
   x->batches++;
@@ -497,7 +477,7 @@ static int cx_batch(void *ctx, ck_batch_t *batch, ck_error_t *err) {
     for (int c = 0; c < batch->ncols; c++) {
       assert_int_equal(batch->cols[c].len, batch->nrows);
       ck_buf_putc(&x->log, ' ');
-      render(&x->log, &batch->cols[c], i);
+      t_render(&x->log, &batch->cols[c], i);
     }
     ck_buf_putc(&x->log, '\n');
   }

@@ -166,13 +166,13 @@ static bool need(rd_t *r, size_t n) {
 }
 static int16_t get_i16(rd_t *r) {
   if (!need(r, 2)) return 0;
-  int16_t v = (int16_t)((uint16_t)r->p[0] << 8 | r->p[1]);
+  int16_t v = (int16_t)ck_kbe16(r->p);
   r->p += 2;
   return v;
 }
 static int32_t get_i32(rd_t *r) {
   if (!need(r, 4)) return 0;
-  uint32_t v = (uint32_t)r->p[0] << 24 | (uint32_t)r->p[1] << 16 | (uint32_t)r->p[2] << 8 | r->p[3];
+  uint32_t v = ck_kbe32(r->p);
   r->p += 4;
   return (int32_t)v;
 }
@@ -263,71 +263,32 @@ static void fd_close(int *fd) {
   *fd = -1;
 }
 
-/* Writes all of b, waiting for the socket up to deadline. */
-static int send_all(int fd, const ck_buf_t *b, int64_t deadline, char *why, size_t n) {
-  size_t off = 0;
-  while (off < b->len) {
-    ssize_t w = write(fd, b->data + off, b->len - off);
-    if (w > 0) {
-      off += (size_t)w;
-      continue;
-    }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (ck_sock_wait(fd, POLLOUT, deadline, NULL)) {
-        snprintf(why, n, "timed out sending a request");
-        return -1;
-      }
-      continue;
-    }
-    snprintf(why, n, "could not send a request: %s", strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
-/* Reads exactly n bytes, waiting up to deadline. */
-static int recv_all(int fd, void *dst, size_t n, int64_t deadline, char *why, size_t wn) {
-  size_t got = 0;
-  while (got < n) {
-    ssize_t r = read(fd, (char *)dst + got, n - got);
-    if (r > 0) {
-      got += (size_t)r;
-      continue;
-    }
-    if (r == 0) {
-      snprintf(why, wn, "the broker closed the connection");
-      return -1;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (ck_sock_wait(fd, POLLIN, deadline, NULL)) {
-        snprintf(why, wn, "timed out waiting for the broker's answer");
-        return -1;
-      }
-      continue;
-    }
-    snprintf(why, wn, "could not read the broker's answer: %s", strerror(errno));
-    return -1;
-  }
-  return 0;
+/* Why an I/O of ck_sock_write_all/read_all failed, as text. */
+static int io_failed(int rc, const char *doing, char *why, size_t n) {
+  if (rc == CK_ETIMEOUT) snprintf(why, n, "timed out %s", doing);
+  else if (errno == ECONNRESET) snprintf(why, n, "the broker closed the connection");
+  else snprintf(why, n, "failed %s: %s", doing, strerror(errno));
+  return -1;
 }
 
 /* One request and its response on fd: the response body after its correlation id is left in
  * f->resp. */
 static int rpc(ck_kfetch_t *f, int fd, const ck_buf_t *req, int32_t corr, char *why, size_t n) {
   int64_t deadline = ck_mono_ms() + CK_KAFKA_ATTEMPT_MS;
-  if (send_all(fd, req, deadline, why, n)) return -1;
+  int rc = ck_sock_write_all(fd, req->data, req->len, deadline, NULL, NULL);
+  if (rc) return io_failed(rc, "sending a request", why, n);
   uint8_t h[4];
-  if (recv_all(fd, h, 4, deadline, why, n)) return -1;
-  uint32_t size = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+  if ((rc = ck_sock_read_all(fd, h, 4, deadline, NULL)))
+    return io_failed(rc, "waiting for the broker's answer", why, n);
+  uint32_t size = ck_kbe32(h);
   if (size < 4 || size > KFETCH_MAX_RESPONSE) {
     snprintf(why, n, "the broker answered with a frame of %u bytes", size);
     return -1;
   }
   ck_buf_reset(&f->resp);
   ck_buf_reserve(&f->resp, size);
-  if (recv_all(fd, f->resp.data, size, deadline, why, n)) return -1;
+  if ((rc = ck_sock_read_all(fd, f->resp.data, size, deadline, NULL)))
+    return io_failed(rc, "waiting for the broker's answer", why, n);
   f->resp.len = size;
   rd_t r = {(const uint8_t *)f->resp.data, (const uint8_t *)f->resp.data + size, false};
   if (get_i32(&r) != corr) {
@@ -859,7 +820,11 @@ static void send_fetch(ck_kfetch_t *f, kbroker_t *b, int64_t now) {
   req_end(req);
   b->inflight = true;
   b->sent_at = now;
-  if (send_all(b->ffd, req, now + CK_KAFKA_ATTEMPT_MS, why, sizeof why)) broker_lost(f, b, why);
+  int rc = ck_sock_write_all(b->ffd, req->data, req->len, now + CK_KAFKA_ATTEMPT_MS, NULL, NULL);
+  if (rc) {
+    io_failed(rc, "sending a fetch", why, sizeof why);
+    broker_lost(f, b, why);
+  }
 }
 
 static void part_error(ck_kfetch_t *f, kpart_t *p, int16_t ec, int64_t now) {
@@ -952,9 +917,7 @@ static void on_fetch(ck_kfetch_t *f, kbroker_t *b) {
       /* No complete batch: either the first one is cut short (ask for more next time), or it
        * cannot be read at all (an old message format, a corrupt length), which the source's
        * iterator reports with the offset, so that set is handed over as it is. */
-      uint32_t blen = rlen >= 17 ? (uint32_t)rec[8] << 24 | (uint32_t)rec[9] << 16 |
-                                       (uint32_t)rec[10] << 8 | rec[11]
-                                 : 0;
+      uint32_t blen = rlen >= 17 ? ck_kbe32(rec + 8) : 0;
       bool unreadable = rlen >= 17 && (rec[16] != 2 || (int64_t)blen + 12 <= rlen);
       if (end <= p->pos && !unreadable) { /* only part of one batch */
         if (p->max_bytes < KFETCH_MAX_PART_BYTES) {
@@ -1008,39 +971,34 @@ static void set_lowat(kbroker_t *b) {
   if (setsockopt(b->ffd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) == 0) b->lowat = lowat;
 }
 
-/* Reads what has arrived on b's fetch connection without waiting. */
+/* Reads what has arrived on b's fetch connection without waiting: the answer's 4-byte size,
+ * then its body into a response buffer of that size. */
 static void pump(ck_kfetch_t *f, kbroker_t *b) {
   while (b->inflight && b->ffd >= 0) {
-    if (b->hdr_got < 4) {
-      ssize_t n = read(b->ffd, b->hdr + b->hdr_got, (size_t)(4 - b->hdr_got));
-      if (n > 0) {
-        b->hdr_got += (int)n;
-        if (b->hdr_got < 4) continue;
-        uint32_t size = (uint32_t)b->hdr[0] << 24 | (uint32_t)b->hdr[1] << 16 |
-                        (uint32_t)b->hdr[2] << 8 | b->hdr[3];
-        if (size < 4 || size > KFETCH_MAX_RESPONSE) {
-          broker_lost(f, b, "the broker sent a frame of an impossible size");
-          return;
-        }
-        b->rx = resp_get(f, size);
-        b->rx_got = 0;
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    bool in_hdr = b->hdr_got < 4;
+    uint8_t *dst = in_hdr ? b->hdr + b->hdr_got : b->rx->data + b->rx_got;
+    size_t want = in_hdr ? (size_t)(4 - b->hdr_got) : b->rx->len - b->rx_got;
+    ssize_t n = read(b->ffd, dst, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
       broker_lost(f, b, n == 0 ? "the broker closed the connection" : strerror(errno));
       return;
     }
-    ssize_t n = read(b->ffd, b->rx->data + b->rx_got, b->rx->len - b->rx_got);
-    if (n > 0) {
+    if (!in_hdr) {
       b->rx_got += (size_t)n;
       if (b->rx_got == b->rx->len) on_fetch(f, b);
       continue;
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    broker_lost(f, b, n == 0 ? "the broker closed the connection" : strerror(errno));
-    return;
+    b->hdr_got += (int)n;
+    if (b->hdr_got < 4) continue;
+    uint32_t size = ck_kbe32(b->hdr);
+    if (size < 4 || size > KFETCH_MAX_RESPONSE) {
+      broker_lost(f, b, "the broker sent a frame of an impossible size");
+      return;
+    }
+    b->rx = resp_get(f, size);
+    b->rx_got = 0;
   }
 }
 

@@ -75,11 +75,6 @@ static const char *const codec_names[] = {"uncompressed", "gzip", "snappy", "lz4
 /* What pos/end point at for an empty record set (never NULL, so pointer arithmetic is defined). */
 static const uint8_t no_records[1];
 
-static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline uint32_t rd32(const uint8_t *p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-static inline uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) << 32 | rd32(p + 4); }
 /* a + b wrapping around, as the untrusted input may ask for anything */
 static inline int64_t add64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static inline int64_t unzigzag(uint64_t u) { return (int64_t)((u >> 1) ^ (0 - (u & 1))); }
@@ -295,7 +290,7 @@ static int inflate_snappy(ck_krecs_t *it, const uint8_t *src, size_t n, ck_error
   const uint8_t *p = src + 16, *e = src + n;
   while (p < e) {
     if (e - p < 4) return fail_codec(it, err, CODEC_SNAPPY, "a block's length is truncated");
-    uint32_t blen = rd32(p);
+    uint32_t blen = ck_kbe32(p);
     p += 4;
     if (blen > (size_t)(e - p))
       return fail_codec(it, err, CODEC_SNAPPY, "a block runs past the end of the batch");
@@ -437,11 +432,11 @@ static int control_is_abort(ck_krecs_t *it, ck_error_t *err) {
   ck_krec_t rec = {0};
   int rc = rec_read(it, &rec, err);
   if (rc) return rc;
-  if (!rec.key || rec.key_len < 4 || (int16_t)rd16((const uint8_t *)rec.key) < 0)
+  if (!rec.key || rec.key_len < 4 || (int16_t)ck_kbe16((const uint8_t *)rec.key) < 0)
     return stop(it, err,
                 "corrupt record batch at offset %lld: its control record has no valid key",
                 (long long)it->base_offset);
-  return rd16((const uint8_t *)rec.key + 2) == 0;
+  return ck_kbe16((const uint8_t *)rec.key + 2) == 0;
 }
 
 /* ---- batches ---------------------------------------------------------------------------- */
@@ -465,8 +460,8 @@ static int open_batch(ck_krecs_t *it, ck_error_t *err) {
       it->partial_size = 0; /* unknown: its length is not here yet */
       return 0;
     }
-    int64_t base = (int64_t)rd64(b);
-    int32_t blen = (int32_t)rd32(b + H_LENGTH);
+    int64_t base = (int64_t)ck_kbe64(b);
+    int32_t blen = (int32_t)ck_kbe32(b + H_LENGTH);
     if (rem > H_MAGIC && b[H_MAGIC] != 2) {
       int magic = (int8_t)b[H_MAGIC];
       it->base_offset = base;
@@ -491,15 +486,15 @@ static int open_batch(ck_krecs_t *it, ck_error_t *err) {
     }
     it->pos = b + size;
 
-    uint16_t attrs = rd16(b + H_ATTRS);
+    uint16_t attrs = ck_kbe16(b + H_ATTRS);
     int codec = attrs & ATTR_CODEC;
-    int32_t count = (int32_t)rd32(b + H_COUNT);
-    int64_t last = add64(base, (int32_t)rd32(b + H_LAST_DELTA));
-    int64_t pid = (int64_t)rd64(b + H_PRODUCER);
+    int32_t count = (int32_t)ck_kbe32(b + H_COUNT);
+    int64_t last = add64(base, (int32_t)ck_kbe32(b + H_LAST_DELTA));
+    int64_t pid = (int64_t)ck_kbe64(b + H_PRODUCER);
     it->base_offset = base;
     it->batch_end = add64(last, 1);
     if (it->check_crc) {
-      uint32_t want = rd32(b + H_CRC), got = ck_crc32c(0, b + H_ATTRS, size - H_ATTRS);
+      uint32_t want = ck_kbe32(b + H_CRC), got = ck_crc32c(0, b + H_ATTRS, size - H_ATTRS);
       if (got != want)
         return stop(it, err,
                     "corrupt record batch at offset %lld: CRC32C mismatch (the batch says %08x, "
@@ -538,7 +533,7 @@ static int open_batch(ck_krecs_t *it, ck_error_t *err) {
     int rc = batch_records(it, b, size, codec, count, err);
     if (rc) return rc;
     it->log_append_time = attrs & ATTR_LOG_APPEND_TIME;
-    it->base_ts = (int64_t)rd64(b + (it->log_append_time ? H_MAX_TS : H_BASE_TS));
+    it->base_ts = (int64_t)ck_kbe64(b + (it->log_append_time ? H_MAX_TS : H_BASE_TS));
     return 1;
   }
 }
@@ -629,9 +624,9 @@ int64_t ck_krecs_scan_end(const void *records, size_t len, int64_t fetch_offset)
   for (;;) {
     size_t rem = (size_t)(e - p);
     if (rem < CK_KBATCH_HEADER || p[H_MAGIC] != 2) break;
-    int32_t blen = (int32_t)rd32(p + H_LENGTH);
+    int32_t blen = (int32_t)ck_kbe32(p + H_LENGTH);
     if (blen < CK_KBATCH_HEADER - LOG_OVERHEAD || (size_t)blen > rem - LOG_OVERHEAD) break;
-    int64_t batch_end = add64(add64((int64_t)rd64(p), (int32_t)rd32(p + H_LAST_DELTA)), 1);
+    int64_t batch_end = add64(add64((int64_t)ck_kbe64(p), (int32_t)ck_kbe32(p + H_LAST_DELTA)), 1);
     if (batch_end > end) end = batch_end;
     p += LOG_OVERHEAD + (size_t)blen;
   }
