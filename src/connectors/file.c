@@ -1090,6 +1090,7 @@ const ck_connector_t ck_file_connector = {
     .source = &file_source_ops,
     .sink = &file_sink_ops,
     .sink_guarantee = CK_GUARANTEE_EXACTLY_ONCE, /* only when asked; at least once otherwise */
+    .sink_rewinds = true, /* recover(R) cuts the output back to what R committed */
     .bounded = true,
     .check = file_check,
 };
