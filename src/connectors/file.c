@@ -37,7 +37,11 @@
  * delivery_guarantee = 'at_least_once' (the default): rows go straight to the output file.
  * open(restored=false) truncates, open(restored=true) appends — output after a restore is
  * never thrown away, so rows between the last checkpoint and a failure are written again:
- * at least once. prepare writes and fsyncs (and the directory once after creation).
+ * at least once. prepare writes and fsyncs (and the directory once after creation). Whole
+ * records or none: a failed or short write (a full disk) is cut back to the end of the last
+ * whole record before the error is returned, and open(restored=true) cuts off a partial last
+ * line a killed run left (a file that does not end with '\n' loses the bytes after its last
+ * line break; the rerun writes that record again).
  *
  * delivery_guarantee = 'exactly_once': still ONE output file per subtask, but the rows of a
  * checkpoint interval are staged beside it and promoted only when the checkpoint completed.
@@ -100,7 +104,8 @@ static const ck_opt_def_t file_source_options[] = {
      "file, directory or glob pattern to read (e.g. '/data/readings-*.json'); the matching "
      "files are read in sorted name order, each file is a partition and file i is read by "
      "source subtask i mod parallelism. format is 'json' (default, one object per line) or "
-     "'csv'"},
+     "'csv'. A job restored from a checkpoint resumes each file at its position, and refuses "
+     "a file that is now shorter than that or whose bytes before it changed"},
     CK_FORMAT_OPTION_DEFS,
     {NULL, 0, NULL, NULL, false, NULL},
 };
@@ -108,7 +113,9 @@ static const ck_opt_def_t file_source_options[] = {
 static const ck_opt_def_t file_sink_options[] = {
     {"path", CK_OPT_STRING, NULL, NULL, true,
      "file to write, one record per line in the table's format ('json', the default, or "
-     "'csv'). A fresh job truncates it; a job restored from a checkpoint appends to it. With "
+     "'csv'). A fresh job truncates it; a job restored from a checkpoint appends to it, after "
+     "cutting off a partial last line a killed run left. Records are written whole or not at "
+     "all: a write that fails (a full disk) is cut back to the last whole record. With "
      "parallelism > 1, subtask s writes '<path>-<s>'. With delivery_guarantee = "
      "'exactly_once' each checkpoint interval's rows are staged in a hidden file beside it "
      "('.<name>.<N>.staging') and appended when checkpoint N completes, so after any failure "
@@ -744,6 +751,7 @@ typedef struct file_sink {
   int fd;
   bool dir_synced;
   ck_buf_t buf;
+  int64_t whole;      /* at least once: output length up to its last whole record */
   /* exactly once */
   bool eos;
   char *dir, *name;   /* the output's directory and file name */
@@ -755,12 +763,57 @@ typedef struct file_sink {
   int nstaged, staged_cap;
 } file_sink_t;
 
+/* At least once: appends the buffer (whole records) to the output. A failed or short write
+ * (ENOSPC, EIO) is cut back to the end of the last whole record, so the file never ends in a
+ * torn line; the buffer is kept and written again by a later flush or a rerun. */
 static int sink_flush(file_sink_t *fk, ck_error_t *err) {
   if (!fk->buf.len) return 0;
   int rc = ck_conn_write_all(fk->fd, fk->buf.data, fk->buf.len);
-  if (rc)
-    return ck_error_set(err, CK_EIO, "could not write file '%s': %s", fk->path, strerror(-rc));
+  if (rc) {
+    ck_error_set(err, CK_EIO, "could not write file '%s': %s", fk->path, strerror(-rc));
+    if (ftruncate(fk->fd, (off_t)fk->whole) != 0)
+      ck_error_detail(err, "it could not be cut back to its last whole record at byte %lld "
+                      "either (%s)", (long long)fk->whole, strerror(errno));
+    else
+      ck_error_detail(err, "the file was cut back to its last whole record, at byte %lld",
+                      (long long)fk->whole);
+    return CK_EIO;
+  }
+  fk->whole += (int64_t)fk->buf.len;
   ck_buf_reset(&fk->buf);
+  return 0;
+}
+
+/* At least once, restored: a file that does not end with a line break ends with a record a
+ * killed run was writing (or an older clink's failed write): cut it off at the last line
+ * break. The rerun writes that record again. */
+static int cut_torn_tail(file_sink_t *fk, ck_error_t *err) {
+  struct stat st;
+  if (fstat(fk->fd, &st) != 0)
+    return ck_error_set(err, CK_EIO, "could not stat file '%s': %s", fk->path, strerror(errno));
+  int64_t end = (int64_t)st.st_size, cut = end;
+  char chunk[4096];
+  while (cut > 0) {
+    size_t n = cut < (int64_t)sizeof chunk ? (size_t)cut : sizeof chunk;
+    ssize_t r = pread(fk->fd, chunk, n, (off_t)(cut - (int64_t)n));
+    if (r != (ssize_t)n)
+      return ck_error_set(err, CK_EIO, "could not read file '%s': %s", fk->path,
+                          r < 0 ? strerror(errno) : "it got shorter while being read");
+    const char *nl = memrchr(chunk, '\n', n);
+    if (nl) {
+      cut -= (int64_t)n - (nl - chunk) - 1;
+      break;
+    }
+    cut -= (int64_t)n;
+  }
+  if (cut < end) {
+    if (ftruncate(fk->fd, (off_t)cut) != 0)
+      return ck_error_set(err, CK_EIO, "could not truncate file '%s' to %lld bytes: %s",
+                          fk->path, (long long)cut, strerror(errno));
+    CK_LOG_WARN("sink.file", "'%s' ended with a partial record (%lld bytes after the last line "
+                "break): cut off; the rerun writes it again", fk->path, (long long)(end - cut));
+  }
+  fk->whole = cut;
   return 0;
 }
 
@@ -994,7 +1047,7 @@ static int file_sink_open_impl(ck_sink_t *sink, bool restored, ck_error_t *err) 
   copy = ck_strdup(fk->path);
   fk->name = ck_strdup(basename(copy));
   ck_free(copy);
-  int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+  int flags = O_RDWR | O_CREAT | O_CLOEXEC; /* read too: a restored open checks the last line */
   if (fk->eos) flags = O_RDWR | O_CREAT | O_CLOEXEC | (restored ? 0 : O_TRUNC);
   else flags |= restored ? O_APPEND : O_TRUNC;
   fk->fd = open(fk->path, flags, 0644);
@@ -1006,6 +1059,7 @@ static int file_sink_open_impl(ck_sink_t *sink, bool restored, ck_error_t *err) 
   bool header = fmt == CK_FORMAT_CSV && ck_opt_bool(opts, file_sink_options, "csv.header") &&
                 fstat(fk->fd, &st) == 0 && st.st_size == 0;
   if (!fk->eos) {
+    if (restored && (rc = cut_torn_tail(fk, err))) return rc;
     if (header) ck_encoder_header(fk->enc, &fk->buf);
     return 0;
   }

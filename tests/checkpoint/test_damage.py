@@ -10,7 +10,9 @@ against anything the engine says about itself:
 - a damaged newest snapshot: an exactly-once file sink can take back what it committed after
   the checkpoint before, so the rerun falls back to it (and says so), and the output is exact;
 - a task directory replaced by a file: refused, naming it; the committed output is untouched;
-- an input file truncated or shifted under the checkpointed position: refused, naming it.
+- an input file truncated or shifted under the checkpointed position: refused, naming it;
+- the at-least-once file sink on a 64 KiB tmpfs (a real full disk, mounted by the test):
+  the file ends in a whole line after ENOSPC, and a rerun with room completes it.
 """
 import json
 import os
@@ -156,3 +158,32 @@ def test_input_changed_under_the_checkpointed_position_is_refused(tmp_path, chan
     assert r.returncode == 0, r.stderr[-2000:]
     got = {json.loads(l)["id"] for l in out.read_text().splitlines()}
     assert got == set(range(20000))
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_file_sink_after_enospc_ends_in_a_whole_line_and_a_rerun_completes(tmp_path, small_fs):
+    j = Job(tmp_path, rows=20000, rate=10000, interval_ms=20)
+    j.out = small_fs / "out.json"
+    j.sql.write_text(j.sql.read_text().replace(str(tmp_path / "out.json"), str(j.out)))
+    r = j.run("--max-restarts", "0")
+    assert r.returncode == 1, r.stderr[-2000:]
+    assert "No space left on device" in r.stderr, r.stderr[-2000:]
+    assert j.out.stat().st_size > 0
+    assert_whole_lines(j.out)
+    subprocess.run(["mount", "-o", "remount,size=4m", str(small_fs)], check=True)
+    j.run_to_end()
+    assert_whole_lines(j.out)
+    j.check(exactly_once=False)

@@ -524,6 +524,23 @@ static void test_file_sink_truncates_fresh_and_appends_after_restore(void **stat
   ck_free(text);
 }
 
+static void test_file_sink_restored_cuts_a_torn_last_line(void **state) {
+  fx_t *f = *state;
+  const char *out = fpath(f, "torn.json");
+  t_writes(out, "{\"id\":1,\"name\":\"r1\"}\n{\"id\":2,\"na");
+  ck_options_t opts = t_opts(&f->arena, "path", out, NULL);
+  sink_run(f, &opts, 0, 1, true, 3, 1);
+  char *text = t_read(out, NULL);
+  assert_string_equal(text, "{\"id\":1,\"name\":\"r1\"}\n{\"id\":3,\"name\":\"r3\"}\n"
+                            "{\"id\":3,\"name\":\"r3\"}\n");
+  ck_free(text);
+  t_writes(out, "{\"id\":2,\"na"); /* no whole line at all */
+  sink_run(f, &opts, 0, 1, true, 4, 1);
+  text = t_read(out, NULL);
+  assert_string_equal(text, "{\"id\":4,\"name\":\"r4\"}\n{\"id\":4,\"name\":\"r4\"}\n");
+  ck_free(text);
+}
+
 static void test_file_sink_parallel_paths_and_csv_header(void **state) {
   fx_t *f = *state;
   const char *out = fpath(f, "out.csv");
@@ -570,6 +587,7 @@ int main(void) {
       T(test_file_restore_checks_the_file_at_its_position),
       T(test_file_check),
       T(test_file_sink_truncates_fresh_and_appends_after_restore),
+      T(test_file_sink_restored_cuts_a_torn_last_line),
       T(test_file_sink_parallel_paths_and_csv_header),
       T(test_file_sink_output_reads_back),
   };
