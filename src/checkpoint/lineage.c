@@ -61,7 +61,7 @@ static int choose(const char *dir, const ck_store_t *st, const ck_lineage_opts_t
   ck_error_t newest;
   ck_error_clear(&newest);
   int64_t chosen = 0;
-  int i;
+  int i; /* ends one past the checkpoint chosen: i - 1 newer ones were passed over */
   for (i = 0; i < n && !chosen; i++) {
     ck_error_t why;
     ck_error_clear(&why);
@@ -103,7 +103,7 @@ static int choose(const char *dir, const ck_store_t *st, const ck_lineage_opts_t
     ck_error_hint(err, "put the damaged file back from a copy of the checkpoint directory; or, "
                   "to accept that the output after checkpoint %lld is written again, delete "
                   "'%s/v1/_meta/completed-%lld'%s and run again", (long long)chosen, dir,
-                  (long long)top, i > 1 ? " and the other completed markers above it" : "");
+                  (long long)top, i > 2 ? " and the other completed markers above it" : "");
   } else {
     out->restore_id = chosen;
     snprintf(out->why_buf, sizeof out->why_buf,
