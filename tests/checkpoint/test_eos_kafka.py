@@ -437,6 +437,31 @@ def test_lost_commit_rewinds_to_the_checkpoint_before(brokers, topic, tmp_path):
     j.check()
 
 
+def test_damaged_newest_snapshot_is_refused_over_committed_kafka_output(brokers, topic, tmp_path):
+    """Issue 12 part 3: a committed Kafka transaction cannot be taken back, so a rerun whose
+    newest snapshot is damaged must not fall back to the checkpoint before it (the rows after it
+    would be published twice, as the file sink's fallback in test_damage.py would not): refused,
+    naming the file, the sink and the marker whose removal accepts the duplicates; nothing more
+    reaches the topic."""
+    j = KafkaJob(tmp_path, brokers, topic())
+    r = j.run(fault="after_commit:exit:3")
+    assert r.returncode == FAULT_EXIT, r.stderr[-3000:]
+    n = j.completed()[-1]
+    snap = j.ckpt / "v1" / "0" / f"checkpoint-{n}.snap"
+    data = bytearray(snap.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    snap.write_bytes(bytes(data))
+    before = len(read_committed(brokers, j.out_topic))
+    r = j.run()
+    assert r.returncode == 1, r.stderr[-3000:]
+    assert f"could not restore checkpoint {n}" in r.stderr, r.stderr[-3000:]
+    assert str(snap) in r.stderr and "damaged" in r.stderr
+    assert "sink 'kafka_sink' cannot take back output it committed" in r.stderr
+    assert f"_meta/completed-{n}" in r.stderr
+    assert "fell back" not in r.stderr
+    assert len(read_committed(brokers, j.out_topic)) == before
+
+
 # ---------------------------------------------------------------- the seed's bug
 
 SEED_PARTS, SEED_KEYS, SEED_EVENTS = 4, 5, 8000
