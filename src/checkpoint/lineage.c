@@ -106,13 +106,14 @@ static int choose(const char *dir, const ck_store_t *st, const ck_lineage_opts_t
                   (long long)top, i > 2 ? " and the other completed markers above it" : "");
   } else {
     out->restore_id = chosen;
-    snprintf(out->why_buf, sizeof out->why_buf,
-             "checkpoint %lld cannot be restored (%s); fell back to checkpoint %lld, the newest "
-             "that can: every sink of this job can take the output after it again (at-least-"
-             "once sinks write it again, exactly-once ones first take back what they committed "
-             "after it)", (long long)top, newest.message, (long long)chosen);
+    CK_LOG_WARN("checkpoint", "checkpoint %lld cannot be restored (%s); fell back to checkpoint "
+                "%lld, the newest that can: every sink of this job can take the output after it "
+                "again (at-least-once sinks write it again, exactly-once ones first take back "
+                "what they committed after it)", (long long)top, newest.message,
+                (long long)chosen);
+    snprintf(out->why_buf, sizeof out->why_buf, "fell back from checkpoint %lld, which cannot "
+             "be restored", (long long)top);
     out->why = out->why_buf;
-    CK_LOG_WARN("checkpoint", "%s", out->why);
   }
   return rc;
 }

@@ -41,7 +41,7 @@ typedef struct ck_lineage {
   int64_t run_base;
   int64_t latest_completed, latest_confirmed;
   const char *why;     /* why the run starts where it does, for the log */
-  char why_buf[1024];
+  char why_buf[128];
 } ck_lineage_t;
 
 /* What a caller tells the restore rule about its job. */
