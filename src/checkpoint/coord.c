@@ -75,7 +75,14 @@ int ck_ckpt_coord_ack(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
    * is lost, the restore falls back to it */
   int64_t keep_from = id - c->retain + 1;
   if (c->last_confirmed && c->last_confirmed < keep_from) keep_from = c->last_confirmed;
-  if (keep_from > 1) ck_store_prune(c->store, keep_from, c->ntasks);
+  if (keep_from > 1) {
+    /* markers go too (so _meta stays bounded), behind a durable id floor of `id` */
+    ck_error_t perr;
+    ck_error_clear(&perr);
+    if (ck_store_prune(c->store, keep_from, id, c->ntasks, &perr))
+      CK_LOG_WARN("checkpoint", "could not prune checkpoints below %lld: %s; they stay on disk "
+                  "until the next checkpoint", (long long)keep_from, perr.message);
+  }
   if (c->nsinks == 0) {
     rc = ck_store_mark(c->store, "confirmed", id, err);
     if (rc) return rc;

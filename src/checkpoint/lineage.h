@@ -13,6 +13,18 @@
  *   run-base      the highest id on disk when the current lineage started fresh: checkpoints
  *                 at or below it belong to an earlier run and are never restored, so a fresh
  *                 run killed before its first checkpoint never inherits its predecessor.
+ *
+ * Restore point: the newest completed checkpoint above run-base whose every snapshot file
+ * passes ck_snap_check (present, whole, this job's). When the newest completed one does not,
+ * restoring an older one M means the intervals after M run again, so it is done only when the
+ * sinks allow it: an at-least-once sink writes that output again (allowed duplicates), and an
+ * exactly-once sink that takes back at recover(M) whatever it committed after M (the file
+ * sink cuts its output back) loses and duplicates nothing. An exactly-once sink that cannot
+ * take committed output back (`rigid_sink`, e.g. a Kafka transaction) refuses the fallback:
+ * a later checkpoint completed, so its commit may have happened (certainly, when CONFIRMED
+ * says so), and replaying it would publish its rows twice. Completed checkpoints of which no
+ * one can be restored are refused as well, naming what is missing or damaged — never a fresh
+ * start over output those checkpoints committed. The log says which and why.
  * Threads: the CLI's main thread, before the job starts.
  */
 #ifndef CK_CHECKPOINT_LINEAGE_H
@@ -29,9 +41,28 @@ typedef struct ck_lineage {
   int64_t run_base;
   int64_t latest_completed, latest_confirmed;
   const char *why;     /* why the run starts where it does, for the log */
+  char why_buf[128];
 } ck_lineage_t;
 
-/* fingerprint_text: a printable identity of the job graph (hashed and kept on disk). */
+/* What a caller tells the restore rule about its job. */
+typedef struct ck_lineage_opts {
+  const char *fingerprint_text; /* a printable identity of the job graph */
+  int parallelism;
+  bool fresh;
+  int64_t below;     /* not 0: restore only a checkpoint below it (see begin_below) */
+  int ntasks;
+  /* the name of an exactly-once sink of the job that cannot take back output it committed
+   * (NULL: none); CK_LINEAGE_SINKS_UNKNOWN when the caller cannot tell (treated as one) */
+  const char *rigid_sink;
+} ck_lineage_opts_t;
+
+#define CK_LINEAGE_SINKS_UNKNOWN "(a sink of this job)"
+
+int ck_lineage_start(const char *dir, const ck_lineage_opts_t *opts, ck_lineage_t *out,
+                     ck_error_t *err);
+
+/* ck_lineage_start with rigid_sink = CK_LINEAGE_SINKS_UNKNOWN.
+ * fingerprint_text: a printable identity of the job graph (hashed and kept on disk). */
 int ck_lineage_begin(const char *dir, const char *fingerprint_text, int parallelism,
                      bool fresh, int ntasks, ck_lineage_t *out, ck_error_t *err);
 /* The same, restoring only a checkpoint below `below`: after a sink reported that the commit

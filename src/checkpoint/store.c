@@ -174,11 +174,39 @@ static int64_t scan_ids(const char *dir, const char *prefix, const char *suffix)
   return best;
 }
 
+/* The id of a marker name "<kind>-<N>" (a leftover "<kind>-<N>.tmp-<pid>" too, when tmp);
+ * 0 when the name is not one. */
+static int64_t marker_id(const char *name, const char *kind, bool tmp) {
+  size_t kl = strlen(kind);
+  if (strncmp(name, kind, kl) != 0 || name[kl] != '-') return 0;
+  const char *digits = name + kl + 1;
+  char *end;
+  errno = 0;
+  long long v = strtoll(digits, &end, 10);
+  if (end == digits || errno || v <= 0 || digits[0] < '0' || digits[0] > '9') return 0;
+  if (*end && !(tmp && strncmp(end, ".tmp-", 5) == 0)) return 0;
+  return v;
+}
+
+static int64_t read_floor(const ck_store_t *store) {
+  ck_buf_t b;
+  ck_buf_init(&b);
+  ck_error_t ignored;
+  ck_error_clear(&ignored);
+  int64_t v = 0;
+  if (ck_store_read(store, "_meta/id-floor", &b, &ignored) == 0 && b.data)
+    v = strtoll(b.data, NULL, 10);
+  ck_buf_fini(&b);
+  return v > 0 ? v : 0;
+}
+
 int64_t ck_store_max_id(const ck_store_t *store) {
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/_meta", store->root);
-  int64_t best = scan_ids(dir, "completed-", "");
-  int64_t c = scan_ids(dir, "confirmed-", "");
+  int64_t best = read_floor(store);
+  int64_t c = scan_ids(dir, "completed-", "");
+  if (c > best) best = c;
+  c = scan_ids(dir, "confirmed-", "");
   if (c > best) best = c;
   DIR *d = opendir(store->root);
   if (!d) return best;
@@ -193,35 +221,57 @@ int64_t ck_store_max_id(const ck_store_t *store) {
   return best;
 }
 
-int64_t ck_store_restore_point(const ck_store_t *store, int64_t above, int64_t below, int ntasks) {
+int64_t ck_store_latest(const ck_store_t *store, const char *kind) {
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/_meta", store->root);
-  /* walk completed markers from the newest down */
   DIR *d = opendir(dir);
   if (!d) return 0;
-  int64_t ids[4096];
-  int n = 0;
+  int64_t best = 0;
   struct dirent *e;
-  while ((e = readdir(d)) && n < 4096) {
-    if (strncmp(e->d_name, "completed-", 10) != 0 || strstr(e->d_name, ".tmp-")) continue;
-    ids[n++] = strtoll(e->d_name + 10, NULL, 10);
+  while ((e = readdir(d))) {
+    int64_t id = marker_id(e->d_name, kind, false);
+    if (id > best) best = id;
   }
   closedir(d);
-  int64_t best = 0;
-  for (int i = 0; i < n; i++) {
-    if (ids[i] <= above || ids[i] <= best || (below && ids[i] >= below)) continue;
-    bool whole = true;
-    for (int t = 0; t < ntasks && whole; t++) {
-      char rel[128];
-      ck_snap_path(t, ids[i], rel, sizeof rel);
-      whole = ck_store_exists(store, rel);
-    }
-    if (whole) best = ids[i];
-  }
   return best;
 }
 
-void ck_store_prune(const ck_store_t *store, int64_t keep_from, int ntasks) {
+static int cmp_desc(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int ck_store_completed_ids(const ck_store_t *store, int64_t above, int64_t below, int64_t **ids) {
+  *ids = NULL;
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/_meta", store->root);
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    int64_t id = marker_id(e->d_name, "completed", false);
+    if (id <= 0 || id <= above || (below && id >= below)) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      *ids = ck_realloc(*ids, sizeof **ids * (size_t)cap);
+    }
+    (*ids)[n++] = id;
+  }
+  closedir(d);
+  if (n > 1) qsort(*ids, (size_t)n, sizeof **ids, cmp_desc);
+  return n;
+}
+
+int ck_store_prune(const ck_store_t *store, int64_t keep_from, int64_t floor, int ntasks,
+                   ck_error_t *err) {
+  /* the floor first: once it is durable, no removal below can lower the highest id on record */
+  if (floor > read_floor(store)) {
+    char text[32];
+    int len = snprintf(text, sizeof text, "%lld\n", (long long)floor);
+    int rc = ck_store_write(store, "_meta/id-floor", text, (size_t)len, err);
+    if (rc) return rc;
+  }
   char rel[512];
   for (int t = 0; t < ntasks; t++) {
     char dir[4200];
@@ -239,7 +289,93 @@ void ck_store_prune(const ck_store_t *store, int64_t keep_from, int ntasks) {
     }
     closedir(d);
   }
-  /* markers stay: they are small, and they keep every used id on record */
+  /* markers go with their snapshots (a marker without them restores nothing); the id floor
+   * keeps the record of the ids they used */
+  char meta[4200];
+  snprintf(meta, sizeof meta, "%s/_meta", store->root);
+  DIR *d = opendir(meta);
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    int64_t id = marker_id(e->d_name, "completed", true);
+    if (!id) id = marker_id(e->d_name, "confirmed", true);
+    if (id > 0 && id < keep_from) {
+      snprintf(rel, sizeof rel, "_meta/%s", e->d_name);
+      ck_store_remove(store, rel);
+    }
+  }
+  closedir(d);
+  return 0;
+}
+
+void ck_store_path(const ck_store_t *store, const char *relpath, char *out, size_t n) {
+  full(store, relpath, out, n);
+}
+
+int ck_snap_check(const ck_store_t *store, int task, int64_t id, uint64_t fingerprint,
+                  ck_error_t *err) {
+  char rel[128], path[4200];
+  ck_snap_path(task, id, rel, sizeof rel);
+  full(store, rel, path, sizeof path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENOENT)
+      return ck_error_set(err, CK_ESTATE, "snapshot file '%s' of subtask %d is missing", path,
+                          task);
+    return ck_error_set(err, CK_ESTATE, "could not open snapshot file '%s' of subtask %d: %s",
+                        path, task, strerror(e));
+  }
+  struct stat st;
+  int rc = 0;
+  unsigned char head[36];
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    rc = ck_error_set(err, CK_ESTATE, "snapshot file '%s' of subtask %d is not a regular file",
+                      path, task);
+    goto done;
+  }
+  size_t len = (size_t)st.st_size;
+  if (len < 36 + 4 || pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head ||
+      memcmp(head, SNAP_MAGIC, 8) != 0) {
+    rc = ck_error_set(err, CK_ESTATE, "snapshot file '%s' of subtask %d is not a clink snapshot "
+                      "(%zu bytes)", path, task, len);
+    goto done;
+  }
+  uint32_t version, t;
+  uint64_t sid, fp;
+  memcpy(&version, head + 8, 4);
+  memcpy(&sid, head + 12, 8);
+  memcpy(&fp, head + 20, 8);
+  memcpy(&t, head + 28, 4);
+  uint32_t crc = 0, want;
+  char chunk[65536];
+  for (size_t off = 0; off < len - 4 && !rc;) {
+    size_t n = len - 4 - off < sizeof chunk ? len - 4 - off : sizeof chunk;
+    ssize_t r = pread(fd, chunk, n, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      rc = ck_error_set(err, CK_ESTATE, "could not read snapshot file '%s' of subtask %d: %s",
+                        path, task, r < 0 ? strerror(errno) : "it got shorter while being read");
+      break;
+    }
+    crc = ck_crc32c(crc, chunk, (size_t)r);
+    off += (size_t)r;
+  }
+  if (rc) goto done;
+  if (pread(fd, &want, 4, (off_t)(len - 4)) != 4 || want != crc) {
+    rc = ck_error_set(err, CK_ESTATE, "snapshot file '%s' of subtask %d is damaged (checksum "
+                      "mismatch)", path, task);
+  } else if (version != SNAP_VERSION) {
+    rc = ck_error_set(err, CK_ESTATE, "snapshot file '%s' has format version %u; this clink "
+                      "reads version %d", path, version, SNAP_VERSION);
+  } else if ((int64_t)sid != id || (int)t != task || fp != fingerprint) {
+    rc = ck_error_set(err, CK_ESTATE, "snapshot file '%s' belongs to another checkpoint, "
+                      "subtask or job (it names checkpoint %lld, subtask %u)", path,
+                      (long long)sid, t);
+  }
+done:
+  close(fd);
+  return rc;
 }
 
 void ck_snap_path(int task, int64_t id, char *out, size_t n) {

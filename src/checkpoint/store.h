@@ -11,7 +11,14 @@
  *   v1/_meta/run-base               the highest id on disk when the current lineage started
  *                                   fresh: no checkpoint at or below it is ever restored
  *   v1/_meta/clean-finish           a bounded job reached the end of its input
+ *   v1/_meta/id-floor               the highest id pruning ever removed a record of: ids stay
+ *                                   above it although its markers and snapshots are gone
  *
+ * Retention prunes markers with the snapshots (ck_store_prune), so _meta holds a bounded number
+ * of files however long a job runs; the id floor keeps the one fact the pruned markers held
+ * that still matters, the highest id used. Every lookup (max id, newest marker, completed ids)
+ * reads the whole directory, so its result does not depend on how many files there are or in
+ * which order readdir returns them.
  * Every file is written to a temporary name, fsynced, renamed into place and its directory
  * fsynced, so a file either exists whole or not at all; snapshot files carry a CRC32C.
  * Threads: any; operations on different paths do not interfere, and the same path is only
@@ -44,13 +51,19 @@ int ck_store_remove(const ck_store_t *store, const char *relpath);
 /* Markers: "completed" or "confirmed". */
 int ck_store_mark(const ck_store_t *store, const char *kind, int64_t id, ck_error_t *err);
 bool ck_store_marked(const ck_store_t *store, const char *kind, int64_t id);
-/* The highest checkpoint id with any durable record (marker or snapshot file); 0 if none. */
+/* The highest checkpoint id with any durable record (marker, snapshot file or the id floor);
+ * 0 if none. */
 int64_t ck_store_max_id(const ck_store_t *store);
-/* The newest completed checkpoint above `above` (and below `below`, when not 0) whose every
- * snapshot file in `ntasks` task directories exists; 0 if none. */
-int64_t ck_store_restore_point(const ck_store_t *store, int64_t above, int64_t below, int ntasks);
-/* Removes snapshot files and markers of checkpoints below keep_from (retention). */
-void ck_store_prune(const ck_store_t *store, int64_t keep_from, int ntasks);
+/* The newest `kind` marker's id; 0 if none. */
+int64_t ck_store_latest(const ck_store_t *store, const char *kind);
+/* The ids of every completed marker above `above` (and below `below`, when not 0), newest
+ * first, in *ids (ck_free it); returns how many. */
+int ck_store_completed_ids(const ck_store_t *store, int64_t above, int64_t below, int64_t **ids);
+/* Retention: removes snapshot files and markers of checkpoints below keep_from, after making
+ * `floor` (the newest id in use) the durable id floor. 0, or CK_EIO when the floor could not
+ * be written (then nothing is removed). */
+int ck_store_prune(const ck_store_t *store, int64_t keep_from, int64_t floor, int ntasks,
+                   ck_error_t *err);
 
 /* Snapshot file of one subtask. */
 typedef struct ck_snap_section {
@@ -63,6 +76,13 @@ typedef struct ck_snap_section {
 enum { CK_SNAP_SOURCE = 0, CK_SNAP_OP = 1, CK_SNAP_SINK = 2 };
 
 void ck_snap_path(int task, int64_t id, char *out, size_t n);
+/* The full path of a file under the store's root. */
+void ck_store_path(const ck_store_t *store, const char *relpath, char *out, size_t n);
+/* Whether task's snapshot file of checkpoint id can be restored: it exists and is readable,
+ * its header names this checkpoint, task and job, and its CRC32C matches (read in chunks: the
+ * file is never held in memory). CK_ESTATE with the file's path and what is wrong otherwise. */
+int ck_snap_check(const ck_store_t *store, int task, int64_t id, uint64_t fingerprint,
+                  ck_error_t *err);
 /* Encodes header + sections + CRC32C into out. */
 void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_section_t *sections,
                     int nsections, ck_buf_t *out);

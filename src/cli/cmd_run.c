@@ -77,8 +77,9 @@ static int begin_lineage(const char *dir, const ck_graph_t *graph, int paralleli
   ck_graph_describe(graph, &desc);
   ck_lineage_t lin;
   int ntasks = ck_exec_task_count(graph);
-  int rc = below ? ck_lineage_begin_below(dir, desc.data, parallelism, below, ntasks, &lin, err)
-                 : ck_lineage_begin(dir, desc.data, parallelism, fresh, ntasks, &lin, err);
+  ck_lineage_opts_t lo = {desc.data, parallelism, fresh && !below, below, ntasks,
+                         ck_exec_rigid_sink(graph)};
+  int rc = ck_lineage_start(dir, &lo, &lin, err);
   eopts->ckpt.fingerprint = ck_lineage_fingerprint(desc.data);
   ck_buf_fini(&desc);
   if (rc) return rc;

@@ -13,11 +13,20 @@
  *
  * The position of every owned file is the byte offset and line number of its next record,
  * plus a done flag; it advances only past records handed out (or skipped), so a snapshot
- * taken between polls is an exact cut. Snapshot encoding (version 1):
+ * taken between polls is an exact cut. With it goes a fingerprint of the bytes before the
+ * position: w = min(offset, FILE_FP_WINDOW), and the hashes of the first w bytes of the file
+ * and of the w bytes that end at the offset (computed at a snapshot, again only when the
+ * offset moved). Snapshot encoding (version 2):
  *   u8 version, uvarint nfiles, then per file: uvarint path length, path bytes,
- *   uvarint offset, uvarint lines before the offset, u8 done.
+ *   uvarint offset, uvarint lines before the offset, u8 done, uvarint w, u64 head hash,
+ *   u64 tail hash (little-endian).
+ * Version 1 is the same without w and the hashes: it is still restored, checking only that
+ * the file is not shorter than the offset.
  * Restore matches files by path: a file that is no longer there is ignored (with a warning),
- * a new file starts at its beginning. Restore may come before or after open.
+ * a new file starts at its beginning. A file that is now shorter than its position, or whose
+ * fingerprint differs (rewritten, or lines added or removed before the position), is refused
+ * with its name: resuming there would read nothing, or records from the middle of others.
+ * Restore may come before or after open.
  *
  * on_decode_error: 'fail' returns CK_EDECODE "could not decode record at FILE:LINE: reason";
  * 'skip' counts the record (skipped()), logs the first few and then every 10000th, and goes on.
@@ -28,7 +37,11 @@
  * delivery_guarantee = 'at_least_once' (the default): rows go straight to the output file.
  * open(restored=false) truncates, open(restored=true) appends — output after a restore is
  * never thrown away, so rows between the last checkpoint and a failure are written again:
- * at least once. prepare writes and fsyncs (and the directory once after creation).
+ * at least once. prepare writes and fsyncs (and the directory once after creation). Whole
+ * records or none: a failed or short write (a full disk) is cut back to the end of the last
+ * whole record before the error is returned, and open(restored=true) cuts off a partial last
+ * line a killed run left (a file that does not end with '\n' loses the bytes after its last
+ * line break; the rerun writes that record again).
  *
  * delivery_guarantee = 'exactly_once': still ONE output file per subtask, but the rows of a
  * checkpoint interval are staged beside it and promoted only when the checkpoint completed.
@@ -72,6 +85,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "connectors/connectors.h"
 #include "connectors/format.h"
@@ -80,7 +94,9 @@
 
 #define FILE_READ_BUF (CK_FORMAT_MAX_RECORD * 2 + 65536)
 #define FILE_SINK_FLUSH ((size_t)1 << 20)
-#define FILE_SNAP_VERSION 1
+#define FILE_SNAP_VERSION 2
+#define FILE_SNAP_VERSION_V1 1 /* positions without a fingerprint: still restored */
+#define FILE_FP_WINDOW 4096
 #define FILE_SKIP_LOG_FIRST 10
 
 static const ck_opt_def_t file_source_options[] = {
@@ -88,7 +104,8 @@ static const ck_opt_def_t file_source_options[] = {
      "file, directory or glob pattern to read (e.g. '/data/readings-*.json'); the matching "
      "files are read in sorted name order, each file is a partition and file i is read by "
      "source subtask i mod parallelism. format is 'json' (default, one object per line) or "
-     "'csv'"},
+     "'csv'. A job restored from a checkpoint resumes each file at its position, and refuses "
+     "a file that is now shorter than that or whose bytes before it changed"},
     CK_FORMAT_OPTION_DEFS,
     {NULL, 0, NULL, NULL, false, NULL},
 };
@@ -96,7 +113,9 @@ static const ck_opt_def_t file_source_options[] = {
 static const ck_opt_def_t file_sink_options[] = {
     {"path", CK_OPT_STRING, NULL, NULL, true,
      "file to write, one record per line in the table's format ('json', the default, or "
-     "'csv'). A fresh job truncates it; a job restored from a checkpoint appends to it. With "
+     "'csv'). A fresh job truncates it; a job restored from a checkpoint appends to it, after "
+     "cutting off a partial last line a killed run left. Records are written whole or not at "
+     "all: a write that fails (a full disk) is cut back to the last whole record. With "
      "parallelism > 1, subtask s writes '<path>-<s>'. With delivery_guarantee = "
      "'exactly_once' each checkpoint interval's rows are staged in a hidden file beside it "
      "('.<name>.<N>.staging') and appended when checkpoint N completes, so after any failure "
@@ -189,6 +208,11 @@ typedef struct file_part {
   int64_t offset; /* byte offset of the next record */
   int64_t lines;  /* line breaks before it: the next record starts on line lines+1 */
   bool done;
+  /* the fingerprint of the bytes before `offset` (fp_at), see file_fp */
+  int64_t fp_at;
+  bool fp_valid;
+  uint32_t fp_len;
+  uint64_t fp_head, fp_tail;
 } file_part_t;
 
 typedef struct file_src {
@@ -519,30 +543,124 @@ static int file_src_poll(ck_source_t *src, ck_batch_t *batch, int max_rows, int 
   }
 }
 
+/* The fingerprint of the bytes of `path` before `offset`: *len = min(offset, window), the
+ * hashes of the first *len bytes and of the *len bytes ending at offset. */
+static int file_fp(const char *path, int64_t offset, uint32_t *len, uint64_t *head,
+                   uint64_t *tail, ck_error_t *err) {
+  uint32_t w = offset < FILE_FP_WINDOW ? (uint32_t)offset : FILE_FP_WINDOW;
+  *len = w;
+  *head = *tail = 0;
+  if (w == 0) return 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ck_error_set(err, CK_EIO, "could not open file '%s': %s", path, strerror(errno));
+  char buf[FILE_FP_WINDOW];
+  int rc = 0;
+  for (int k = 0; k < 2 && !rc; k++) {
+    off_t at = k == 0 ? 0 : (off_t)(offset - w);
+    ssize_t r = pread(fd, buf, w, at);
+    if (r != (ssize_t)w) {
+      rc = ck_error_set(err, CK_EIO, "could not read file '%s': %s", path,
+                        r < 0 ? strerror(errno) : "it is shorter than the position read");
+      break;
+    }
+    *(k == 0 ? head : tail) = ck_hash64(buf, w, 0x66696c65ULL);
+  }
+  close(fd);
+  return rc;
+}
+
+static void put_u64le(ck_buf_t *out, uint64_t v) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+  ck_buf_append(out, b, 8);
+}
+
+static bool get_u64le(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  if (end - *p < 8) return false;
+  *v = 0;
+  for (int i = 0; i < 8; i++) *v |= (uint64_t)(*p)[i] << (8 * i);
+  *p += 8;
+  return true;
+}
+
 static int file_src_snapshot(ck_source_t *src, ck_buf_t *out, ck_error_t *err) {
   file_src_t *fs = src_impl(src);
   ck_buf_putc(out, FILE_SNAP_VERSION);
   ck_conn_put_uvarint(out, (uint64_t)fs->nparts);
   for (int i = 0; i < fs->nparts; i++) {
-    const file_part_t *part = &fs->parts[i];
+    file_part_t *part = &fs->parts[i];
+    if (!part->fp_valid || part->fp_at != part->offset) {
+      int rc = file_fp(part->path, part->offset, &part->fp_len, &part->fp_head, &part->fp_tail,
+                       err);
+      if (rc) return rc;
+      part->fp_at = part->offset;
+      part->fp_valid = true;
+    }
     size_t n = strlen(part->path);
     ck_conn_put_uvarint(out, n);
     ck_buf_append(out, part->path, n);
     ck_conn_put_uvarint(out, (uint64_t)part->offset);
     ck_conn_put_uvarint(out, (uint64_t)part->lines);
     ck_buf_putc(out, part->done ? 1 : 0);
+    ck_conn_put_uvarint(out, part->fp_len);
+    put_u64le(out, part->fp_head);
+    put_u64le(out, part->fp_tail);
   }
+  return 0;
+}
+
+/* Whether `part` can resume at its restored position (v2: fp_* hold the recorded fingerprint;
+ * v1: only the size is checked). */
+static int check_resume(file_part_t *part, bool have_fp, ck_error_t *err) {
+  if (part->offset == 0) return 0;
+  struct stat st;
+  if (stat(part->path, &st) != 0)
+    return ck_error_set(err, CK_EIO, "could not resume reading file '%s': %s", part->path,
+                        strerror(errno));
+  if ((int64_t)st.st_size < part->offset) {
+    ck_error_set(err, CK_ESTATE, "could not resume reading file '%s' at byte %lld (line %lld): "
+                 "it is now %lld bytes long", part->path, (long long)part->offset,
+                 (long long)part->lines + 1, (long long)st.st_size);
+    ck_error_detail(err, "the checkpoint read the file up to byte %lld; it was truncated or "
+                    "replaced since", (long long)part->offset);
+    ck_error_hint(err, "put the original file back, or run with --fresh to read every input "
+                  "from the start again");
+    return CK_ESTATE;
+  }
+  if (!have_fp) {
+    CK_LOG_WARN("source.file", "the restored position in '%s' was recorded by an older clink "
+                "without a fingerprint: only the file's size was checked", part->path);
+    return 0;
+  }
+  uint32_t len;
+  uint64_t head, tail;
+  int rc = file_fp(part->path, part->offset, &len, &head, &tail, err);
+  if (rc) return rc;
+  if (len != part->fp_len || head != part->fp_head || tail != part->fp_tail) {
+    ck_error_set(err, CK_ESTATE, "could not resume reading file '%s' at byte %lld (line %lld): "
+                 "its contents before that position changed since the checkpoint", part->path,
+                 (long long)part->offset, (long long)part->lines + 1);
+    ck_error_detail(err, "the %s %u bytes differ from those the checkpoint recorded: the file "
+                    "was rewritten, or data was added or removed before the position",
+                    head != part->fp_head ? "first" : "last", (unsigned)len);
+    ck_error_hint(err, "put the original file back, or run with --fresh to read every input "
+                  "from the start again");
+    return CK_ESTATE;
+  }
+  part->fp_at = part->offset;
+  part->fp_valid = true;
   return 0;
 }
 
 static int apply_state(file_src_t *fs, const void *data, size_t len, ck_error_t *err) {
   const uint8_t *p = data, *end = p + len;
   uint64_t n, plen, offset, lines;
-  if (len < 1 || *p != FILE_SNAP_VERSION)
+  if (len < 1 || (*p != FILE_SNAP_VERSION && *p != FILE_SNAP_VERSION_V1))
     return ck_error_set(err, CK_ESTATE,
                         "could not restore the file source position: unknown state version %d",
                         len ? *p : -1);
-  p++;
+  bool have_fp = *p++ == FILE_SNAP_VERSION;
   if (!ck_conn_get_uvarint(&p, end, &n)) goto truncated;
   src_close_file(fs);
   fs->cur = 0;
@@ -554,6 +672,10 @@ static int apply_state(file_src_t *fs, const void *data, size_t len, ck_error_t 
         p >= end)
       goto truncated;
     bool done = *p++ != 0;
+    uint64_t w = 0, head = 0, tail = 0;
+    if (have_fp && (!ck_conn_get_uvarint(&p, end, &w) || w > FILE_FP_WINDOW ||
+                    !get_u64le(&p, end, &head) || !get_u64le(&p, end, &tail)))
+      goto truncated;
     file_part_t *part = NULL;
     for (int k = 0; k < fs->nparts && !part; k++)
       if (strlen(fs->parts[k].path) == plen && memcmp(fs->parts[k].path, path, plen) == 0)
@@ -566,6 +688,12 @@ static int apply_state(file_src_t *fs, const void *data, size_t len, ck_error_t 
     part->offset = (int64_t)offset;
     part->lines = (int64_t)lines;
     part->done = done;
+    part->fp_valid = false;
+    part->fp_len = (uint32_t)w;
+    part->fp_head = head;
+    part->fp_tail = tail;
+    int rc = check_resume(part, have_fp, err);
+    if (rc) return rc;
   }
   if (p != end) goto truncated;
   return 0;
@@ -623,6 +751,7 @@ typedef struct file_sink {
   int fd;
   bool dir_synced;
   ck_buf_t buf;
+  int64_t whole;      /* at least once: output length up to its last whole record */
   /* exactly once */
   bool eos;
   char *dir, *name;   /* the output's directory and file name */
@@ -634,12 +763,57 @@ typedef struct file_sink {
   int nstaged, staged_cap;
 } file_sink_t;
 
+/* At least once: appends the buffer (whole records) to the output. A failed or short write
+ * (ENOSPC, EIO) is cut back to the end of the last whole record, so the file never ends in a
+ * torn line; the buffer is kept and written again by a later flush or a rerun. */
 static int sink_flush(file_sink_t *fk, ck_error_t *err) {
   if (!fk->buf.len) return 0;
   int rc = ck_conn_write_all(fk->fd, fk->buf.data, fk->buf.len);
-  if (rc)
-    return ck_error_set(err, CK_EIO, "could not write file '%s': %s", fk->path, strerror(-rc));
+  if (rc) {
+    ck_error_set(err, CK_EIO, "could not write file '%s': %s", fk->path, strerror(-rc));
+    if (ftruncate(fk->fd, (off_t)fk->whole) != 0)
+      ck_error_detail(err, "it could not be cut back to its last whole record at byte %lld "
+                      "either (%s)", (long long)fk->whole, strerror(errno));
+    else
+      ck_error_detail(err, "the file was cut back to its last whole record, at byte %lld",
+                      (long long)fk->whole);
+    return CK_EIO;
+  }
+  fk->whole += (int64_t)fk->buf.len;
   ck_buf_reset(&fk->buf);
+  return 0;
+}
+
+/* At least once, restored: a file that does not end with a line break ends with a record a
+ * killed run was writing (or an older clink's failed write): cut it off at the last line
+ * break. The rerun writes that record again. */
+static int cut_torn_tail(file_sink_t *fk, ck_error_t *err) {
+  struct stat st;
+  if (fstat(fk->fd, &st) != 0)
+    return ck_error_set(err, CK_EIO, "could not stat file '%s': %s", fk->path, strerror(errno));
+  int64_t end = (int64_t)st.st_size, cut = end;
+  char chunk[4096];
+  while (cut > 0) {
+    size_t n = cut < (int64_t)sizeof chunk ? (size_t)cut : sizeof chunk;
+    ssize_t r = pread(fk->fd, chunk, n, (off_t)(cut - (int64_t)n));
+    if (r != (ssize_t)n)
+      return ck_error_set(err, CK_EIO, "could not read file '%s': %s", fk->path,
+                          r < 0 ? strerror(errno) : "it got shorter while being read");
+    const char *nl = memrchr(chunk, '\n', n);
+    if (nl) {
+      cut -= (int64_t)n - (nl - chunk) - 1;
+      break;
+    }
+    cut -= (int64_t)n;
+  }
+  if (cut < end) {
+    if (ftruncate(fk->fd, (off_t)cut) != 0)
+      return ck_error_set(err, CK_EIO, "could not truncate file '%s' to %lld bytes: %s",
+                          fk->path, (long long)cut, strerror(errno));
+    CK_LOG_WARN("sink.file", "'%s' ended with a partial record (%lld bytes after the last line "
+                "break): cut off; the rerun writes it again", fk->path, (long long)(end - cut));
+  }
+  fk->whole = cut;
   return 0;
 }
 
@@ -873,7 +1047,7 @@ static int file_sink_open_impl(ck_sink_t *sink, bool restored, ck_error_t *err) 
   copy = ck_strdup(fk->path);
   fk->name = ck_strdup(basename(copy));
   ck_free(copy);
-  int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+  int flags = O_RDWR | O_CREAT | O_CLOEXEC; /* read too: a restored open checks the last line */
   if (fk->eos) flags = O_RDWR | O_CREAT | O_CLOEXEC | (restored ? 0 : O_TRUNC);
   else flags |= restored ? O_APPEND : O_TRUNC;
   fk->fd = open(fk->path, flags, 0644);
@@ -885,6 +1059,7 @@ static int file_sink_open_impl(ck_sink_t *sink, bool restored, ck_error_t *err) 
   bool header = fmt == CK_FORMAT_CSV && ck_opt_bool(opts, file_sink_options, "csv.header") &&
                 fstat(fk->fd, &st) == 0 && st.st_size == 0;
   if (!fk->eos) {
+    if (restored && (rc = cut_torn_tail(fk, err))) return rc;
     if (header) ck_encoder_header(fk->enc, &fk->buf);
     return 0;
   }
@@ -1090,6 +1265,7 @@ const ck_connector_t ck_file_connector = {
     .source = &file_source_ops,
     .sink = &file_sink_ops,
     .sink_guarantee = CK_GUARANTEE_EXACTLY_ONCE, /* only when asked; at least once otherwise */
+    .sink_rewinds = true, /* recover(R) cuts the output back to what R committed */
     .bounded = true,
     .check = file_check,
 };

@@ -112,6 +112,9 @@ typedef struct ck_connector {
   const ck_source_ops_t *source;
   const ck_sink_ops_t *sink;
   ck_guarantee_t sink_guarantee;      /* the best this sink can give */
+  /* exactly once: recover(R) also takes back output committed after R (the file sink cuts its
+   * file back), so a restore may fall back to an older checkpoint (checkpoint/lineage.h) */
+  bool sink_rewinds;
   bool bounded;                       /* source input always ends (file) */
   /* Optional plan-time check of a table's options/schema (paths exist, formats fit). */
   int (*check)(const ck_schema_t *schema, const ck_options_t *opts, bool as_sink,

@@ -534,14 +534,19 @@ static int restore_task(task_t *t, ck_error_t *err) {
   ck_buf_t file;
   ck_buf_init(&file);
   int rc = ck_store_read(&ex->store, rel, &file, err);
+  char path[4400];
+  ck_store_path(&ex->store, rel, path, sizeof path);
   if (rc == CK_ENOTFOUND)
-    rc = ck_error_set(err, CK_ESTATE, "checkpoint %lld has no snapshot for subtask %d (%s)",
-                      (long long)id, t->index, rel);
+    rc = ck_error_set(err, CK_ESTATE, "could not restore checkpoint %lld: snapshot file '%s' of "
+                      "subtask %d is missing", (long long)id, path, t->index);
   ck_snap_section_t sections[64];
   int n = 0;
   if (!rc)
     rc = ck_snap_decode(file.data, file.len, id, ex->opts.ckpt.fingerprint, t->index, sections,
                         64, &n, err);
+  if (rc == CK_ESTATE && n == 0)
+    ck_error_detail(err, "the file is '%s'; a rerun falls back to an older checkpoint when the "
+                    "job's sinks allow it", path);
   for (int k = 0; k < n && !rc; k++) {
     for (int i = 0; i < t->nstages && !rc; i++) {
       const ck_node_t *node = stage_node(t, i);
@@ -969,6 +974,19 @@ int ck_exec_task_count(const ck_graph_t *graph) {
   for (int s = 0; s < nsegs; s++) n += segs[s].parallelism;
   ck_free(segs);
   return n;
+}
+
+const char *ck_exec_rigid_sink(const ck_graph_t *graph) {
+  for (int i = 0; i < graph->nnodes; i++) {
+    const ck_node_t *n = &graph->nodes[i];
+    if (n->kind != CK_NODE_SINK) continue;
+    const ck_connector_t *conn = n->u.conn.connector;
+    const char *asked = ck_options_get(&n->u.conn.options, "delivery_guarantee");
+    if (conn->sink_guarantee == CK_GUARANTEE_EXACTLY_ONCE && asked &&
+        strcmp(asked, "exactly_once") == 0 && !conn->sink_rewinds)
+      return n->name;
+  }
+  return NULL;
 }
 
 void ck_exec_task_roles(const ck_graph_t *graph, int *nsources, int *nsinks) {

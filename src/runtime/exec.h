@@ -74,6 +74,10 @@ typedef struct ck_exec_opts {
 
 /* Subtasks the graph runs as (snapshot directories v1/0 … v1/n-1). */
 int ck_exec_task_count(const ck_graph_t *graph);
+/* The name of a sink that runs exactly once and cannot take back output it committed (its
+ * connector's sink_rewinds is false), or NULL: what the restore rule needs to know before it
+ * falls back to an older checkpoint (checkpoint/lineage.h). */
+const char *ck_exec_rigid_sink(const ck_graph_t *graph);
 /* Of those, how many read a source and how many end in a sink. */
 void ck_exec_task_roles(const ck_graph_t *graph, int *nsources, int *nsinks);
 

@@ -371,6 +371,76 @@ static void test_file_restore_rejects_corrupt_state(void **state) {
   src.ops->close(&src);
 }
 
+/* Snapshots a.json after two rows; restores a fresh instance after `change` rewrote it. */
+static int restore_after(fx_t *f, const char *content, const void *state, size_t len,
+                         ck_error_t *err, char **rows) {
+  put(f, "a.json", content);
+  ck_options_t opts = t_opts(&f->arena, "path", fpath(f, "a.json"), NULL);
+  ck_source_t c = mk_src(f, &opts, 0, 1);
+  open_ok(&c);
+  ck_error_clear(err);
+  int rc = c.ops->restore(&c, state, len, err);
+  if (!rc && rows) *rows = drain(f, &c, 10, -1, NULL);
+  c.ops->close(&c);
+  return rc;
+}
+
+static void test_file_restore_checks_the_file_at_its_position(void **state) {
+  fx_t *f = *state;
+  const char *orig = "{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n{\"id\":4}\n";
+  put(f, "a.json", orig);
+  ck_options_t opts = t_opts(&f->arena, "path", fpath(f, "a.json"), NULL);
+  ck_source_t b = mk_src(f, &opts, 0, 1);
+  open_ok(&b);
+  char *head = drain(f, &b, 2, 1, NULL);
+  assert_string_equal(head, "{\"id\":1,\"name\":null}\n{\"id\":2,\"name\":null}\n");
+  ck_free(head);
+  ck_buf_t snap;
+  ck_buf_init(&snap);
+  ck_error_t err;
+  ck_error_clear(&err);
+  assert_int_equal(b.ops->snapshot(&b, &snap, &err), 0);
+  b.ops->close(&b);
+  char *path = fpath(f, "a.json"), *rows = NULL;
+  /* unchanged, or grown after the position: resumes */
+  assert_int_equal(restore_after(f, "{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n{\"id\":4}\n{\"id\":5}\n",
+                                 snap.data, snap.len, &err, &rows), 0);
+  assert_string_equal(rows, "{\"id\":3,\"name\":null}\n{\"id\":4,\"name\":null}\n"
+                            "{\"id\":5,\"name\":null}\n");
+  ck_free(rows);
+  /* truncated below the position */
+  assert_int_equal(restore_after(f, "{\"id\":1}\n", snap.data, snap.len, &err, NULL), CK_ESTATE);
+  assert_non_null(strstr(err.message, path));
+  assert_non_null(strstr(err.message, "at byte 18 (line 3): it is now 9 bytes long"));
+  assert_non_null(strstr(err.hint, "--fresh"));
+  /* the same size, one byte before the position changed */
+  assert_int_equal(restore_after(f, "{\"id\":1}\n{\"id\":7}\n{\"id\":3}\n{\"id\":4}\n", snap.data,
+                                 snap.len, &err, NULL), CK_ESTATE);
+  assert_non_null(strstr(err.message, "its contents before that position changed"));
+  /* shifted: a line added at the start */
+  assert_int_equal(restore_after(f, "{\"id\":0}\n{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n{\"id\":4}\n",
+                                 snap.data, snap.len, &err, NULL), CK_ESTATE);
+  assert_non_null(strstr(err.message, path));
+  ck_buf_fini(&snap);
+  /* a version 1 position (no fingerprint, an older clink) still restores; its size is checked */
+  ck_buf_t v1;
+  ck_buf_init(&v1);
+  ck_buf_putc(&v1, 1);
+  ck_buf_putc(&v1, 1);                  /* one file */
+  ck_buf_putc(&v1, (char)strlen(path)); /* a short path: one varint byte */
+  ck_buf_puts(&v1, path);
+  ck_buf_putc(&v1, 18); /* offset */
+  ck_buf_putc(&v1, 2);  /* lines */
+  ck_buf_putc(&v1, 0);  /* not done */
+  assert_true(strlen(path) < 128);
+  assert_int_equal(restore_after(f, orig, v1.data, v1.len, &err, &rows), 0);
+  assert_string_equal(rows, "{\"id\":3,\"name\":null}\n{\"id\":4,\"name\":null}\n");
+  ck_free(rows);
+  assert_int_equal(restore_after(f, "{\"id\":1}\n", v1.data, v1.len, &err, NULL), CK_ESTATE);
+  assert_non_null(strstr(err.message, "it is now 9 bytes long"));
+  ck_buf_fini(&v1);
+}
+
 static void test_file_check(void **state) {
   fx_t *f = *state;
   ck_error_t err;
@@ -454,6 +524,23 @@ static void test_file_sink_truncates_fresh_and_appends_after_restore(void **stat
   ck_free(text);
 }
 
+static void test_file_sink_restored_cuts_a_torn_last_line(void **state) {
+  fx_t *f = *state;
+  const char *out = fpath(f, "torn.json");
+  t_writes(out, "{\"id\":1,\"name\":\"r1\"}\n{\"id\":2,\"na");
+  ck_options_t opts = t_opts(&f->arena, "path", out, NULL);
+  sink_run(f, &opts, 0, 1, true, 3, 1);
+  char *text = t_read(out, NULL);
+  assert_string_equal(text, "{\"id\":1,\"name\":\"r1\"}\n{\"id\":3,\"name\":\"r3\"}\n"
+                            "{\"id\":3,\"name\":\"r3\"}\n");
+  ck_free(text);
+  t_writes(out, "{\"id\":2,\"na"); /* no whole line at all */
+  sink_run(f, &opts, 0, 1, true, 4, 1);
+  text = t_read(out, NULL);
+  assert_string_equal(text, "{\"id\":4,\"name\":\"r4\"}\n{\"id\":4,\"name\":\"r4\"}\n");
+  ck_free(text);
+}
+
 static void test_file_sink_parallel_paths_and_csv_header(void **state) {
   fx_t *f = *state;
   const char *out = fpath(f, "out.csv");
@@ -497,8 +584,10 @@ int main(void) {
       T(test_file_snapshot_restore_resumes_exactly),
       T(test_file_snapshot_restore_csv_header),
       T(test_file_restore_rejects_corrupt_state),
+      T(test_file_restore_checks_the_file_at_its_position),
       T(test_file_check),
       T(test_file_sink_truncates_fresh_and_appends_after_restore),
+      T(test_file_sink_restored_cuts_a_torn_last_line),
       T(test_file_sink_parallel_paths_and_csv_header),
       T(test_file_sink_output_reads_back),
   };
