@@ -14,6 +14,8 @@
 #   MODE=cluster ./run.sh    the same workload on a coordinator and a worker
 #   KEEP_UP=1 ./run.sh       leave the services, the topic, the table and the work dir up
 #   RATE=50 ./run.sh         readings per second (default 100; the tutorial's pace is 50)
+#   CLICKHOUSE=26.9 ./run.sh the ClickHouse line to write to: 18.16 (default, Debian's server)
+#                            or 26.9 (scripts/services.sh clickhouse26)
 #   CLINK_BIN=path ./run.sh  use this clink binary instead of building the release one
 #
 # On failure it prints the pipeline's logs (the coordinator's and the workers' in cluster mode)
@@ -24,6 +26,11 @@ case $mode in
   embedded|cluster) ;;
   *) echo "[run.sh] MODE must be embedded or cluster, not '$mode'" >&2; exit 2 ;;
 esac
+line=${CLICKHOUSE:-18.16}
+case $line in
+  18.16|26.9) ;;
+  *) echo "[run.sh] CLICKHOUSE must be 18.16 or 26.9, not '$line'" >&2; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$repo"
@@ -33,6 +40,14 @@ scripts/setup.sh
 was_down=$( (scripts/services.sh status 2>/dev/null || true) | awk '$2 != "running" && $1 != "work" {print $1}' | tr '\n' ' ')
 scripts/services.sh start
 eval "$(scripts/services.sh env)"
+if [ "$line" = 26.9 ]; then
+  # everything below (the pipeline, ch.py, verify.py) reads the CLINK_CLICKHOUSE_* address
+  CLINK_CLICKHOUSE_HOST=$CLINK_CLICKHOUSE26_HOST
+  CLINK_CLICKHOUSE_PORT=$CLINK_CLICKHOUSE26_PORT
+  CLINK_CLICKHOUSE_HTTP_PORT=$CLINK_CLICKHOUSE26_HTTP_PORT
+  export CLINK_CLICKHOUSE_HOST CLINK_CLICKHOUSE_PORT CLINK_CLICKHOUSE_HTTP_PORT
+fi
+echo "[run.sh] ClickHouse $line at $CLINK_CLICKHOUSE_HOST:$CLINK_CLICKHOUSE_PORT"
 # CLINK_BIN picks the binary (the test command passes its sanitizer build)
 clink="${CLINK_BIN:-$repo/$(scripts/build.sh release | tail -1)}"
 work=$(mktemp -d /tmp/clink-tutorial.XXXXXX)
