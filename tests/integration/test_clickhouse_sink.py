@@ -535,3 +535,61 @@ def test_password_never_in_logs_or_errors(ch, ch_conf, table, run_id):
     outputs.append(r.stdout + r.stderr)
     for text in outputs:
         assert secret not in text, "the password leaked:\n" + text
+
+
+# ----------------------------------------------- (f) in-doubt resends, deduplicated ----
+
+def test_in_doubt_resend_lands_once_where_the_table_deduplicates(ch, ch_conf, table):
+    """The connection is cut after the INSERT's blocks were sent and written, before the
+    server's answer reaches the sink (chproxy.CutProxy). The sink resends the block: where the
+    table keeps a deduplication log (26.9: MergeTree with non_replicated_deduplication_window,
+    under the insert's token; 18.16: ReplicatedMergeTree, by block hash) exactly one copy is
+    there and the log says the resend is deduplicated; where it does not (a plain MergeTree on
+    either line), the log says the resend may duplicate, and it did (which also shows the first
+    attempt had landed)."""
+    engines = {"18.16": ["plain", "replicated"], "26.9": ["window", "plain"]}[ch_conf["line"]]
+    for engine in engines:
+        in_doubt_case(ch, ch_conf, table, engine)
+
+
+def in_doubt_case(ch, ch_conf, table, engine):
+    from chproxy import CutProxy
+    name = table("doubt_" + engine, "id Int64, s String")
+    ddl = {"window": "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100",
+           "plain": "MergeTree ORDER BY id",
+           "replicated": "ReplicatedMergeTree('/clickhouse/tables/{shard}/clink_doubt/%s', "
+                         "'{replica}') ORDER BY id" % name}[engine]
+    ch.execute("DROP TABLE default.%s" % name)
+    ch.execute("CREATE TABLE default.%s (id Int64, s String) ENGINE = %s" % (name, ddl))
+    proxy = CutProxy(ch_conf["host"], ch_conf["port"])
+    try:
+        rows = 20000  # one INSERT of about 1 MB at the end of the input
+        proxy.cut_answer_after(200000)
+        sql = """
+            CREATE TABLE g (id BIGINT) WITH (connector = 'datagen', rows = '%d',
+                                            'fields.id.kind' = 'sequence');
+            CREATE TABLE snk (id BIGINT, s VARCHAR) WITH (%s);
+            INSERT INTO snk SELECT id, CONCAT('row-', CAST(id AS VARCHAR), '-padding-padding-padding') AS s FROM g;
+            """ % (rows, sink_opts({"host": "127.0.0.1", "port": proxy.port}, name, user="clink",
+                                   password="clink", compression="none", retry_backoff_ms="50"))
+        r = run_clink(sql)
+    finally:
+        proxy.close()
+    assert r.returncode == 0, r.stderr
+    assert proxy.cuts == 1, "%s: the proxy never cut an answer" % engine
+    assert "may have been written" in r.stderr, r.stderr
+    (count,), = ch.execute("SELECT count() FROM default.%s" % name)
+    (distinct,), = ch.execute("SELECT uniqExact(id) FROM default.%s" % name)
+    assert distinct == rows
+    if engine == "plain":
+        assert "may duplicate (the table keeps no deduplication log" in r.stderr, r.stderr
+        assert count == 2 * rows, "the first attempt had not landed: the cut came too early"
+        assert "0 deduplicated if landed, 1 may duplicate" in r.stderr
+    else:
+        assert "deduplicated if the first attempt landed" in r.stderr, r.stderr
+        assert count == rows, "%s: the resend landed twice" % engine
+        assert "(resent: 1 deduplicated if landed, 0 may duplicate)" in r.stderr
+        if engine == "window":
+            assert "under insert_deduplication_token clink:" in r.stderr
+        else:
+            assert "(block hash)" in r.stderr

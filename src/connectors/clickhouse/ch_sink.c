@@ -35,8 +35,24 @@
  * that, so a checkpoint that completed covers every row before its barrier, and a crash after
  * it loses none. Rows after the last completed checkpoint are written again after a restore:
  * at least once (CK_GUARANTEE_AT_LEAST_ONCE; 'exactly_once' is refused by the planner).
- * Servers from 21.11 on are sent async_insert = 0 and wait_for_async_insert = 1 with every
- * INSERT; older ones have no asynchronous inserts to turn off.
+ * A server that has asynchronous inserts (its system.settings lists async_insert: 21.11 on) is
+ * sent async_insert = 0 and wait_for_async_insert = 1 with every INSERT.
+ *
+ * Deduplication of resends. At open the sink reads what the server and table offer
+ * (dedup_probe): whether the server knows insert_deduplication_token (22.2 on), and whether
+ * the table keeps a deduplication log: Replicated*MergeTree (replicated_deduplication_window)
+ * or a MergeTree with non_replicated_deduplication_window > 0 (the table's SETTINGS, else the
+ * server's default). Where the server has tokens, every INSERT goes under its own token:
+ *   clink:<job>:<sql table>:<subtask>:<run>:<interval>:<block>
+ * where <run> is random per sink open (so a replay after a restore writes under fresh tokens,
+ * which no log drops: a replay need not cut its rows into the same blocks), <interval> is the
+ * last barrier before the block (0 at the start) and <block> counts the interval's INSERTs. A
+ * resend of a block after a failure in doubt goes under the same token, so the server drops it
+ * when the first attempt landed, if the table keeps a log, the same server (name, version,
+ * revision, display name) answers, and fewer than the window's blocks were inserted in between.
+ * Without tokens (18.16) a Replicated table still drops a resent identical block by its hash.
+ * Each resend is logged as "deduplicated if the first attempt landed" or "may duplicate",
+ * with the reason, and counted in the finish line.
  *
  * Failures. A connection that cannot be made or breaks, and a server error a retry can cure
  * (ck_ch_code_retriable), make the sink retry the same rows with exponential backoff
@@ -59,6 +75,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -364,6 +382,15 @@ typedef struct ch_cfg {
   char label[300]; /* `database`.`table`, for messages */
 } ch_cfg_t;
 
+/* What the server and table offer against a resend landing twice (read at open). */
+typedef struct ch_dedup {
+  bool tokens;          /* the server knows insert_deduplication_token */
+  bool async;           /* the server has async_insert (to turn off) */
+  bool replicated;      /* Replicated*MergeTree: a log of replicated_deduplication_window */
+  int64_t window;       /* blocks the table's deduplication log keeps; 0: no log */
+  char engine[64];
+} ch_dedup_t;
+
 static void cfg_fini(ch_cfg_t *c) {
   ck_free(c->host);
   ck_free(c->database);
@@ -506,6 +533,105 @@ static int describe(ck_ch_client_t *client, const ch_cfg_t *c, ch_desc_t *d, ck_
   return 0;
 }
 
+/* The value of `name = N` in an engine_full's SETTINGS clause; -1 when it is not there. */
+static int64_t engine_setting(const char *engine_full, const char *name) {
+  const char *set = strstr(engine_full, " SETTINGS ");
+  if (!set) return -1;
+  size_t n = strlen(name);
+  for (const char *p = set; (p = strstr(p, name)); p += n) {
+    if (p[-1] != ' ' && p[-1] != ',') continue;
+    const char *q = p + n;
+    while (*q == ' ') q++;
+    if (*q++ != '=') continue;
+    while (*q == ' ') q++;
+    if (*q < '0' || *q > '9') return -1;
+    return strtoll(q, NULL, 10);
+  }
+  return -1;
+}
+
+typedef struct probe_row {
+  char *cells[6];
+  int found;
+} probe_row_t;
+
+static int on_probe_block(void *arg, const ck_ch_block_t *b, ck_error_t *err) {
+  probe_row_t *r = arg;
+  if (b->ncols != 6) return ck_error_set(err, CK_EPROTO, "the table probe answered %d columns", b->ncols);
+  for (size_t i = 0; i < b->rows && !r->found; i++, r->found = 1)
+    for (int c = 0; c < 6; c++) {
+      if (b->cols[c].type.base != CK_CH_STRING)
+        return ck_error_set(err, CK_EPROTO, "the table probe answered a column of type %s",
+                            b->cols[c].type_name);
+      size_t n;
+      const char *v = ck_ch_col_str(&b->cols[c], i, &n);
+      r->cells[c] = ck_strndup(v, n);
+    }
+  return 0;
+}
+
+/* Reads what the server and the table offer against duplicates (see the DESIGN comment). */
+static int dedup_probe(ck_ch_client_t *client, const ch_cfg_t *c, ch_dedup_t *d, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "SELECT engine, engine_full, "
+              "(SELECT toString(count()) FROM system.settings WHERE name = 'insert_deduplication_token'), "
+              "(SELECT toString(count()) FROM system.settings WHERE name = 'async_insert'), "
+              "(SELECT any(value) FROM system.merge_tree_settings WHERE name = 'non_replicated_deduplication_window'), "
+              "(SELECT any(value) FROM system.merge_tree_settings WHERE name = 'replicated_deduplication_window') "
+              "FROM system.tables WHERE database = ");
+  ck_ch_quote_str(c->database, &sql);
+  ck_buf_puts(&sql, " AND name = ");
+  ck_ch_quote_str(c->table, &sql);
+  probe_row_t r = {0};
+  ck_error_t inner = {0};
+  int rc = ck_ch_query(client, sql.data, NULL, 0, on_probe_block, &r, &inner);
+  ck_buf_fini(&sql);
+  memset(d, 0, sizeof *d);
+  if (!rc && !r.found)
+    rc = ck_error_set(&inner, CK_EBIND, "system.tables has no table %s", c->label);
+  if (!rc) {
+    snprintf(d->engine, sizeof d->engine, "%s", r.cells[0]);
+    d->tokens = strcmp(r.cells[2], "0") != 0;
+    d->async = strcmp(r.cells[3], "0") != 0;
+    bool merge_tree = strstr(d->engine, "MergeTree") != NULL;
+    d->replicated = merge_tree && strncmp(d->engine, "Replicated", 10) == 0;
+    const char *name = d->replicated ? "replicated_deduplication_window"
+                                     : "non_replicated_deduplication_window";
+    int64_t w = merge_tree ? engine_setting(r.cells[1], name) : 0;
+    if (w < 0) w = strtoll(d->replicated ? r.cells[5] : r.cells[4], NULL, 10); /* '' → 0 */
+    d->window = w;
+  }
+  for (int i = 0; i < 6; i++) ck_free(r.cells[i]);
+  if (rc) return wrap(err, &inner, "could not read the engine and settings of ClickHouse table %s",
+                      c->label);
+  return 0;
+}
+
+/* A number no other open of this sink draws: tokens of a replay never match the old run's. */
+static uint64_t run_nonce(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+    v = (uint64_t)ck_wall_ms() * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32;
+  return v;
+}
+
+/* Why a resend may land twice, or NULL when the server drops it if the first attempt landed. */
+static const char *dedup_gap(const ch_dedup_t *d, const ck_ch_server_t *first,
+                             const ck_ch_server_t *now) {
+  if (!d->window)
+    return d->replicated ? "the table's replicated_deduplication_window is 0"
+                         : "the table keeps no deduplication log (a MergeTree deduplicates "
+                           "only with non_replicated_deduplication_window > 0)";
+  if (!d->tokens && !d->replicated)
+    return "the server has no insert_deduplication_token";
+  if (strcmp(first->name, now->name) || strcmp(first->display_name, now->display_name) ||
+      first->major != now->major || first->minor != now->minor || first->patch != now->patch ||
+      first->revision != now->revision)
+    return "another server answers than the one that took the first attempt";
+  return NULL;
+}
+
 /* ===================================================================== check ====== */
 
 static int ch_check(const ck_schema_t *schema, const ck_options_t *opts, bool as_sink,
@@ -549,6 +675,13 @@ static int ch_check(const ck_schema_t *schema, const ck_options_t *opts, bool as
 
 typedef struct ch_sink {
   ch_cfg_t cfg;
+  ch_dedup_t dedup;
+  uint64_t run;               /* random per open: tokens of a replay never match the old run's */
+  int64_t interval, block_seq; /* the last barrier before the buffered rows; INSERTs since */
+  char token[300];            /* the buffered block's token; kept across its resends */
+  bool in_doubt;              /* an attempt to insert the buffered block may have landed */
+  ck_ch_server_t doubt_server; /* who took that attempt */
+  int64_t resends_dedup, resends_may_dup;
   const char *sql_table;
   int ncols;
   col_plan_t *plan;
@@ -622,6 +755,10 @@ static int open_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
   if (rc) return rc;
   ch_desc_t d;
   if ((rc = describe(s->client, &s->cfg, &d, err))) return rc;
+  if ((rc = dedup_probe(s->client, &s->cfg, &s->dedup, err))) {
+    desc_fini(&d);
+    return rc;
+  }
   plan_free(s->plan, s->ncols);
   s->plan = NULL;
   rc = build_plan(sink->ctx.schema, &d, s->cfg.checked, s->cfg.label, &s->plan, err);
@@ -659,7 +796,20 @@ static int ch_open(ck_sink_t *sink, bool restored, ck_error_t *err) {
   ck_buf_puts(&sql, ") VALUES");
   s->insert_sql = ck_buf_detach(&sql);
   s->saved = ck_calloc((size_t)s->ncols * 4 + 1, sizeof(size_t));
+  s->run = run_nonce();
   const ck_ch_server_t *sv = ck_ch_client_server(s->client);
+  const ch_dedup_t *dd = &s->dedup;
+  CK_LOG_INFO(LOG_SUB, "table '%s': %s %s; a resent INSERT %s", tname(sink), s->cfg.label,
+              dd->engine, dd->window ? (dd->tokens ? "goes under its insert_deduplication_token, "
+                                                     "and the table's deduplication log drops it "
+                                                     "if the first attempt landed"
+                                                   : dd->replicated ? "is dropped by its block "
+                                                                      "hash if the first attempt "
+                                                                      "landed (no tokens on this "
+                                                                      "server)"
+                                                                    : "may land twice (the server "
+                                                                      "has no tokens)")
+                                     : "may land twice (the table keeps no deduplication log)");
   CK_LOG_INFO(LOG_SUB, "table '%s': writing to %s on %s:%d as user '%s' (server %s %llu.%llu.%llu, "
               "revision %llu, protocol %d; compression %s; batches of %lld rows)",
               tname(sink), s->cfg.label, s->cfg.host, s->cfg.port, s->cfg.user, sv->name,
@@ -844,13 +994,32 @@ static int insert_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
   int rc = ensure_client(s, err);
   if (rc) return rc;
   const ck_ch_server_t *sv = ck_ch_client_server(s->client);
-  bool async = sv->major > 21 || (sv->major == 21 && sv->minor >= 11);
-  const ck_ch_setting_t settings[] = {
-      {"async_insert", "0", CK_CH_SETTING_UINT, false},
-      {"wait_for_async_insert", "1", CK_CH_SETTING_UINT, false},
-  };
+  if (s->in_doubt) {
+    const char *gap = dedup_gap(&s->dedup, &s->doubt_server, sv);
+    if (gap) {
+      s->resends_may_dup++;
+      CK_LOG_WARN(LOG_SUB, "table '%s': resending %zu rows that may have been written: may "
+                  "duplicate (%s)", tname(sink), s->block.rows, gap);
+    } else {
+      s->resends_dedup++;
+      CK_LOG_INFO(LOG_SUB, "table '%s': resending %zu rows that may have been written%s%s: "
+                  "deduplicated if the first attempt landed (a log of %lld blocks; more blocks "
+                  "inserted into the table in between would overrun it)", tname(sink),
+                  s->block.rows, s->dedup.tokens ? " under insert_deduplication_token " : " (block hash)",
+                  s->dedup.tokens ? s->token : "", (long long)s->dedup.window);
+    }
+  }
+  ck_ch_setting_t settings[3];
+  int nset = 0;
+  if (s->dedup.async) {
+    settings[nset++] = (ck_ch_setting_t){"async_insert", "0", CK_CH_SETTING_UINT, false};
+    settings[nset++] = (ck_ch_setting_t){"wait_for_async_insert", "1", CK_CH_SETTING_UINT, false};
+  }
+  if (s->dedup.tokens)
+    settings[nset++] = (ck_ch_setting_t){"insert_deduplication_token", s->token,
+                                         CK_CH_SETTING_STRING, true};
   const ck_ch_block_t *header;
-  if ((rc = ck_ch_insert_begin(s->client, s->insert_sql, settings, async ? 2 : 0, &header, err)))
+  if ((rc = ck_ch_insert_begin(s->client, s->insert_sql, settings, nset, &header, err)))
     return rc;
   if (header->ncols != s->ncols) {
     ck_error_set(err, CK_ETYPE, "ClickHouse table %s now takes %d columns for this INSERT, not %d "
@@ -866,6 +1035,8 @@ static int insert_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
       return CK_ETYPE;
     }
   *in_doubt = true;
+  s->in_doubt = true;
+  s->doubt_server = *sv;
   if ((rc = ck_ch_insert_send(s->client, &s->block, err))) return rc;
   return ck_ch_insert_end(s->client, err);
 }
@@ -877,10 +1048,15 @@ static int flush(ck_sink_t *sink, ck_error_t *err) {
     return 0;
   }
   ck_ch_block_seal(&s->block);
+  snprintf(s->token, sizeof s->token, "clink:%s:%s:%d:%016llx:%lld:%lld",
+           sink->ctx.job_name ? sink->ctx.job_name : "", tname(sink), sink->ctx.subtask,
+           (unsigned long long)s->run, (long long)s->interval, (long long)s->block_seq);
   char what[400];
   snprintf(what, sizeof what, "insert %zu rows into %s", s->block.rows, s->cfg.label);
   int rc = with_retries(sink, insert_attempt, what, err);
+  s->in_doubt = false;
   if (rc) return rc;
+  s->block_seq++;
   s->rows_written += (int64_t)s->block.rows;
   s->inserts++;
   CK_LOG_DEBUG(LOG_SUB, "table '%s': %zu rows acknowledged by %s", tname(sink), s->block.rows,
@@ -929,7 +1105,13 @@ static int ch_write(ck_sink_t *sink, const ck_batch_t *batch, ck_error_t *err) {
 }
 
 static int ch_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err) {
-  return flush(sink, err); /* everything before the barrier is acknowledged; no state */
+  ch_sink_t *s = sink->impl;
+  int rc = flush(sink, err); /* everything before the barrier is acknowledged; no state */
+  if (!rc) {
+    s->interval = ckpt;
+    s->block_seq = 0;
+  }
+  return rc;
 }
 
 static int ch_commit(ck_sink_t *sink, int64_t ckpt, ck_error_t *err) { return 0; }
@@ -938,8 +1120,10 @@ static int ch_finish(ck_sink_t *sink, ck_error_t *err) {
   int rc = flush(sink, err);
   ch_sink_t *s = sink->impl;
   if (!rc)
-    CK_LOG_INFO(LOG_SUB, "table '%s': %lld rows written to %s in %lld inserts", tname(sink),
-                (long long)s->rows_written, s->cfg.label, (long long)s->inserts);
+    CK_LOG_INFO(LOG_SUB, "table '%s': %lld rows written to %s in %lld inserts (resent: %lld "
+                "deduplicated if landed, %lld may duplicate)", tname(sink),
+                (long long)s->rows_written, s->cfg.label, (long long)s->inserts,
+                (long long)s->resends_dedup, (long long)s->resends_may_dup);
   return rc;
 }
 
@@ -963,7 +1147,12 @@ static const ck_sink_ops_t ch_sink_ops = {
 const ck_connector_t ck_clickhouse_connector = {
     .name = "clickhouse",
     .description = "inserts rows into a ClickHouse table over the native TCP protocol, "
-                   "synchronously and acknowledged, flushing at every checkpoint (at least once)",
+                   "synchronously and acknowledged, flushing at every checkpoint (at least once). "
+                   "Each INSERT goes under its own insert_deduplication_token where the server "
+                   "has them, so a resend after a failure in doubt is dropped by a table that "
+                   "keeps a deduplication log (Replicated*MergeTree, or MergeTree with "
+                   "non_replicated_deduplication_window > 0); the log says of each resend "
+                   "whether it may duplicate",
     .source_options = NULL,
     .sink_options = ch_sink_options,
     .source = NULL,
