@@ -473,13 +473,35 @@ def test_unreachable_server_does_not_fail_the_plan(ch_conf, tmp_path):
     assert "in " in r.stderr and "ms of retrying" in r.stderr and "Connection refused" in r.stderr
 
 
-def test_exactly_once_refused(ch, ch_conf, table):
+def test_exactly_once_refused_where_the_server_or_table_cannot_give_it(ch, ch_conf, table):
+    """delivery_guarantee = 'exactly_once' is refused at plan time, naming what is missing: on
+    18.16 the server (no insert_deduplication_token); on 26.9 a table that is not of the
+    MergeTree family, and one a materialized view reads. (tests/checkpoint/test_eos_clickhouse.py
+    has what it does where it is accepted.)"""
     name = table("eo", "a Int64")
-    r = plan_only(ch_conf, name, "a BIGINT", "INSERT INTO snk SELECT a FROM g",
-                  delivery_guarantee="exactly_once")
+    if ch_conf["line"] == "18.16":
+        r = plan_only(ch_conf, name, "a BIGINT", "INSERT INTO snk SELECT a FROM g",
+                      delivery_guarantee="exactly_once", user="clink", password="clink")
+        assert r.returncode != 0
+        assert "cannot take delivery_guarantee = 'exactly_once': it has no " \
+               "insert_deduplication_token (22.2 and later have)" in r.stderr, r.stderr
+        assert "18.16" in r.stderr and "<-e>:" in r.stderr  # the server's version, the position
+        return
+    mem = table("eo_mem", "a Int64", "Memory")
+    r = plan_only(ch_conf, mem, "a BIGINT", "INSERT INTO snk SELECT a FROM g",
+                  delivery_guarantee="exactly_once", user="clink", password="clink")
     assert r.returncode != 0
-    assert "the clickhouse sink of table 'snk' cannot give delivery_guarantee = 'exactly_once'" in r.stderr, r.stderr
-    assert "at least once" in r.stderr or "again" in r.stderr
+    assert "is Memory, which delivery_guarantee = 'exactly_once' cannot write" in r.stderr, r.stderr
+    viewed = table("eo_viewed", "a Int64", "MergeTree ORDER BY a")
+    ch.execute("CREATE MATERIALIZED VIEW default.%s_mv ENGINE = MergeTree ORDER BY a AS "
+               "SELECT a FROM default.%s" % (viewed, viewed))
+    try:
+        r = plan_only(ch_conf, viewed, "a BIGINT", "INSERT INTO snk SELECT a FROM g",
+                      delivery_guarantee="exactly_once", user="clink", password="clink")
+        assert r.returncode != 0
+        assert "has 1 materialized view reading it" in r.stderr, r.stderr
+    finally:
+        ch.execute("DROP TABLE IF EXISTS default.%s_mv" % viewed)
 
 
 @pytest.mark.parametrize("option,value,message", [

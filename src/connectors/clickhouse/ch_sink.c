@@ -54,6 +54,32 @@
  * Each resend is logged as "deduplicated if the first attempt landed" or "may duplicate",
  * with the reason, and counted in the finish line.
  *
+ * Exactly once (delivery_guarantee = 'exactly_once'): the rows of one checkpoint interval are
+ * staged in a table of their own and moved into the target when the checkpoint completes.
+ *   stage        `_clink_stage_<hash>_<subtask>_open` in the target's database, created AS the
+ *                target (same columns, engine, partition key) at the interval's first INSERT,
+ *                with non_replicated_deduplication_window = 1000: every INSERT goes under its
+ *                token, so a resend in doubt lands once; readers of the target see nothing.
+ *   prepare(N)   flushes, then RENAME TABLE …_open TO …_<N> (redone by looking which name
+ *                exists). The sink state records the prefix and whether N staged anything.
+ *   commit(N)    publishes every own stage with id <= N, oldest first: ALTER TABLE stage MOVE
+ *                PARTITION ID … TO TABLE target for each partition it holds, then DROP TABLE
+ *                stage SYNC. A part is in the stage or in the target, never both, so redoing a
+ *                publish after a crash anywhere in it moves only what is left.
+ *   recover(R)   the same for R, and drops every own stage above R and the open one: a dead
+ *                run staged them for checkpoints that never completed.
+ *   open(fresh)  drops every own stage (an abandoned lineage's); subtask 0 also those of
+ *                subtasks the job no longer has.
+ *   finish       flushes; rows staged there (only a job without checkpoints has them) are
+ *                published at once.
+ * <hash> hashes the job's name (the script's real path), both table names and an instance
+ * number (connectors/sink_live.h), as the PostgreSQL sink names its transactions. It needs a
+ * server with insert_deduplication_token (22.2 on; 18.16 is refused by name) and a target of
+ * the MergeTree family, not Replicated or Shared (MOVE PARTITION works between tables of one
+ * server), with no materialized view reading it (a move is not an INSERT: a view would miss
+ * the rows); anything else is refused at plan time, or at open when the server could not be
+ * asked then. A publish holds only for the durability the server gives a MOVE.
+ *
  * Failures. A connection that cannot be made or breaks, and a server error a retry can cure
  * (ck_ch_code_retriable), make the sink retry the same rows with exponential backoff
  * (retry_backoff_ms doubling to retry_backoff_max_ms), logging each attempt as
@@ -70,6 +96,7 @@
  * thread.
  */
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -79,11 +106,15 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "base/time.h"
 #include "connectors/clickhouse/ch_client.h"
 #include "connectors/clickhouse/ch_sink.h"
+#include "checkpoint/fault.h"
 #include "connectors/connectors.h"
+#include "connectors/sink_live.h"
+#include "connectors/util.h"
 
 #define LOG_SUB "clickhouse"
 #define PLAN_CONNECT_TIMEOUT_MS 3000
@@ -634,6 +665,10 @@ static const char *dedup_gap(const ch_dedup_t *d, const ck_ch_server_t *first,
 
 /* ===================================================================== check ====== */
 
+static int view_probe(ck_ch_client_t *client, const ch_cfg_t *c, int64_t *views, ck_error_t *err);
+static int eos_refusal(const ch_cfg_t *c, const ck_ch_server_t *sv, const ch_dedup_t *d,
+                       int64_t views, const char *sql_table, ck_error_t *err);
+
 static int ch_check(const ck_schema_t *schema, const ck_options_t *opts, bool as_sink,
                     ck_error_t *err) {
   ch_cfg_t c;
@@ -664,6 +699,16 @@ static int ch_check(const ck_schema_t *schema, const ck_options_t *opts, bool as
     col_plan_t *plan = NULL;
     rc = build_plan(schema, &d, c.checked, c.label, &plan, err);
     plan_free(plan, schema->ncols);
+    const char *g = ck_opt_str(opts, ck_sink_common_options, "delivery_guarantee");
+    if (!rc && as_sink && g && !strcmp(g, "exactly_once")) {
+      ch_dedup_t dd;
+      int64_t views = 0;
+      if (!(rc = dedup_probe(client, &c, &dd, &inner)) && dd.tokens)
+        rc = view_probe(client, &c, &views, &inner);
+      if (rc) rc = wrap(err, &inner, "could not check ClickHouse table %s at %s:%d", c.label,
+                        c.host, c.port);
+      else rc = eos_refusal(&c, ck_ch_client_server(client), &dd, views, NULL, err);
+    }
   }
   desc_fini(&d);
   ck_ch_client_free(client);
@@ -682,6 +727,16 @@ typedef struct ch_sink {
   bool in_doubt;              /* an attempt to insert the buffered block may have landed */
   ck_ch_server_t doubt_server; /* who took that attempt */
   int64_t resends_dedup, resends_may_dup;
+  /* exactly once (see the DESIGN comment) */
+  bool eos;
+  uint64_t identity;
+  int instance;            /* in the live-sink registry; -1: none claimed */
+  char prefix[64];         /* _clink_stage_<hash>_<subtask>_ : a stage is prefix + checkpoint */
+  char job_prefix[48];     /* _clink_stage_<hash>_ : every subtask's stages */
+  char open_stage[80];     /* prefix + "open": the interval in progress */
+  bool staged;             /* the open stage exists and holds rows of this interval */
+  char pending[80];        /* the stage a rename or publish in progress works on */
+  int64_t published, dropped; /* stages, since open */
   const char *sql_table;
   int ncols;
   col_plan_t *plan;
@@ -749,6 +804,297 @@ static int with_retries(ck_sink_t *sink, attempt_fn op, const char *what, ck_err
   }
 }
 
+
+/* ---- exactly once: stage tables ---- */
+
+#define CH_STAGE_WINDOW 1000 /* blocks a stage's deduplication log keeps */
+#define CH_STATE_VERSION 1
+
+static int run_sql(ch_sink_t *s, const char *sql, ck_error_t *err) {
+  return ck_ch_query(s->client, sql, NULL, 0, NULL, NULL, err);
+}
+
+/* `db`.`name` */
+static void stage_label(const ch_sink_t *s, const char *name, ck_buf_t *out) {
+  ck_ch_quote_ident(s->cfg.database, out);
+  ck_buf_putc(out, '.');
+  ck_ch_quote_ident(name, out);
+}
+
+typedef struct name_list {
+  char **names;
+  int n;
+} name_list_t;
+
+static void names_fini(name_list_t *l) {
+  for (int i = 0; i < l->n; i++) ck_free(l->names[i]);
+  ck_free(l->names);
+  memset(l, 0, sizeof *l);
+}
+
+static int on_names_block(void *arg, const ck_ch_block_t *b, ck_error_t *err) {
+  name_list_t *l = arg;
+  if (b->ncols != 1 || b->cols[0].type.base != CK_CH_STRING)
+    return ck_error_set(err, CK_EPROTO, "a list of names came back as %d columns", b->ncols);
+  l->names = ck_realloc(l->names, sizeof(char *) * (l->n + b->rows));
+  for (size_t i = 0; i < b->rows; i++) {
+    size_t n;
+    const char *v = ck_ch_col_str(&b->cols[0], i, &n);
+    l->names[l->n++] = ck_strndup(v, n);
+  }
+  return 0;
+}
+
+/* The values of a one-column String query. */
+static int query_names(ck_ch_client_t *client, const char *sql, name_list_t *out,
+                       ck_error_t *err) {
+  memset(out, 0, sizeof *out);
+  int rc = ck_ch_query(client, sql, NULL, 0, on_names_block, out, err);
+  if (rc) names_fini(out);
+  return rc;
+}
+
+/* Tables of the target's database whose name starts with prefix. */
+static int list_stages(ch_sink_t *s, const char *prefix, name_list_t *out, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "SELECT name FROM system.tables WHERE database = ");
+  ck_ch_quote_str(s->cfg.database, &sql);
+  ck_buf_puts(&sql, " AND startsWith(name, ");
+  ck_ch_quote_str(prefix, &sql);
+  ck_buf_puts(&sql, ") ORDER BY name");
+  int rc = query_names(s->client, sql.data, out, err);
+  ck_buf_fini(&sql);
+  return rc;
+}
+
+static int drop_stage(ch_sink_t *s, const char *name, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "DROP TABLE IF EXISTS ");
+  stage_label(s, name, &sql);
+  ck_buf_puts(&sql, " SYNC");
+  int rc = run_sql(s, sql.data, err);
+  ck_buf_fini(&sql);
+  if (!rc) s->dropped++;
+  return rc;
+}
+
+/* The open stage, created AS the target (idempotent). */
+static int stage_create(ch_sink_t *s, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "CREATE TABLE IF NOT EXISTS ");
+  stage_label(s, s->open_stage, &sql);
+  ck_buf_printf(&sql, " AS %s", s->cfg.label);
+  int rc = run_sql(s, sql.data, err);
+  if (!rc) {
+    ck_buf_reset(&sql);
+    ck_buf_puts(&sql, "ALTER TABLE ");
+    stage_label(s, s->open_stage, &sql);
+    ck_buf_printf(&sql, " MODIFY SETTING non_replicated_deduplication_window = %d", CH_STAGE_WINDOW);
+    rc = run_sql(s, sql.data, err);
+  }
+  ck_buf_fini(&sql);
+  if (!rc) s->staged = true;
+  return rc;
+}
+
+/* Moves every partition of stage `name` into the target, then drops it. Redone from any point
+ * it stopped at, it moves only what is left. */
+static int publish(ch_sink_t *s, const char *name, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "SELECT DISTINCT partition_id FROM system.parts WHERE active AND database = ");
+  ck_ch_quote_str(s->cfg.database, &sql);
+  ck_buf_puts(&sql, " AND table = ");
+  ck_ch_quote_str(name, &sql);
+  ck_buf_puts(&sql, " ORDER BY partition_id");
+  name_list_t parts;
+  int rc = query_names(s->client, sql.data, &parts, err);
+  for (int i = 0; i < parts.n && !rc; i++) {
+    ck_buf_reset(&sql);
+    ck_buf_puts(&sql, "ALTER TABLE ");
+    stage_label(s, name, &sql);
+    ck_buf_puts(&sql, " MOVE PARTITION ID ");
+    ck_ch_quote_str(parts.names[i], &sql);
+    ck_buf_printf(&sql, " TO TABLE %s", s->cfg.label);
+    rc = run_sql(s, sql.data, err);
+    if (!rc) rc = ck_fault_err(CK_FAULT_CH_AFTER_MOVE, err);
+  }
+  names_fini(&parts);
+  ck_buf_fini(&sql);
+  if (!rc) rc = drop_stage(s, name, err);
+  if (!rc) s->published++, s->dropped--;
+  return rc;
+}
+
+/* The checkpoint id of an own stage's name, or -1 for the open stage; false if not own. */
+static bool stage_id(const char *name, const char *prefix, int64_t *id) {
+  size_t n = strlen(prefix);
+  if (strncmp(name, prefix, n)) return false;
+  const char *t = name + n;
+  if (!strcmp(t, "open")) {
+    *id = -1;
+    return true;
+  }
+  if (!*t) return false;
+  int64_t v = 0;
+  for (; *t; t++) {
+    if (*t < '0' || *t > '9' || v > (INT64_MAX - 9) / 10) return false;
+    v = v * 10 + (*t - '0');
+  }
+  *id = v;
+  return true;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Publishes own stages with id <= upto (oldest first); with drop_rest also drops the others
+ * (ids above upto, and the open stage). upto -1: drop everything own. */
+static int resolve(ck_sink_t *sink, int64_t upto, bool drop_rest, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  name_list_t l;
+  int rc = list_stages(s, s->prefix, &l, err);
+  if (rc) return rc;
+  int64_t *ids = ck_calloc((size_t)l.n + 1, sizeof *ids);
+  int n = 0;
+  for (int i = 0; i < l.n; i++)
+    if (stage_id(l.names[i], s->prefix, &ids[n])) n++;
+  qsort(ids, (size_t)n, sizeof *ids, cmp_i64);
+  char name[96];
+  for (int i = 0; i < n && !rc; i++) {
+    if (ids[i] < 0) snprintf(name, sizeof name, "%s", s->open_stage);
+    else snprintf(name, sizeof name, "%s%lld", s->prefix, (long long)ids[i]);
+    if (ids[i] >= 0 && ids[i] <= upto) rc = publish(s, name, err);
+    else if (drop_rest) rc = drop_stage(s, name, err);
+  }
+  ck_free(ids);
+  names_fini(&l);
+  if (!rc && drop_rest) s->staged = false;
+  return rc;
+}
+
+/* Attempts for with_retries: the argument travels in s->pending (a checkpoint id) */
+static int commit_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  (void)in_doubt;
+  int rc = ensure_client(s, err);
+  return rc ? rc : resolve(sink, strtoll(s->pending, NULL, 10), false, err);
+}
+
+static int recover_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  (void)in_doubt;
+  int rc = ensure_client(s, err);
+  return rc ? rc : resolve(sink, strtoll(s->pending, NULL, 10), true, err);
+}
+
+/* RENAME the open stage to the checkpoint's name in s->pending; done when only that exists. */
+static int rename_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  (void)in_doubt;
+  int rc = ensure_client(s, err);
+  if (rc) return rc;
+  name_list_t l;
+  if ((rc = list_stages(s, s->prefix, &l, err))) return rc;
+  bool have_open = false, have_ckpt = false;
+  for (int i = 0; i < l.n; i++) {
+    have_open |= !strcmp(l.names[i], s->open_stage);
+    have_ckpt |= !strcmp(l.names[i], s->pending);
+  }
+  names_fini(&l);
+  if (have_ckpt && !have_open) return 0; /* an earlier attempt renamed it */
+  if (!have_open) {
+    ck_error_set(err, CK_ESTATE, "the stage %s of this checkpoint interval is gone", s->open_stage);
+    ck_error_hint(err, "was it dropped by hand? the job restarts from its last checkpoint");
+    err->retriable = false;
+    return CK_ESTATE;
+  }
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "RENAME TABLE ");
+  stage_label(s, s->open_stage, &sql);
+  ck_buf_puts(&sql, " TO ");
+  stage_label(s, s->pending, &sql);
+  rc = run_sql(s, sql.data, err);
+  ck_buf_fini(&sql);
+  return rc;
+}
+
+/* How many materialized views read the table. */
+static int view_probe(ck_ch_client_t *client, const ch_cfg_t *c, int64_t *views, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "SELECT toString(length(dependencies_table)) FROM system.tables WHERE database = ");
+  ck_ch_quote_str(c->database, &sql);
+  ck_buf_puts(&sql, " AND name = ");
+  ck_ch_quote_str(c->table, &sql);
+  name_list_t l;
+  int rc = query_names(client, sql.data, &l, err);
+  ck_buf_fini(&sql);
+  if (!rc) *views = l.n ? strtoll(l.names[0], NULL, 10) : 0;
+  names_fini(&l);
+  return rc;
+}
+
+/* What makes exactly once impossible into this server and table, or 0 (see the DESIGN). */
+static int eos_refusal(const ch_cfg_t *c, const ck_ch_server_t *sv, const ch_dedup_t *d,
+                       int64_t views, const char *sql_table, ck_error_t *err) {
+  char of[160] = ""; /* at plan time the error carries the table's position instead */
+  if (sql_table) snprintf(of, sizeof of, " of sink table '%s'", sql_table);
+  const char *e = d->engine;
+  size_t el = strlen(e);
+  bool merge_tree = el >= 9 && !strcmp(e + el - 9, "MergeTree");
+  if (!d->tokens) {
+    ck_error_set(err, CK_EUNSUPPORTED, "ClickHouse %s %llu.%llu.%llu at %s:%d cannot take "
+                 "delivery_guarantee = 'exactly_once'%s: it has no "
+                 "insert_deduplication_token (22.2 and later have), which its staged INSERTs "
+                 "need to land once", sv->name, (unsigned long long)sv->major,
+                 (unsigned long long)sv->minor, (unsigned long long)sv->patch, c->host, c->port,
+                 of);
+    ck_error_hint(err, "use a ClickHouse server of 22.2 or later, or write at least once (remove "
+                  "delivery_guarantee) into a ReplacingMergeTree keyed on the rows' identity");
+  } else if (!merge_tree || !strncmp(e, "Replicated", 10) || !strncmp(e, "Shared", 6)) {
+    ck_error_set(err, CK_EUNSUPPORTED, "ClickHouse table %s is %s, which "
+                 "delivery_guarantee = 'exactly_once'%s cannot write: it "
+                 "publishes staged parts with MOVE PARTITION, which needs a MergeTree-family "
+                 "table that is not Replicated or Shared", c->label, e, of);
+    ck_error_hint(err, "write into a MergeTree table, or write at least once");
+  } else if (views > 0) {
+    ck_error_set(err, CK_EUNSUPPORTED, "ClickHouse table %s has %lld materialized view%s reading "
+                 "it, which delivery_guarantee = 'exactly_once'%s would bypass: "
+                 "parts are moved into the table, not inserted", c->label, (long long)views,
+                 views == 1 ? "" : "s", of);
+    ck_error_hint(err, "write at least once, or point the views at a table of their own");
+  } else {
+    return 0;
+  }
+  err->retriable = false;
+  return CK_EUNSUPPORTED;
+}
+
+/* The output identity: job (its real path), SQL table, target and instance. */
+static uint64_t eos_identity(const char *job, const char *sql_table, const char *label,
+                             int instance) {
+  ck_buf_t id;
+  ck_buf_init(&id);
+  ck_buf_printf(&id, "%s\n%s\n%s", job ? job : "", sql_table ? sql_table : "", label);
+  if (instance > 0) ck_buf_printf(&id, "\n#%d", instance); /* the first keeps the plain name */
+  uint64_t h = ck_hash64(id.data, id.len, UINT64_C(0x636c696e6b2d6368)); /* "clink-ch" */
+  ck_buf_fini(&id);
+  return h;
+}
+
+static void eos_names(ch_sink_t *s, uint64_t h, int subtask) {
+  snprintf(s->job_prefix, sizeof s->job_prefix, "_clink_stage_%016llx_", (unsigned long long)h);
+  snprintf(s->prefix, sizeof s->prefix, "%s%d_", s->job_prefix, subtask);
+  snprintf(s->open_stage, sizeof s->open_stage, "%sopen", s->prefix);
+}
+
 static int open_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
   ch_sink_t *s = sink->impl;
   int rc = ensure_client(s, err);
@@ -775,15 +1121,59 @@ static int ch_open(ck_sink_t *sink, bool restored, ck_error_t *err) {
   s->sql_table = tname(sink);
   s->ncols = sink->ctx.schema->ncols;
   ck_ch_block_init(&s->block);
+  s->instance = -1;
   int rc = cfg_load(sink->ctx.options, &s->cfg, err);
   if (rc) goto fail;
+  const char *g = ck_opt_str(sink->ctx.options, ck_sink_common_options, "delivery_guarantee");
+  s->eos = g && !strcmp(g, "exactly_once");
   char what[400];
   snprintf(what, sizeof what, "read the structure of ClickHouse table %s at %s:%d", s->cfg.label,
            s->cfg.host, s->cfg.port);
   if ((rc = with_retries(sink, open_attempt, what, err))) goto fail;
+  if (s->eos) {
+    int64_t views = 0;
+    if ((rc = view_probe(s->client, &s->cfg, &views, err))) goto fail;
+    if ((rc = eos_refusal(&s->cfg, ck_ch_client_server(s->client), &s->dedup, views, tname(sink),
+                          err)))
+      goto fail;
+    char real[PATH_MAX];
+    const char *job = sink->ctx.job_name ? sink->ctx.job_name : "";
+    if (*job && realpath(job, real)) job = real;
+    s->identity = eos_identity(job, tname(sink), s->cfg.label, 0);
+    s->instance = ck_sink_live_claim(s->identity, sink->ctx.subtask);
+    if (s->instance < 0) {
+      rc = ck_error_set(err, CK_EUNSUPPORTED, "too many clickhouse sinks in one process (%d)",
+                        CK_SINK_LIVE_MAX);
+      goto fail;
+    }
+    eos_names(s, eos_identity(job, tname(sink), s->cfg.label, s->instance), sink->ctx.subtask);
+    if (!restored) { /* a fresh lineage: what this job staged belongs to a run that is over */
+      snprintf(what, sizeof what, "drop the stage tables an earlier run left in %s",
+               s->cfg.database);
+      if ((rc = with_retries(sink, recover_attempt, what, err))) goto fail;
+      if (sink->ctx.subtask == 0) {
+        name_list_t l;
+        if ((rc = list_stages(s, s->job_prefix, &l, err))) goto fail;
+        for (int i = 0; i < l.n && !rc; i++)
+          if (strncmp(l.names[i], s->prefix, strlen(s->prefix))) rc = drop_stage(s, l.names[i], err);
+        names_fini(&l);
+        if (rc) goto fail;
+      }
+      if (s->dropped)
+        CK_LOG_INFO(LOG_SUB, "table '%s' subtask %d: dropped %lld stage table%s an earlier run "
+                    "of this job left (%s*)", tname(sink), sink->ctx.subtask,
+                    (long long)s->dropped, s->dropped == 1 ? "" : "s", s->job_prefix);
+    }
+  }
   ck_buf_t sql;
   ck_buf_init(&sql);
-  ck_buf_printf(&sql, "INSERT INTO %s (", s->cfg.label);
+  if (s->eos) {
+    ck_buf_puts(&sql, "INSERT INTO ");
+    stage_label(s, s->open_stage, &sql);
+    ck_buf_puts(&sql, " (");
+  } else {
+    ck_buf_printf(&sql, "INSERT INTO %s (", s->cfg.label);
+  }
   for (int i = 0; i < s->ncols; i++) {
     if (i) ck_buf_puts(&sql, ", ");
     ck_ch_quote_ident(s->plan[i].name, &sql);
@@ -799,6 +1189,12 @@ static int ch_open(ck_sink_t *sink, bool restored, ck_error_t *err) {
   s->run = run_nonce();
   const ck_ch_server_t *sv = ck_ch_client_server(s->client);
   const ch_dedup_t *dd = &s->dedup;
+  if (s->eos)
+    CK_LOG_INFO(LOG_SUB, "table '%s': writing %s exactly once: each checkpoint interval is "
+                "staged in %s%s<checkpoint> and moved into the table when the checkpoint "
+                "completes", tname(sink), s->cfg.label, s->cfg.database[0] ? "" : "",
+                s->prefix);
+  else
   CK_LOG_INFO(LOG_SUB, "table '%s': %s %s; a resent INSERT %s", tname(sink), s->cfg.label,
               dd->engine, dd->window ? (dd->tokens ? "goes under its insert_deduplication_token, "
                                                      "and the table's deduplication log drops it "
@@ -994,8 +1390,17 @@ static int insert_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
   int rc = ensure_client(s, err);
   if (rc) return rc;
   const ck_ch_server_t *sv = ck_ch_client_server(s->client);
+  if (s->eos && !s->staged && (rc = stage_create(s, err))) return rc;
   if (s->in_doubt) {
-    const char *gap = dedup_gap(&s->dedup, &s->doubt_server, sv);
+    ch_dedup_t stage = {.tokens = s->dedup.tokens, .window = CH_STAGE_WINDOW};
+    const char *gap = dedup_gap(s->eos ? &stage : &s->dedup, &s->doubt_server, sv);
+    if (gap && s->eos) {
+      ck_error_set(err, CK_EIO, "an INSERT of %zu rows into the stage %s is in doubt and a "
+                   "resend could land twice (%s)", s->block.rows, s->open_stage, gap);
+      ck_error_hint(err, "the job restarts from its last checkpoint, which drops the stage");
+      err->retriable = false;
+      return CK_EIO;
+    }
     if (gap) {
       s->resends_may_dup++;
       CK_LOG_WARN(LOG_SUB, "table '%s': resending %zu rows that may have been written: may "
@@ -1104,21 +1509,117 @@ static int ch_write(ck_sink_t *sink, const ck_batch_t *batch, ck_error_t *err) {
   return due(s) ? flush(sink, err) : 0;
 }
 
+/* At least once: everything before the barrier is acknowledged; no state. Exactly once: the
+ * interval's stage gets the checkpoint's name; state version 1: u8 version, u8 mode (1),
+ * uvarint prefix length, the prefix, uvarint N, u8 whether N staged anything. */
 static int ch_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err) {
   ch_sink_t *s = sink->impl;
-  int rc = flush(sink, err); /* everything before the barrier is acknowledged; no state */
-  if (!rc) {
-    s->interval = ckpt;
-    s->block_seq = 0;
+  int rc = flush(sink, err);
+  if (rc) return rc;
+  s->interval = ckpt;
+  s->block_seq = 0;
+  if (!s->eos) return 0;
+  bool had = s->staged;
+  if (had) {
+    snprintf(s->pending, sizeof s->pending, "%s%lld", s->prefix, (long long)ckpt);
+    char what[200];
+    snprintf(what, sizeof what, "stage checkpoint %lld's rows as %s", (long long)ckpt, s->pending);
+    if ((rc = with_retries(sink, rename_attempt, what, err))) return rc;
+    s->staged = false;
   }
+  ck_buf_putc(out, CH_STATE_VERSION);
+  ck_buf_putc(out, 1);
+  size_t plen = strlen(s->prefix);
+  ck_conn_put_uvarint(out, plen);
+  ck_buf_append(out, s->prefix, plen);
+  ck_conn_put_uvarint(out, (uint64_t)ckpt);
+  ck_buf_putc(out, had ? 1 : 0);
+  return 0;
+}
+
+static int ch_commit(ck_sink_t *sink, int64_t ckpt, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  if (!s->eos) return 0;
+  snprintf(s->pending, sizeof s->pending, "%lld", (long long)ckpt);
+  char what[400];
+  snprintf(what, sizeof what, "publish the stages of checkpoint %lld into %s", (long long)ckpt,
+           s->cfg.label);
+  int64_t before = s->published;
+  int rc = with_retries(sink, commit_attempt, what, err);
+  if (!rc && s->published > before)
+    CK_LOG_DEBUG(LOG_SUB, "table '%s' subtask %d: checkpoint %lld published %lld stage%s",
+                 tname(sink), sink->ctx.subtask, (long long)ckpt,
+                 (long long)(s->published - before), s->published - before == 1 ? "" : "s");
   return rc;
 }
 
-static int ch_commit(ck_sink_t *sink, int64_t ckpt, ck_error_t *err) { return 0; }
+static int ch_recover(ck_sink_t *sink, int64_t ckpt, const void *state, size_t len,
+                      ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  const uint8_t *p = state, *end = p + len;
+  bool eos = len >= 2 && p[0] == CH_STATE_VERSION && p[1] == 1;
+  if (len && !eos)
+    return ck_error_set(err, CK_ESTATE, "could not recover the clickhouse sink of table '%s' at "
+                        "checkpoint %lld: unknown state version %d", tname(sink), (long long)ckpt,
+                        p[0]);
+  if (eos != s->eos)
+    return ck_error_set(err, CK_ESTATE, "could not recover the clickhouse sink of table '%s': "
+                        "checkpoint %lld was taken %s", tname(sink), (long long)ckpt,
+                        eos ? "exactly once" : "at least once");
+  if (!eos) return 0;
+  p += 2;
+  uint64_t plen, id;
+  if (!ck_conn_get_uvarint(&p, end, &plen) || plen >= sizeof s->prefix ||
+      plen > (uint64_t)(end - p))
+    goto corrupt;
+  char prefix[sizeof s->prefix];
+  memcpy(prefix, p, plen);
+  prefix[plen] = 0;
+  p += plen;
+  if (!ck_conn_get_uvarint(&p, end, &id) || id != (uint64_t)ckpt || p + 1 != end) goto corrupt;
+  if (strcmp(prefix, s->prefix)) {
+    CK_LOG_INFO(LOG_SUB, "table '%s' subtask %d: the job's stages are named %s* since "
+                "checkpoint %lld (this run would name them %s*); keeping that name", tname(sink),
+                sink->ctx.subtask, prefix, (long long)ckpt, s->prefix);
+    size_t keep = strlen(s->prefix) - strlen(s->job_prefix); /* "<subtask>_" */
+    snprintf(s->prefix, sizeof s->prefix, "%s", prefix);
+    if (plen > keep) snprintf(s->job_prefix, sizeof s->job_prefix, "%.*s", (int)(plen - keep), prefix);
+    snprintf(s->open_stage, sizeof s->open_stage, "%sopen", s->prefix);
+    ck_buf_t sql;
+    ck_buf_init(&sql);
+    ck_buf_puts(&sql, "INSERT INTO ");
+    stage_label(s, s->open_stage, &sql);
+    ck_buf_puts(&sql, strchr(s->insert_sql, '('));
+    ck_free(s->insert_sql);
+    s->insert_sql = ck_buf_detach(&sql);
+  }
+  snprintf(s->pending, sizeof s->pending, "%lld", (long long)ckpt);
+  char what[200];
+  snprintf(what, sizeof what, "recover the stages of checkpoint %lld", (long long)ckpt);
+  int64_t pub = s->published, drop = s->dropped;
+  int rc = with_retries(sink, recover_attempt, what, err);
+  if (rc) return rc;
+  CK_LOG_INFO(LOG_SUB, "table '%s' subtask %d recovered at checkpoint %lld: published %lld "
+              "stage%s of completed checkpoints, dropped %lld of checkpoints that never "
+              "completed", tname(sink), sink->ctx.subtask, (long long)ckpt,
+              (long long)(s->published - pub), s->published - pub == 1 ? "" : "s",
+              (long long)(s->dropped - drop));
+  return 0;
+corrupt:
+  return ck_error_set(err, CK_ESTATE, "could not recover the clickhouse sink of table '%s' at "
+                      "checkpoint %lld: the state is truncated or corrupt", tname(sink),
+                      (long long)ckpt);
+}
 
 static int ch_finish(ck_sink_t *sink, ck_error_t *err) {
   int rc = flush(sink, err);
   ch_sink_t *s = sink->impl;
+  if (!rc && s->eos && s->staged) { /* rows no checkpoint covers: a job without checkpoints */
+    snprintf(s->pending, sizeof s->pending, "%s", s->open_stage);
+    rc = ensure_client(s, err);
+    if (!rc) rc = publish(s, s->open_stage, err);
+    if (!rc) s->staged = false;
+  }
   if (!rc)
     CK_LOG_INFO(LOG_SUB, "table '%s': %lld rows written to %s in %lld inserts (resent: %lld "
                 "deduplicated if landed, %lld may duplicate)", tname(sink),
@@ -1135,29 +1636,38 @@ static void ch_close(ck_sink_t *sink) {
   ck_ch_block_fini(&s->block);
   ck_free(s->insert_sql);
   ck_free(s->saved);
+  if (s->instance >= 0) ck_sink_live_release(s->identity, sink->ctx.subtask, s->instance);
   cfg_fini(&s->cfg);
   ck_free(s);
   sink->impl = NULL;
 }
 
 static const ck_sink_ops_t ch_sink_ops = {
-    ch_open, ch_write, ch_prepare, ch_commit, ch_finish, ch_close, NULL,
+    ch_open, ch_write, ch_prepare, ch_commit, ch_finish, ch_close, ch_recover,
 };
 
 const ck_connector_t ck_clickhouse_connector = {
     .name = "clickhouse",
     .description = "inserts rows into a ClickHouse table over the native TCP protocol, "
-                   "synchronously and acknowledged, flushing at every checkpoint (at least once). "
-                   "Each INSERT goes under its own insert_deduplication_token where the server "
-                   "has them, so a resend after a failure in doubt is dropped by a table that "
-                   "keeps a deduplication log (Replicated*MergeTree, or MergeTree with "
-                   "non_replicated_deduplication_window > 0); the log says of each resend "
-                   "whether it may duplicate",
+                   "synchronously and acknowledged, flushing at every checkpoint: at least once, "
+                   "or exactly once with delivery_guarantee = 'exactly_once' (a server of 22.2 "
+                   "or later, a MergeTree-family table that is not Replicated or Shared, no "
+                   "materialized view reading it). Exactly once stages each checkpoint "
+                   "interval's rows in a table of their own (_clink_stage_<job>_<subtask>_<N>, "
+                   "created AS the target, every INSERT under a deduplication token; readers of "
+                   "the target see nothing) and moves its parts into the target with MOVE "
+                   "PARTITION when checkpoint N completes: a publish redone after a crash moves "
+                   "only what is left, and a stage a dead run left is published or dropped as "
+                   "its checkpoint completed or not. At least once, each INSERT goes under its "
+                   "own insert_deduplication_token where the server has them, so a resend after "
+                   "a failure in doubt is dropped by a table that keeps a deduplication log "
+                   "(Replicated*MergeTree, or MergeTree with non_replicated_deduplication_window "
+                   "> 0); the log says of each resend whether it may duplicate",
     .source_options = NULL,
     .sink_options = ch_sink_options,
     .source = NULL,
     .sink = &ch_sink_ops,
-    .sink_guarantee = CK_GUARANTEE_AT_LEAST_ONCE,
+    .sink_guarantee = CK_GUARANTEE_EXACTLY_ONCE, /* only when asked; at least once otherwise */
     .bounded = false,
     .check = ch_check,
 };
