@@ -16,6 +16,10 @@
 #   RATE=50 ./run.sh         readings per second (default 100; the tutorial's pace is 50)
 #   CLICKHOUSE=26.9 ./run.sh the ClickHouse line to write to: 18.16 (default, Debian's server)
 #                            or 26.9 (scripts/services.sh clickhouse26)
+#   GUARANTEE=exactly_once CLICKHOUSE=26.9 ./run.sh
+#                            the sink with delivery_guarantee = 'exactly_once' into a plain
+#                            MergeTree (clickhouse-init-exactly-once.sql); verify.py then fails
+#                            on any duplicate. ClickHouse 26.9 only: 18.16 cannot give it
 #   CLINK_BIN=path ./run.sh  use this clink binary instead of building the release one
 #
 # On failure it prints the pipeline's logs (the coordinator's and the workers' in cluster mode)
@@ -30,6 +34,14 @@ line=${CLICKHOUSE:-18.16}
 case $line in
   18.16|26.9) ;;
   *) echo "[run.sh] CLICKHOUSE must be 18.16 or 26.9, not '$line'" >&2; exit 2 ;;
+esac
+guarantee=${GUARANTEE:-at_least_once}
+case $guarantee in
+  at_least_once) init=clickhouse-init.sql; sink_extra=""; verify_args=() ;;
+  exactly_once)
+    [ "$line" = 26.9 ] || { echo "[run.sh] GUARANTEE=exactly_once needs CLICKHOUSE=26.9 (18.16 has no insert_deduplication_token)" >&2; exit 2; }
+    init=clickhouse-init-exactly-once.sql; sink_extra=",\n    delivery_guarantee = 'exactly_once'"; verify_args=(--exactly-once) ;;
+  *) echo "[run.sh] GUARANTEE must be at_least_once or exactly_once, not '$guarantee'" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -91,9 +103,10 @@ wait_for() { # wait_for DESCRIPTION DEADLINE_S COMMAND...
 }
 
 say "creating the topic 'readings' (1 partition) and the table 'sensor_window_stats'"
-"$py" "$here/scripts/ch.py" reset "$here/clickhouse-init.sql"
+"$py" "$here/scripts/ch.py" reset "$here/$init"
 sed -e "s|@KAFKA_BROKERS@|$CLINK_KAFKA_BROKERS|" -e "s|@CLICKHOUSE_HOST@|$CLINK_CLICKHOUSE_HOST|" \
-    -e "s|@CLICKHOUSE_PORT@|$CLINK_CLICKHOUSE_PORT|" "$here/pipeline.sql.in" > "$work/pipeline.sql"
+    -e "s|@CLICKHOUSE_PORT@|$CLINK_CLICKHOUSE_PORT|" -e "s|@SINK_EXTRA@|$sink_extra|" \
+    "$here/pipeline.sql.in" > "$work/pipeline.sql"
 
 if [ "$mode" = cluster ]; then
   # two free ports for the coordinator (control, REST), from the ephemeral range, not 21xxx
@@ -217,4 +230,4 @@ else
   forget "$second"
 fi
 
-"$py" "$here/scripts/verify.py"
+"$py" "$here/scripts/verify.py" ${verify_args[@]+"${verify_args[@]}"}

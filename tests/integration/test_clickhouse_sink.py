@@ -615,3 +615,36 @@ def in_doubt_case(ch, ch_conf, table, engine):
             assert "under insert_deduplication_token clink:" in r.stderr
         else:
             assert "(block hash)" in r.stderr
+
+
+def test_types_only_the_new_line_has_round_trip(ch, ch_conf, table, tmp_path):
+    """DateTime64 at two precisions, Bool and LowCardinality without the experimental flag:
+    18.16 has none of them (its server refuses the table), 26.9 takes what clink writes, read
+    back exactly by clickhouse-driver; a UUID column is refused naming it."""
+    cols = ("ts3 DateTime64(3, 'UTC'), ts6 DateTime64(6, 'UTC'), b Bool, nb Nullable(Bool), "
+            "lc LowCardinality(String)")
+    if ch_conf["line"] == "18.16":
+        with pytest.raises(Exception, match="DateTime64"):
+            table("new", cols)
+        return
+    name = table("new", cols)
+    data = tmp_path / "rows.json"
+    rows = [(1772352000123, True, None, "a"), (-1, False, True, "b"), (4102444800999, True, False, "a")]
+    data.write_text("".join('{"ts": %d, "b": %s, "nb": %s, "lc": "%s"}\n'
+                            % (t, str(b).lower(), "null" if nb is None else str(nb).lower(), lc)
+                            for t, b, nb, lc in rows))
+    sql = """
+        CREATE TABLE src (ts TIMESTAMP, b BOOLEAN, nb BOOLEAN, lc VARCHAR)
+          WITH (connector = 'file', path = '%s', format = 'json');
+        CREATE TABLE snk (ts3 TIMESTAMP, ts6 TIMESTAMP, b BOOLEAN, nb BOOLEAN, lc VARCHAR) WITH (%s);
+        INSERT INTO snk SELECT ts AS ts3, ts AS ts6, b, nb, lc FROM src;
+        """ % (data, sink_opts(ch_conf, name, user="clink", password="clink"))
+    r = run_clink(sql)
+    assert r.returncode == 0, r.stderr
+    got = ch.execute("SELECT toUnixTimestamp64Milli(ts3), toUnixTimestamp64Micro(ts6), b, nb, lc "
+                     "FROM default.%s ORDER BY ts3" % name)
+    want = sorted((t, t * 1000, b, nb, lc) for t, b, nb, lc in rows)
+    assert [tuple(g) for g in got] == want
+    uu = table("uuid", "u UUID")
+    r = plan_only(ch_conf, uu, "u VARCHAR", "INSERT INTO snk SELECT b AS u FROM g")
+    assert r.returncode != 0 and "which is UUID" in r.stderr, r.stderr
