@@ -9,6 +9,11 @@
 #     zookeeper   Debian's ZooKeeper jars (ClickHouse replicated tables need it)
 #     clickhouse  Debian's clickhouse-server 18.16 with a config written here
 #     postgres    Debian's PostgreSQL 15, run as the `postgres` user when root
+#     clickhouse26  ClickHouse 26.9 from the PyPI wheel chdb-core (pinned in
+#                 scripts/setup.sh): its clickhouse-local serving the native
+#                 TCP and HTTP protocols (scripts/clickhouse26/serve.py). Ready
+#                 only when our own process owns the TCP port, since a port
+#                 taken by another process is reported only on its stderr.
 #   A server counts as ours only if its pid is in $WORK/run/<name>.pid (postgres:
 #   its postmaster.pid) and its command line names $WORK; `stop` signals only
 #   those pids, never a process found by name. Pid files of dead processes are
@@ -44,6 +49,8 @@ ZK_PORT=${CLINK_ZOOKEEPER_PORT:-21181}
 CH_PORT=${CLINK_CLICKHOUSE_PORT:-21000}
 CH_HTTP_PORT=${CLINK_CLICKHOUSE_HTTP_PORT:-21123}
 CH_INTERSERVER_PORT=${CLINK_CLICKHOUSE_INTERSERVER_PORT:-21009}
+CH26_PORT=${CLINK_CLICKHOUSE26_PORT:-21300}
+CH26_HTTP_PORT=${CLINK_CLICKHOUSE26_HTTP_PORT:-21323}
 PG_PORT=${CLINK_PG_PORT:-21432}
 START_TIMEOUT=${CLINK_START_TIMEOUT:-90}
 STOP_TIMEOUT=${CLINK_STOP_TIMEOUT:-60}
@@ -55,7 +62,7 @@ JAVA=${JAVA:-java}
 CH_SERVER=${CLINK_CLICKHOUSE_SERVER:-/usr/bin/clickhouse-server}
 [ -x "$CH_SERVER" ] || CH_SERVER=/usr/sbin/clickhouse-server
 
-ALL_SERVICES="zookeeper kafka clickhouse postgres"
+ALL_SERVICES="zookeeper kafka clickhouse clickhouse26 postgres"
 RUN=$WORK/run
 PG_CTL_PID=
 
@@ -112,6 +119,7 @@ svc_port() {
         kafka) echo "$KAFKA_PORT" ;;
         zookeeper) echo "$ZK_PORT" ;;
         clickhouse) echo "$CH_PORT" ;;
+        clickhouse26) echo "$CH26_PORT" ;;
         postgres) echo "$PG_PORT" ;;
     esac
 }
@@ -121,6 +129,7 @@ svc_log() {
         kafka) echo "$WORK/kafka/logs/server.log" ;;
         zookeeper) echo "$WORK/zookeeper/zookeeper.log" ;;
         clickhouse) echo "$WORK/clickhouse/log/clickhouse-server.err.log" ;;
+        clickhouse26) echo "$WORK/clickhouse26/server.log" ;;
         postgres) echo "$WORK/postgres/postgres.log" ;;
     esac
 }
@@ -366,6 +375,65 @@ ch_ready() {
     [ "$out" = 1 ]
 }
 
+# ------------------------------------------------------------- clickhouse26 --
+
+ch26_start() {
+    local d=$WORK/clickhouse26
+    check_ports_free clickhouse26 "$CH26_PORT" "$CH26_HTTP_PORT"
+    "$VENV/bin/python" -c 'import chdb._chdb' 2>/dev/null ||
+        die "ClickHouse 26.9 (the chdb-core wheel) is not in $VENV: run scripts/setup.sh"
+    mkdir -p "$d/data"
+    # chDB logs in as `default`, which must stay passwordless: it is kept to
+    # loopback, and the tests use the `clink` user with a password.
+    cat >"$d/config.xml" <<EOF
+<?xml version="1.0"?>
+<!-- written by scripts/services.sh on every start -->
+<clickhouse>
+    <logger><level>warning</level><console>1</console></logger>
+    <listen_host>127.0.0.1</listen_host>
+    <tcp_port>$CH26_PORT</tcp_port>
+    <http_port>$CH26_HTTP_PORT</http_port>
+    <users_config>$d/users.xml</users_config>
+    <timezone>UTC</timezone>
+</clickhouse>
+EOF
+    cat >"$d/users.xml" <<EOF
+<?xml version="1.0"?>
+<!-- written by scripts/services.sh on every start -->
+<clickhouse>
+    <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
+    <users>
+        <default>
+            <password></password>
+            <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+            <profile>default</profile><quota>default</quota>
+            <access_management>1</access_management>
+        </default>
+        <clink>
+            <password>clink</password>
+            <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+            <profile>default</profile><quota>default</quota>
+        </clink>
+    </users>
+    <quotas><default/></quotas>
+</clickhouse>
+EOF
+    launch clickhouse26 "$d/server.log" "$VENV/bin/python" "$HERE/clickhouse26/serve.py" --dir "$d"
+}
+
+# Our process answers on both ports: something else on one of them would
+# answer /ping too, so the listening socket must be ours.
+ch26_ready() {
+    local pid out
+    pid=$(svc_pid clickhouse26) || return 1
+    out=$(ss -Hltnp "sport = :$CH26_PORT" 2>/dev/null) || return 1
+    case $out in *"pid=$pid,"*) ;; *) return 1 ;; esac
+    out=$(curl -sS --max-time 5 --data-binary "SELECT version()" \
+        "http://127.0.0.1:$CH26_HTTP_PORT/?user=clink&password=clink" 2>/dev/null) || return 1
+    case $out in 26.9.*) return 0 ;; esac
+    return 1
+}
+
 # ----------------------------------------------------------------- postgres --
 
 pg_data() { echo "$WORK/postgres/data"; }
@@ -463,6 +531,7 @@ svc_start() {
         kafka) kafka_start ;;
         zookeeper) zk_start ;;
         clickhouse) ch_start ;;
+        clickhouse26) ch26_start ;;
         postgres) pg_start ;;
     esac
 }
@@ -472,6 +541,7 @@ svc_ready() {
         kafka) kafka_ready ;;
         zookeeper) zk_ready ;;
         clickhouse) ch_ready ;;
+        clickhouse26) ch26_ready ;;
         postgres) pg_ready ;;
     esac
 }
@@ -617,6 +687,9 @@ export CLINK_CLICKHOUSE_PORT=$(q "$CH_PORT")
 export CLINK_CLICKHOUSE_HTTP_PORT=$(q "$CH_HTTP_PORT")
 export CLINK_CLICKHOUSE_USER=clink
 export CLINK_CLICKHOUSE_PASSWORD=clink
+export CLINK_CLICKHOUSE26_HOST=127.0.0.1
+export CLINK_CLICKHOUSE26_PORT=$(q "$CH26_PORT")
+export CLINK_CLICKHOUSE26_HTTP_PORT=$(q "$CH26_HTTP_PORT")
 export CLINK_ZOOKEEPER=$(q "127.0.0.1:$ZK_PORT")
 export CLINK_PG_DSN=$(q "postgresql://clink:clink@127.0.0.1:$PG_PORT/clink")
 export CLINK_PG_PORT=$(q "$PG_PORT")

@@ -34,7 +34,7 @@ PACKAGES="
     librdkafka-dev libpq-dev libmicrohttpd-dev liblz4-dev libzstd-dev libcmocka-dev
     zlib1g-dev libsnappy-dev
     clickhouse-server clickhouse-client zookeeper libslf4j-java
-    postgresql postgresql-client kcat spin
+    postgresql postgresql-client kcat spin iproute2
     python3 python3-venv
     openjdk-17-jdk-headless maven
 "
@@ -152,9 +152,29 @@ setup_venv() {
     printf '%s\n' "$want" >"$stamp"
 }
 
+# ClickHouse 26.9 for the tests (scripts/services.sh clickhouse26): the PyPI
+# wheel chdb-core, which bundles the server. --no-deps: only its library is
+# used, not its Python data-frame layers.
+CHDB_VERSION=26.9.0
+setup_chdb() {
+    local stamp=$VENV/.clink-chdb out=$CACHE/pip-chdb.log
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "chdb-core $CHDB_VERSION" ]; then
+        return 0
+    fi
+    log "installing ClickHouse $CHDB_VERSION (PyPI chdb-core, about 180 MB) into $VENV"
+    if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-input \
+        --only-binary=:all: --no-deps "chdb-core==$CHDB_VERSION" >"$out" 2>&1; then
+        tail -n 20 "$out" >&2
+        die "could not install chdb-core $CHDB_VERSION (log: $out)"
+    fi
+    "$VENV/bin/python" -c 'import chdb._chdb' || die "chdb-core $CHDB_VERSION installed but does not import"
+    printf 'chdb-core %s\n' "$CHDB_VERSION" >"$stamp"
+}
+
 t0=$(now)
 install_packages
 check_java
 resolve_kafka
 setup_venv
+setup_chdb
 log "ready in $(($(now) - t0)) s (Kafka $CLINK_KAFKA_VERSION in $KAFKA_HOME, venv $VENV)"

@@ -33,6 +33,11 @@ DESIGN
                     event time ts, watermark lag 1 s) -> TUMBLE(ts, 100 s) per sensor_id
                     (1000 keys x 100 windows = 100,000 rows) -> ClickHouse sink into t_agg;
                     input rows/s = N / wall, output rows/s = windows / wall
+     With --line 26.9 (ClickHouse 26.9 from scripts/services.sh clickhouse26, which can take
+     exactly once) two more, the cost of exactly once:
+       file-1s      the file case with checkpoints every second (--checkpoint-interval-ms 1000)
+       file-eos-1s  the same with delivery_guarantee = 'exactly_once' (each interval staged in
+                    a table of its own, its parts moved into t when the checkpoint completes)
      References (--no-references drops them), to split the figures into their parts:
        client-json  clickhouse-client ... FORMAT JSONEachRow < data.json: the client parses
                     the same JSON itself and sends native blocks (like-for-like with "file")
@@ -210,14 +215,14 @@ class CH:
         return [int(x) for x in self.q(sql % (DB, table)).split()]
 
 
-def server_pid():
-    """The clickhouse-server pid from `scripts/services.sh status` (None if not found)."""
+def server_pid(service="clickhouse"):
+    """The server's pid from `scripts/services.sh status` (None if not found)."""
     try:
         out = subprocess.run([str(REPO / "scripts/services.sh"), "status"], capture_output=True,
                              text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
-    m = re.search(r"^clickhouse\s+running\s+pid\s+(\d+)", out, re.M)
+    m = re.search(r"^%s\s+running\s+pid\s+(\d+)" % service, out, re.M)
     return int(m.group(1)) if m else None
 
 
@@ -284,11 +289,12 @@ def kafka_source(brokers, topic):
             % (SQL_COLS, brokers, topic))
 
 
-def ch_sink(name, cols, ch, table, batch_rows, compression):
+def ch_sink(name, cols, ch, table, batch_rows, compression, extra=""):
     return ("CREATE TABLE %s (%s) WITH (connector = 'clickhouse', host = '%s', port = '%s', "
             "database = '%s', table = '%s', user = '%s', password_env = 'CLINK_BENCH_CH_PASSWORD', "
-            "batch_rows = '%d', compression = '%s', retry_timeout_ms = '60000');\n"
-            % (name, cols, ch.host, ch.native_port, DB, table, ch.user, batch_rows, compression))
+            "batch_rows = '%d', compression = '%s', retry_timeout_ms = '60000'%s);\n"
+            % (name, cols, ch.host, ch.native_port, DB, table, ch.user, batch_rows, compression,
+               extra))
 
 
 def blackhole(name, cols):
@@ -300,11 +306,14 @@ TUMBLE = ("INSERT INTO agg SELECT sensor_id, window_start, window_end, COUNT(*) 
           "AVG(humidity) AS avg_humidity FROM readings "
           "GROUP BY TUMBLE(ts, INTERVAL '100' SECOND), sensor_id;\n")
 
-# name, description, is a reference
+# name, description, is a reference (and EOS_CASES: only with --line 26.9)
+EOS_CASES = ("file-1s", "file-eos-1s")
 CASES = [
     ("ceiling", "clickhouse-client INSERT … FORMAT Native < data.native", False),
     ("file", "clink: file (json) → ClickHouse sink", False),
     ("kafka-tumble", "clink: Kafka → TUMBLE 100 s per sensor → ClickHouse", False),
+    ("file-1s", "clink: file (json) → ClickHouse sink, checkpoints every 1 s, at least once", False),
+    ("file-eos-1s", "clink: the same, delivery_guarantee = 'exactly_once'", False),
     ("client-json", "clickhouse-client INSERT … FORMAT JSONEachRow < data.json", True),
     ("file-bh", "clink: file (json) → blackhole", True),
     ("kafka-bh", "clink: Kafka → TUMBLE 100 s per sensor → blackhole", True),
@@ -333,6 +342,15 @@ class Bench:
                             data_json, None, None),
             "file": ("t_file", "raw", self.clink(src_f + sink("t", SQL_COLS, "t_file") + copy),
                      None, env, (n, n)),
+            "file-1s": ("t_file1", "raw",
+                        self.clink(src_f + sink("t", SQL_COLS, "t_file1") + copy, tmp / "ck-alo"),
+                        None, env, (n, n)),
+            "file-eos-1s": ("t_eos", "raw",
+                            self.clink(src_f + ch_sink("t", SQL_COLS, ch, "t_eos", args.batch_rows,
+                                                       args.compression,
+                                                       ", delivery_guarantee = 'exactly_once'")
+                                       + copy, tmp / "ck-eos"),
+                            None, env, (n, n)),
             "file-bh": (None, None, self.clink(src_f + blackhole("t", SQL_COLS) + copy),
                         None, env, (n, n)),
             "kafka-tumble": ("t_agg", "agg",
@@ -342,13 +360,17 @@ class Bench:
                          None, env, (n, w)),
         }
 
-    def clink(self, sql):
-        return [self.a.clink, "run", "--parallelism", str(self.a.parallelism), "-e", sql]
+    def clink(self, sql, checkpoints=None):
+        argv = [self.a.clink, "run", "--parallelism", str(self.a.parallelism), "-e", sql]
+        if checkpoints:
+            argv += ["--checkpoint-dir", str(checkpoints), "--checkpoint-interval-ms", "1000",
+                     "--fresh"]
+        return argv
 
     def pid(self):
         """The server's pid, looked up again if it changed (others restart it on this machine)."""
         if self.srv is None or proc_cpu(self.srv) is None:
-            self.srv = server_pid()
+            self.srv = server_pid(self.a.service)
         return self.srv
 
     def run(self, case):
@@ -486,13 +508,22 @@ def main():
                     help="only the three main cases (ceiling, file, kafka-tumble)")
     ap.add_argument("--keep", action="store_true",
                     help="keep database clink_bench and the topic at the end")
+    ap.add_argument("--line", default="18.16", choices=["18.16", "26.9"],
+                    help="the ClickHouse server: Debian's 18.16, or 26.9 (chdb-core), which also "
+                         "measures exactly once")
     ap.add_argument("--clink", default=os.environ.get("CLINK_BIN")
                     or str(REPO / "build/src/cli/clink"))
     args = ap.parse_args()
     if args.rows % (SENSORS * 10):
         sys.exit("--rows must be a multiple of 10000 (whole windows of 10 readings per sensor)")
 
-    env = os.environ
+    env = dict(os.environ)
+    args.service = "clickhouse"
+    if args.line == "26.9":
+        args.service = "clickhouse26"
+        for k in ("HOST", "PORT", "HTTP_PORT"):
+            if env.get("CLINK_CLICKHOUSE26_" + k):
+                env["CLINK_CLICKHOUSE_" + k] = env["CLINK_CLICKHOUSE26_" + k]
     missing = [k for k in ("CLINK_KAFKA_BROKERS", "CLINK_CLICKHOUSE_HOST", "CLINK_CLICKHOUSE_PORT",
                            "CLINK_CLICKHOUSE_HTTP_PORT") if not env.get(k)]
     if missing:
@@ -503,7 +534,7 @@ def main():
     ch = CH(env["CLINK_CLICKHOUSE_HOST"], env["CLINK_CLICKHOUSE_HTTP_PORT"],
             env["CLINK_CLICKHOUSE_PORT"], env.get("CLINK_CLICKHOUSE_USER", "default"),
             env.get("CLINK_CLICKHOUSE_PASSWORD", ""))
-    srv = server_pid()
+    srv = server_pid(args.service)
     cache = Path(env.get("CLINK_BENCH_CACHE", "/var/tmp/clink-bench")) / "clickhouse"
     t_start = time.monotonic()
 
@@ -547,7 +578,8 @@ def main():
         make_topic(args.brokers, topic, args.partitions, data_json, args.rows)
 
         b = Bench(args, ch, srv, tmp, data_json, native, raw_exp, agg_exp, topic, got[-1])
-        cases = [c for c in CASES if not (args.no_references and c[2])]
+        cases = [c for c in CASES if not (args.no_references and c[2])
+                 and (args.line == "26.9" or c[0] not in EOS_CASES)]
         samples = {c[0]: [] for c in cases}
         startup = []
         for r in range(args.runs):
@@ -597,6 +629,11 @@ def main():
             print("kafka-tumble sink's own CPU (kafka-tumble − kafka-bh): %.3f CPU-s per 1M input "
                   "rows (%d output rows)" % (summ["kafka-tumble"]["cpu_per_m"]
                                              - summ["kafka-bh"]["cpu_per_m"], agg_exp[0]))
+        if "file-eos-1s" in summ:
+            print("exactly once ÷ at least once, both with checkpoints every 1 s: CPU %.2f, "
+                  "rows/s %.2f (aim: CPU ≤ 1.25)"
+                  % (summ["file-eos-1s"]["cpu_per_m"] / summ["file-1s"]["cpu_per_m"],
+                     summ["file-eos-1s"]["rows_per_s"] / summ["file-1s"]["rows_per_s"]))
         if b.restarts:
             print("%d sample(s) measured again: the server restarted or the sink retried "
                   "during them (someone else restarting ClickHouse)" % b.restarts)

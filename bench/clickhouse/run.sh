@@ -15,7 +15,8 @@
 #   Bounded by `timeout` ($CLINK_BENCH_TIMEOUT, 570 s); about 2–3 minutes on 2 cores.
 #
 # Usage: bench/clickhouse/run.sh [bench.py options: --runs N --rows N --batch-rows N
-#                                 --compression lz4|none --parallelism N --no-references --keep]
+#                                 --compression lz4|none --parallelism N --no-references --keep
+#                                 --line 18.16|26.9 (26.9 adds the exactly-once cases)]
 #   CLINK_BIN=path overrides build/src/cli/clink; a missing binary is built (scripts/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,7 +29,7 @@ fi
 # start the services this needs that are not running (ClickHouse's config wants ZooKeeper),
 # and stop at the end only those: the others may be someone else's
 started=()
-for svc in zookeeper clickhouse kafka; do
+for svc in zookeeper clickhouse clickhouse26 kafka; do
     scripts/services.sh status "$svc" >/dev/null 2>&1 || started+=("$svc")
 done
 if [ "${#started[@]}" -gt 0 ]; then

@@ -14,6 +14,12 @@
 #   MODE=cluster ./run.sh    the same workload on a coordinator and a worker
 #   KEEP_UP=1 ./run.sh       leave the services, the topic, the table and the work dir up
 #   RATE=50 ./run.sh         readings per second (default 100; the tutorial's pace is 50)
+#   CLICKHOUSE=26.9 ./run.sh the ClickHouse line to write to: 18.16 (default, Debian's server)
+#                            or 26.9 (scripts/services.sh clickhouse26)
+#   GUARANTEE=exactly_once CLICKHOUSE=26.9 ./run.sh
+#                            the sink with delivery_guarantee = 'exactly_once' into a plain
+#                            MergeTree (clickhouse-init-exactly-once.sql); verify.py then fails
+#                            on any duplicate. ClickHouse 26.9 only: 18.16 cannot give it
 #   CLINK_BIN=path ./run.sh  use this clink binary instead of building the release one
 #
 # On failure it prints the pipeline's logs (the coordinator's and the workers' in cluster mode)
@@ -24,6 +30,19 @@ case $mode in
   embedded|cluster) ;;
   *) echo "[run.sh] MODE must be embedded or cluster, not '$mode'" >&2; exit 2 ;;
 esac
+line=${CLICKHOUSE:-18.16}
+case $line in
+  18.16|26.9) ;;
+  *) echo "[run.sh] CLICKHOUSE must be 18.16 or 26.9, not '$line'" >&2; exit 2 ;;
+esac
+guarantee=${GUARANTEE:-at_least_once}
+case $guarantee in
+  at_least_once) init=clickhouse-init.sql; sink_extra=""; verify_args=() ;;
+  exactly_once)
+    [ "$line" = 26.9 ] || { echo "[run.sh] GUARANTEE=exactly_once needs CLICKHOUSE=26.9 (18.16 has no insert_deduplication_token)" >&2; exit 2; }
+    init=clickhouse-init-exactly-once.sql; sink_extra=",\n    delivery_guarantee = 'exactly_once'"; verify_args=(--exactly-once) ;;
+  *) echo "[run.sh] GUARANTEE must be at_least_once or exactly_once, not '$guarantee'" >&2; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$repo"
@@ -33,6 +52,14 @@ scripts/setup.sh
 was_down=$( (scripts/services.sh status 2>/dev/null || true) | awk '$2 != "running" && $1 != "work" {print $1}' | tr '\n' ' ')
 scripts/services.sh start
 eval "$(scripts/services.sh env)"
+if [ "$line" = 26.9 ]; then
+  # everything below (the pipeline, ch.py, verify.py) reads the CLINK_CLICKHOUSE_* address
+  CLINK_CLICKHOUSE_HOST=$CLINK_CLICKHOUSE26_HOST
+  CLINK_CLICKHOUSE_PORT=$CLINK_CLICKHOUSE26_PORT
+  CLINK_CLICKHOUSE_HTTP_PORT=$CLINK_CLICKHOUSE26_HTTP_PORT
+  export CLINK_CLICKHOUSE_HOST CLINK_CLICKHOUSE_PORT CLINK_CLICKHOUSE_HTTP_PORT
+fi
+echo "[run.sh] ClickHouse $line at $CLINK_CLICKHOUSE_HOST:$CLINK_CLICKHOUSE_PORT"
 # CLINK_BIN picks the binary (the test command passes its sanitizer build)
 clink="${CLINK_BIN:-$repo/$(scripts/build.sh release | tail -1)}"
 work=$(mktemp -d /tmp/clink-tutorial.XXXXXX)
@@ -76,9 +103,10 @@ wait_for() { # wait_for DESCRIPTION DEADLINE_S COMMAND...
 }
 
 say "creating the topic 'readings' (1 partition) and the table 'sensor_window_stats'"
-"$py" "$here/scripts/ch.py" reset "$here/clickhouse-init.sql"
+"$py" "$here/scripts/ch.py" reset "$here/$init"
 sed -e "s|@KAFKA_BROKERS@|$CLINK_KAFKA_BROKERS|" -e "s|@CLICKHOUSE_HOST@|$CLINK_CLICKHOUSE_HOST|" \
-    -e "s|@CLICKHOUSE_PORT@|$CLINK_CLICKHOUSE_PORT|" "$here/pipeline.sql.in" > "$work/pipeline.sql"
+    -e "s|@CLICKHOUSE_PORT@|$CLINK_CLICKHOUSE_PORT|" -e "s|@SINK_EXTRA@|$sink_extra|" \
+    "$here/pipeline.sql.in" > "$work/pipeline.sql"
 
 if [ "$mode" = cluster ]; then
   # two free ports for the coordinator (control, REST), from the ephemeral range, not 21xxx
@@ -202,4 +230,4 @@ else
   forget "$second"
 fi
 
-"$py" "$here/scripts/verify.py"
+"$py" "$here/scripts/verify.py" ${verify_args[@]+"${verify_args[@]}"}

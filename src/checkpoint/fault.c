@@ -15,6 +15,7 @@
 static const char *const names[] = {
 #define CK_X_NAME(id, name, where) name,
     CK_FAULT_TABLE(CK_X_NAME)
+    CK_FAULT_SINK_TABLE(CK_X_NAME)
 #undef CK_X_NAME
 };
 

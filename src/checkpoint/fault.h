@@ -26,9 +26,15 @@
   X(AFTER_COMMIT,          "after_commit",          "a sink committed N externally; CONFIRMED-N is not yet written") \
   X(BEFORE_RESTORE,        "before_restore",        "a rerun chose its restore point and has restored nothing yet")
 
+/* Points inside one connector's own commit protocol: every sink passes the points above,
+ * only that connector these (tests/checkpoint reads the two tables apart). */
+#define CK_FAULT_SINK_TABLE(X)                                                                \
+  X(CH_AFTER_MOVE,         "ch_after_move",         "the ClickHouse sink moved one partition of a stage into the target; the rest of the stage is not yet published")
+
 typedef enum ck_fault_point {
 #define CK_X_FAULT(id, name, where) CK_FAULT_##id,
   CK_FAULT_TABLE(CK_X_FAULT)
+  CK_FAULT_SINK_TABLE(CK_X_FAULT)
 #undef CK_X_FAULT
   CK_FAULT__COUNT
 } ck_fault_point_t;

@@ -23,8 +23,8 @@
  * the prepared transaction 'clink_<jobhash>_<subtask>_<N>' (PREPARE TRANSACTION survives a
  * crash of either side). jobhash hashes the job's name (the script's real path), both table
  * names and an instance number telling apart two sink nodes that write the same table (see
- * live_claim), so a rerun finds its own; the prefix is also kept in the sink's state, and a
- * restored sink adopts the prefix its checkpoint names.
+ * connectors/sink_live.h), so a rerun finds its own; the prefix is also kept in the sink's
+ * state, and a restored sink adopts the prefix its checkpoint names.
  *   commit(N)    COMMIT PREPARED every own transaction with id <= N, oldest first (found in
  *                pg_prepared_xacts by prefix, in this database).
  *   recover(R)   the same for R, and ROLLBACK PREPARED every own transaction above R: a dead
@@ -49,7 +49,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -64,6 +63,7 @@
 #include "base/time.h"
 #include "connectors/connectors.h"
 #include "connectors/format.h"
+#include "connectors/sink_live.h"
 #include "connectors/util.h"
 #include "runtime/connector.h"
 
@@ -275,51 +275,6 @@ bool ck_pg_gid_ckpt(const char *gid, const char *prefix, int64_t *ckpt) {
 }
 
 /* ==================================================================== the sink ====== */
-
-/* Sink instances alive in this process, per output identity and subtask, so that two sink
- * nodes of one job writing the same table (two INSERT INTO it) get different instance
- * numbers, hence different transaction names. Which node gets which number may differ from
- * run to run: harmless, since a restored sink adopts the names its checkpoint recorded before
- * it prepares anything, and a fresh one rolls back under the name it got, as do all the
- * others. Any thread (sinks open on their own threads): under live_mu. */
-typedef struct live_sink {
-  uint64_t identity;
-  int subtask, instance;
-} live_sink_t;
-
-#define PG_LIVE_MAX 1024
-static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
-static live_sink_t live[PG_LIVE_MAX];
-static int nlive;
-
-/* The lowest instance number not held by a live sink with this identity and subtask; -1
- * when the table is full. */
-static int live_claim(uint64_t identity, int subtask) {
-  pthread_mutex_lock(&live_mu);
-  int instance = 0;
-  for (bool taken = true; taken; ) {
-    taken = false;
-    for (int i = 0; i < nlive && !taken; i++)
-      taken = live[i].identity == identity && live[i].subtask == subtask &&
-              live[i].instance == instance;
-    if (taken) instance++;
-  }
-  if (nlive < PG_LIVE_MAX) live[nlive++] = (live_sink_t){identity, subtask, instance};
-  else instance = -1;
-  pthread_mutex_unlock(&live_mu);
-  return instance;
-}
-
-static void live_release(uint64_t identity, int subtask, int instance) {
-  pthread_mutex_lock(&live_mu);
-  for (int i = 0; i < nlive; i++)
-    if (live[i].identity == identity && live[i].subtask == subtask &&
-        live[i].instance == instance) {
-      live[i] = live[--nlive];
-      break;
-    }
-  pthread_mutex_unlock(&live_mu);
-}
 
 typedef struct pg_sink {
   PGconn *conn;
@@ -698,7 +653,7 @@ static int resolve(pg_sink_t *pk, int64_t upto, bool rollback_above, int *ncommi
 /* ---- the sink ops ---- */
 
 static void pg_free(pg_sink_t *pk) {
-  if (pk->instance >= 0) live_release(pk->identity, pk->ctx->subtask, pk->instance);
+  if (pk->instance >= 0) ck_sink_live_release(pk->identity, pk->ctx->subtask, pk->instance);
   if (pk->conn) PQfinish(pk->conn);
   ck_buf_fini(&pk->buf);
   ck_free(pk->target);
@@ -783,10 +738,10 @@ static int pg_open_impl(ck_sink_t *sink, bool restored, ck_error_t *err) {
   const char *job = sink->ctx.job_name ? sink->ctx.job_name : "";
   if (*job && realpath(job, real)) job = real;
   pk->identity = sink_identity(job, sink->ctx.table, table, 0);
-  pk->instance = live_claim(pk->identity, sink->ctx.subtask);
+  pk->instance = ck_sink_live_claim(pk->identity, sink->ctx.subtask);
   if (pk->instance < 0)
     return ck_error_set(err, CK_EUNSUPPORTED, "too many postgres sinks in one process (%d)",
-                        PG_LIVE_MAX);
+                        CK_SINK_LIVE_MAX);
   ck_pg_gid_prefix(job, sink->ctx.table, table, pk->instance, sink->ctx.subtask, pk->prefix,
                    sizeof pk->prefix, pk->job_prefix, sizeof pk->job_prefix);
   CK_LOG_DEBUG("sink.postgres", "table '%s' subtask %d: writing %s on %s exactly once, "

@@ -146,5 +146,14 @@ def job(tmp_path):
 
 
 def fault_points():
+    """The points of the checkpoint protocol, which every sink passes."""
     text = (REPO / "src/checkpoint/fault.h").read_text()
+    text = text[text.index("#define CK_FAULT_TABLE"):text.index("#define CK_FAULT_SINK_TABLE")]
     return re.findall(r'X\(\w+,\s*"(\w+)"', text)
+
+
+def sink_fault_points(prefix):
+    """The points inside one connector's commit protocol (names starting with prefix)."""
+    text = (REPO / "src/checkpoint/fault.h").read_text()
+    text = text[text.index("#define CK_FAULT_SINK_TABLE"):text.index("typedef enum ck_fault_point")]
+    return [p for p in re.findall(r'X\(\w+,\s*"(\w+)"', text) if p.startswith(prefix)]

@@ -72,6 +72,24 @@ def clickhouse_settings():
     }
 
 
+# The ClickHouse lines every ClickHouse test runs on: Debian's 18.16 server and 26.9 from the
+# chdb-core wheel (scripts/services.sh clickhouse26). Each names the variables of its address
+# and the service that serves it.
+CLICKHOUSE_LINES = {
+    "18.16": ("CLINK_CLICKHOUSE_HOST", "CLINK_CLICKHOUSE_PORT", "CLINK_CLICKHOUSE_HTTP_PORT", "clickhouse"),
+    "26.9": ("CLINK_CLICKHOUSE26_HOST", "CLINK_CLICKHOUSE26_PORT", "CLINK_CLICKHOUSE26_HTTP_PORT",
+             "clickhouse26"),
+}
+
+
+def clickhouse_line(line):
+    """Address of one ClickHouse line: host, port, http_port, service, line."""
+    host_var, port_var, http_var, service = CLICKHOUSE_LINES[line]
+    host, port, http_port = require_env(host_var, port_var, http_var)
+    return {"host": host, "port": int(port), "http_port": int(http_port), "service": service,
+            "line": line}
+
+
 @pytest.fixture(scope="session")
 def pg_dsn():
     return require_env("CLINK_PG_DSN")[0]

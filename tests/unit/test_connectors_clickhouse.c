@@ -28,6 +28,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <zstd.h>
 #include <setjmp.h>
 #include <cmocka.h>
 #include <stdio.h>
@@ -395,6 +396,56 @@ static void test_lz4_framing_round_trips(void **state) {
       ck_buf_fini(&back);
       ck_free(data);
     }
+}
+
+/* A ZSTD frame as a 26.x server sends one (method 0x90, sizes with the 9-byte header, a
+ * CityHash128 checksum over header and payload), made here with libzstd: it decodes to the
+ * bytes compressed, at a ratio above LZ4's 255x bound, and a corrupted payload is refused. */
+static void test_zstd_frames_from_the_server_decode(void **state) {
+  size_t len = 200000;
+  uint8_t *data = ck_malloc(len);
+  for (size_t i = 0; i < len; i++) data[i] = (uint8_t)(i < 100 ? i : 'x');
+  size_t bound = ZSTD_compressBound(len);
+  uint8_t *frame = ck_malloc(16 + 9 + bound);
+  size_t payload = ZSTD_compress(frame + 25, bound, data, len, 3);
+  assert_false(ZSTD_isError(payload));
+  assert_true(len > payload * 255 + 16); /* beyond what an LZ4 frame may claim */
+  uint32_t csize = (uint32_t)(payload + 9), usize = (uint32_t)len;
+  frame[16] = CK_CH_METHOD_ZSTD;
+  for (int i = 0; i < 4; i++) {
+    frame[17 + i] = (uint8_t)(csize >> (8 * i));
+    frame[21 + i] = (uint8_t)(usize >> (8 * i));
+  }
+  ck_city128_t h = ck_cityhash128(frame + 16, csize);
+  for (int i = 0; i < 8; i++) {
+    frame[i] = (uint8_t)(h.first >> (8 * i));
+    frame[8 + i] = (uint8_t)(h.second >> (8 * i));
+  }
+  ck_buf_t out;
+  ck_buf_init(&out);
+  size_t used = 0, need = 0;
+  ck_error_t err = {0};
+  int rc = ck_ch_frame_decode(frame, 16 + csize, 1u << 20, &out, &used, &need, &err);
+  if (rc) fail_msg("zstd frame: %s", err.message);
+  assert_int_equal(used, 16 + csize);
+  assert_int_equal(out.len, len);
+  assert_memory_equal(out.data, data, len);
+  /* the same frame claiming more output than the limit is refused */
+  assert_int_equal(ck_ch_frame_decode(frame, 16 + csize, 1000, &out, &used, &need, &err), CK_EPROTO);
+  /* a payload that is not ZSTD (checksum recomputed, so only the codec can tell) */
+  memset(frame + 25, 0xab, payload);
+  h = ck_cityhash128(frame + 16, csize);
+  for (int i = 0; i < 8; i++) {
+    frame[i] = (uint8_t)(h.first >> (8 * i));
+    frame[8 + i] = (uint8_t)(h.second >> (8 * i));
+  }
+  ck_error_t err2 = {0};
+  assert_int_equal(ck_ch_frame_decode(frame, 16 + csize, 1u << 20, &out, &used, &need, &err2),
+                   CK_EPROTO);
+  assert_non_null(strstr(err2.message, "ZSTD"));
+  ck_buf_fini(&out);
+  ck_free(frame);
+  ck_free(data);
 }
 
 static void test_frame_decode_needs_whole_frame_and_checks_it(void **state) {
@@ -1028,6 +1079,7 @@ int main(void) {
       cmocka_unit_test(test_cityhash_matches_server_frames),
       cmocka_unit_test(test_lz4_framing_round_trips),
       cmocka_unit_test(test_frame_decode_needs_whole_frame_and_checks_it),
+      cmocka_unit_test(test_zstd_frames_from_the_server_decode),
       cmocka_unit_test(test_type_names_parse),
       cmocka_unit_test(test_reader_decodes_server_result_of_every_type),
       cmocka_unit_test(test_reader_resumes_byte_by_byte),

@@ -3,8 +3,11 @@
 
 Every closed window must be there with its exact reading count, minimum and maximum and an
 average within 1e-6; no window outside the workload and not the last, still-open one may be
-there; copies of a window (at-least-once delivery may write one twice) must be identical.
-Reads every physical row (no FINAL), so duplicates are counted, not hidden.
+there; copies of a window (at-least-once delivery may write one twice) must be identical,
+and with --exactly-once there must be none. Reads every physical row (no FINAL), so
+duplicates are counted, not hidden.
+
+Usage: verify.py [--exactly-once] [TABLE]
 """
 import os
 import sys
@@ -18,7 +21,10 @@ import workload  # noqa: E402
 def main():
     host = os.environ.get("CLINK_CLICKHOUSE_HOST", "127.0.0.1")
     port = int(os.environ.get("CLINK_CLICKHOUSE_PORT", "9000"))
-    table = sys.argv[1] if len(sys.argv) > 1 else "sensor_window_stats"
+    args = sys.argv[1:]
+    exactly_once = "--exactly-once" in args
+    args = [a for a in args if a != "--exactly-once"]
+    table = args[0] if args else "sensor_window_stats"
     client = Client(host=host, port=port, user="clink", password="clink")
     rows = client.execute(f"SELECT sensor_id, window_start, window_end, readings, avg_temp_c, "
                           f"min_temp_c, max_temp_c FROM {table}")
@@ -52,6 +58,8 @@ def main():
     dups = copies - len(got)
     print(f"verify: {copies} rows for {len(got)} windows: " +
           ("no duplicates" if dups == 0 else f"{dups} duplicate copies, all identical"))
+    if exactly_once and dups:
+        problems.append(f"{dups} duplicate copies, though the job wrote exactly once")
     for p in problems[:20]:
         print("verify: FAIL: " + p)
     print("verify: " + ("PASS" if not problems else f"FAIL ({len(problems)} problems)"))

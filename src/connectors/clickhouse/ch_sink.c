@@ -35,8 +35,50 @@
  * that, so a checkpoint that completed covers every row before its barrier, and a crash after
  * it loses none. Rows after the last completed checkpoint are written again after a restore:
  * at least once (CK_GUARANTEE_AT_LEAST_ONCE; 'exactly_once' is refused by the planner).
- * Servers from 21.11 on are sent async_insert = 0 and wait_for_async_insert = 1 with every
- * INSERT; older ones have no asynchronous inserts to turn off.
+ * A server that has asynchronous inserts (its system.settings lists async_insert: 21.11 on) is
+ * sent async_insert = 0 and wait_for_async_insert = 1 with every INSERT.
+ *
+ * Deduplication of resends. At open the sink reads what the server and table offer
+ * (dedup_probe): whether the server knows insert_deduplication_token (22.2 on), and whether
+ * the table keeps a deduplication log: Replicated*MergeTree (replicated_deduplication_window)
+ * or a MergeTree with non_replicated_deduplication_window > 0 (the table's SETTINGS, else the
+ * server's default). Where the server has tokens, every INSERT goes under its own token:
+ *   clink:<job>:<sql table>:<subtask>:<run>:<interval>:<block>
+ * where <run> is random per sink open (so a replay after a restore writes under fresh tokens,
+ * which no log drops: a replay need not cut its rows into the same blocks), <interval> is the
+ * last barrier before the block (0 at the start) and <block> counts the interval's INSERTs. A
+ * resend of a block after a failure in doubt goes under the same token, so the server drops it
+ * when the first attempt landed, if the table keeps a log, the same server (name, version,
+ * revision, display name) answers, and fewer than the window's blocks were inserted in between.
+ * Without tokens (18.16) a Replicated table still drops a resent identical block by its hash.
+ * Each resend is logged as "deduplicated if the first attempt landed" or "may duplicate",
+ * with the reason, and counted in the finish line.
+ *
+ * Exactly once (delivery_guarantee = 'exactly_once'): the rows of one checkpoint interval are
+ * staged in a table of their own and moved into the target when the checkpoint completes.
+ *   stage        `_clink_stage_<hash>_<subtask>_open` in the target's database, created AS the
+ *                target (same columns, engine, partition key) at the interval's first INSERT,
+ *                with non_replicated_deduplication_window = 1000: every INSERT goes under its
+ *                token, so a resend in doubt lands once; readers of the target see nothing.
+ *   prepare(N)   flushes, then RENAME TABLE …_open TO …_<N> (redone by looking which name
+ *                exists). The sink state records the prefix and whether N staged anything.
+ *   commit(N)    publishes every own stage with id <= N, oldest first: ALTER TABLE stage MOVE
+ *                PARTITION ID … TO TABLE target for each partition it holds, then DROP TABLE
+ *                stage SYNC. A part is in the stage or in the target, never both, so redoing a
+ *                publish after a crash anywhere in it moves only what is left.
+ *   recover(R)   the same for R, and drops every own stage above R and the open one: a dead
+ *                run staged them for checkpoints that never completed.
+ *   open(fresh)  drops every own stage (an abandoned lineage's); subtask 0 also those of
+ *                subtasks the job no longer has.
+ *   finish       flushes; rows staged there (only a job without checkpoints has them) are
+ *                published at once.
+ * <hash> hashes the job's name (the script's real path), both table names and an instance
+ * number (connectors/sink_live.h), as the PostgreSQL sink names its transactions. It needs a
+ * server with insert_deduplication_token (22.2 on; 18.16 is refused by name) and a target of
+ * the MergeTree family, not Replicated or Shared (MOVE PARTITION works between tables of one
+ * server), with no materialized view reading it (a move is not an INSERT: a view would miss
+ * the rows); anything else is refused at plan time, or at open when the server could not be
+ * asked then. A publish holds only for the durability the server gives a MOVE.
  *
  * Failures. A connection that cannot be made or breaks, and a server error a retry can cure
  * (ck_ch_code_retriable), make the sink retry the same rows with exponential backoff
@@ -54,18 +96,25 @@
  * thread.
  */
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "base/time.h"
 #include "connectors/clickhouse/ch_client.h"
 #include "connectors/clickhouse/ch_sink.h"
+#include "checkpoint/fault.h"
 #include "connectors/connectors.h"
+#include "connectors/sink_live.h"
+#include "connectors/util.h"
 
 #define LOG_SUB "clickhouse"
 #define PLAN_CONNECT_TIMEOUT_MS 3000
@@ -364,6 +413,15 @@ typedef struct ch_cfg {
   char label[300]; /* `database`.`table`, for messages */
 } ch_cfg_t;
 
+/* What the server and table offer against a resend landing twice (read at open). */
+typedef struct ch_dedup {
+  bool tokens;          /* the server knows insert_deduplication_token */
+  bool async;           /* the server has async_insert (to turn off) */
+  bool replicated;      /* Replicated*MergeTree: a log of replicated_deduplication_window */
+  int64_t window;       /* blocks the table's deduplication log keeps; 0: no log */
+  char engine[64];
+} ch_dedup_t;
+
 static void cfg_fini(ch_cfg_t *c) {
   ck_free(c->host);
   ck_free(c->database);
@@ -506,7 +564,110 @@ static int describe(ck_ch_client_t *client, const ch_cfg_t *c, ch_desc_t *d, ck_
   return 0;
 }
 
+/* The value of `name = N` in an engine_full's SETTINGS clause; -1 when it is not there. */
+static int64_t engine_setting(const char *engine_full, const char *name) {
+  const char *set = strstr(engine_full, " SETTINGS ");
+  if (!set) return -1;
+  size_t n = strlen(name);
+  for (const char *p = set; (p = strstr(p, name)); p += n) {
+    if (p[-1] != ' ' && p[-1] != ',') continue;
+    const char *q = p + n;
+    while (*q == ' ') q++;
+    if (*q++ != '=') continue;
+    while (*q == ' ') q++;
+    if (*q < '0' || *q > '9') return -1;
+    return strtoll(q, NULL, 10);
+  }
+  return -1;
+}
+
+typedef struct probe_row {
+  char *cells[6];
+  int found;
+} probe_row_t;
+
+static int on_probe_block(void *arg, const ck_ch_block_t *b, ck_error_t *err) {
+  probe_row_t *r = arg;
+  if (b->ncols != 6) return ck_error_set(err, CK_EPROTO, "the table probe answered %d columns", b->ncols);
+  for (size_t i = 0; i < b->rows && !r->found; i++, r->found = 1)
+    for (int c = 0; c < 6; c++) {
+      if (b->cols[c].type.base != CK_CH_STRING)
+        return ck_error_set(err, CK_EPROTO, "the table probe answered a column of type %s",
+                            b->cols[c].type_name);
+      size_t n;
+      const char *v = ck_ch_col_str(&b->cols[c], i, &n);
+      r->cells[c] = ck_strndup(v, n);
+    }
+  return 0;
+}
+
+/* Reads what the server and the table offer against duplicates (see the DESIGN comment). */
+static int dedup_probe(ck_ch_client_t *client, const ch_cfg_t *c, ch_dedup_t *d, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "SELECT engine, engine_full, "
+              "(SELECT toString(count()) FROM system.settings WHERE name = 'insert_deduplication_token'), "
+              "(SELECT toString(count()) FROM system.settings WHERE name = 'async_insert'), "
+              "(SELECT any(value) FROM system.merge_tree_settings WHERE name = 'non_replicated_deduplication_window'), "
+              "(SELECT any(value) FROM system.merge_tree_settings WHERE name = 'replicated_deduplication_window') "
+              "FROM system.tables WHERE database = ");
+  ck_ch_quote_str(c->database, &sql);
+  ck_buf_puts(&sql, " AND name = ");
+  ck_ch_quote_str(c->table, &sql);
+  probe_row_t r = {0};
+  ck_error_t inner = {0};
+  int rc = ck_ch_query(client, sql.data, NULL, 0, on_probe_block, &r, &inner);
+  ck_buf_fini(&sql);
+  memset(d, 0, sizeof *d);
+  if (!rc && !r.found)
+    rc = ck_error_set(&inner, CK_EBIND, "system.tables has no table %s", c->label);
+  if (!rc) {
+    snprintf(d->engine, sizeof d->engine, "%s", r.cells[0]);
+    d->tokens = strcmp(r.cells[2], "0") != 0;
+    d->async = strcmp(r.cells[3], "0") != 0;
+    bool merge_tree = strstr(d->engine, "MergeTree") != NULL;
+    d->replicated = merge_tree && strncmp(d->engine, "Replicated", 10) == 0;
+    const char *name = d->replicated ? "replicated_deduplication_window"
+                                     : "non_replicated_deduplication_window";
+    int64_t w = merge_tree ? engine_setting(r.cells[1], name) : 0;
+    if (w < 0) w = strtoll(d->replicated ? r.cells[5] : r.cells[4], NULL, 10); /* '' → 0 */
+    d->window = w;
+  }
+  for (int i = 0; i < 6; i++) ck_free(r.cells[i]);
+  if (rc) return wrap(err, &inner, "could not read the engine and settings of ClickHouse table %s",
+                      c->label);
+  return 0;
+}
+
+/* A number no other open of this sink draws: tokens of a replay never match the old run's. */
+static uint64_t run_nonce(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+    v = (uint64_t)ck_wall_ms() * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32;
+  return v;
+}
+
+/* Why a resend may land twice, or NULL when the server drops it if the first attempt landed. */
+static const char *dedup_gap(const ch_dedup_t *d, const ck_ch_server_t *first,
+                             const ck_ch_server_t *now) {
+  if (!d->window)
+    return d->replicated ? "the table's replicated_deduplication_window is 0"
+                         : "the table keeps no deduplication log (a MergeTree deduplicates "
+                           "only with non_replicated_deduplication_window > 0)";
+  if (!d->tokens && !d->replicated)
+    return "the server has no insert_deduplication_token";
+  if (strcmp(first->name, now->name) || strcmp(first->display_name, now->display_name) ||
+      first->major != now->major || first->minor != now->minor || first->patch != now->patch ||
+      first->revision != now->revision)
+    return "another server answers than the one that took the first attempt";
+  return NULL;
+}
+
 /* ===================================================================== check ====== */
+
+static int view_probe(ck_ch_client_t *client, const ch_cfg_t *c, int64_t *views, ck_error_t *err);
+static int eos_refusal(const ch_cfg_t *c, const ck_ch_server_t *sv, const ch_dedup_t *d,
+                       int64_t views, const char *sql_table, ck_error_t *err);
 
 static int ch_check(const ck_schema_t *schema, const ck_options_t *opts, bool as_sink,
                     ck_error_t *err) {
@@ -538,6 +699,16 @@ static int ch_check(const ck_schema_t *schema, const ck_options_t *opts, bool as
     col_plan_t *plan = NULL;
     rc = build_plan(schema, &d, c.checked, c.label, &plan, err);
     plan_free(plan, schema->ncols);
+    const char *g = ck_opt_str(opts, ck_sink_common_options, "delivery_guarantee");
+    if (!rc && as_sink && g && !strcmp(g, "exactly_once")) {
+      ch_dedup_t dd;
+      int64_t views = 0;
+      if (!(rc = dedup_probe(client, &c, &dd, &inner)) && dd.tokens)
+        rc = view_probe(client, &c, &views, &inner);
+      if (rc) rc = wrap(err, &inner, "could not check ClickHouse table %s at %s:%d", c.label,
+                        c.host, c.port);
+      else rc = eos_refusal(&c, ck_ch_client_server(client), &dd, views, NULL, err);
+    }
   }
   desc_fini(&d);
   ck_ch_client_free(client);
@@ -549,6 +720,23 @@ static int ch_check(const ck_schema_t *schema, const ck_options_t *opts, bool as
 
 typedef struct ch_sink {
   ch_cfg_t cfg;
+  ch_dedup_t dedup;
+  uint64_t run;               /* random per open: tokens of a replay never match the old run's */
+  int64_t interval, block_seq; /* the last barrier before the buffered rows; INSERTs since */
+  char token[300];            /* the buffered block's token; kept across its resends */
+  bool in_doubt;              /* an attempt to insert the buffered block may have landed */
+  ck_ch_server_t doubt_server; /* who took that attempt */
+  int64_t resends_dedup, resends_may_dup;
+  /* exactly once (see the DESIGN comment) */
+  bool eos;
+  uint64_t identity;
+  int instance;            /* in the live-sink registry; -1: none claimed */
+  char prefix[64];         /* _clink_stage_<hash>_<subtask>_ : a stage is prefix + checkpoint */
+  char job_prefix[48];     /* _clink_stage_<hash>_ : every subtask's stages */
+  char open_stage[80];     /* prefix + "open": the interval in progress */
+  bool staged;             /* the open stage exists and holds rows of this interval */
+  char pending[80];        /* the stage a rename or publish in progress works on */
+  int64_t published, dropped; /* stages, since open */
   const char *sql_table;
   int ncols;
   col_plan_t *plan;
@@ -616,12 +804,307 @@ static int with_retries(ck_sink_t *sink, attempt_fn op, const char *what, ck_err
   }
 }
 
+
+/* ---- exactly once: stage tables ---- */
+
+#define CH_STAGE_WINDOW 1000 /* blocks a stage's deduplication log keeps */
+#define CH_STATE_VERSION 1
+
+static int run_sql(ch_sink_t *s, const char *sql, ck_error_t *err) {
+  return ck_ch_query(s->client, sql, NULL, 0, NULL, NULL, err);
+}
+
+/* `db`.`name` */
+static void stage_label(const ch_sink_t *s, const char *name, ck_buf_t *out) {
+  ck_ch_quote_ident(s->cfg.database, out);
+  ck_buf_putc(out, '.');
+  ck_ch_quote_ident(name, out);
+}
+
+typedef struct name_list {
+  char **names;
+  int n;
+} name_list_t;
+
+static void names_fini(name_list_t *l) {
+  for (int i = 0; i < l->n; i++) ck_free(l->names[i]);
+  ck_free(l->names);
+  memset(l, 0, sizeof *l);
+}
+
+static int on_names_block(void *arg, const ck_ch_block_t *b, ck_error_t *err) {
+  name_list_t *l = arg;
+  if (b->ncols != 1 || b->cols[0].type.base != CK_CH_STRING)
+    return ck_error_set(err, CK_EPROTO, "a list of names came back as %d columns", b->ncols);
+  l->names = ck_realloc(l->names, sizeof(char *) * (l->n + b->rows));
+  for (size_t i = 0; i < b->rows; i++) {
+    size_t n;
+    const char *v = ck_ch_col_str(&b->cols[0], i, &n);
+    l->names[l->n++] = ck_strndup(v, n);
+  }
+  return 0;
+}
+
+/* The values of a one-column String query. */
+static int query_names(ck_ch_client_t *client, const char *sql, name_list_t *out,
+                       ck_error_t *err) {
+  memset(out, 0, sizeof *out);
+  int rc = ck_ch_query(client, sql, NULL, 0, on_names_block, out, err);
+  if (rc) names_fini(out);
+  return rc;
+}
+
+/* Tables of the target's database whose name starts with prefix. */
+static int list_stages(ch_sink_t *s, const char *prefix, name_list_t *out, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "SELECT name FROM system.tables WHERE database = ");
+  ck_ch_quote_str(s->cfg.database, &sql);
+  ck_buf_puts(&sql, " AND startsWith(name, ");
+  ck_ch_quote_str(prefix, &sql);
+  ck_buf_puts(&sql, ") ORDER BY name");
+  int rc = query_names(s->client, sql.data, out, err);
+  ck_buf_fini(&sql);
+  return rc;
+}
+
+static int drop_stage(ch_sink_t *s, const char *name, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "DROP TABLE IF EXISTS ");
+  stage_label(s, name, &sql);
+  ck_buf_puts(&sql, " SYNC");
+  int rc = run_sql(s, sql.data, err);
+  ck_buf_fini(&sql);
+  if (!rc) s->dropped++;
+  return rc;
+}
+
+/* The open stage, created AS the target (idempotent). */
+static int stage_create(ch_sink_t *s, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "CREATE TABLE IF NOT EXISTS ");
+  stage_label(s, s->open_stage, &sql);
+  ck_buf_printf(&sql, " AS %s", s->cfg.label);
+  int rc = run_sql(s, sql.data, err);
+  if (!rc) {
+    ck_buf_reset(&sql);
+    ck_buf_puts(&sql, "ALTER TABLE ");
+    stage_label(s, s->open_stage, &sql);
+    ck_buf_printf(&sql, " MODIFY SETTING non_replicated_deduplication_window = %d", CH_STAGE_WINDOW);
+    rc = run_sql(s, sql.data, err);
+  }
+  ck_buf_fini(&sql);
+  if (!rc) s->staged = true;
+  return rc;
+}
+
+/* Moves every partition of stage `name` into the target, then drops it. Redone from any point
+ * it stopped at, it moves only what is left. */
+static int publish(ch_sink_t *s, const char *name, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "SELECT DISTINCT partition_id FROM system.parts WHERE active AND database = ");
+  ck_ch_quote_str(s->cfg.database, &sql);
+  ck_buf_puts(&sql, " AND table = ");
+  ck_ch_quote_str(name, &sql);
+  ck_buf_puts(&sql, " ORDER BY partition_id");
+  name_list_t parts;
+  int rc = query_names(s->client, sql.data, &parts, err);
+  for (int i = 0; i < parts.n && !rc; i++) {
+    ck_buf_reset(&sql);
+    ck_buf_puts(&sql, "ALTER TABLE ");
+    stage_label(s, name, &sql);
+    ck_buf_puts(&sql, " MOVE PARTITION ID ");
+    ck_ch_quote_str(parts.names[i], &sql);
+    ck_buf_printf(&sql, " TO TABLE %s", s->cfg.label);
+    rc = run_sql(s, sql.data, err);
+    if (!rc) rc = ck_fault_err(CK_FAULT_CH_AFTER_MOVE, err);
+  }
+  names_fini(&parts);
+  ck_buf_fini(&sql);
+  if (!rc) rc = drop_stage(s, name, err);
+  if (!rc) s->published++, s->dropped--;
+  return rc;
+}
+
+/* The checkpoint id of an own stage's name, or -1 for the open stage; false if not own. */
+static bool stage_id(const char *name, const char *prefix, int64_t *id) {
+  size_t n = strlen(prefix);
+  if (strncmp(name, prefix, n)) return false;
+  const char *t = name + n;
+  if (!strcmp(t, "open")) {
+    *id = -1;
+    return true;
+  }
+  if (!*t) return false;
+  int64_t v = 0;
+  for (; *t; t++) {
+    if (*t < '0' || *t > '9' || v > (INT64_MAX - 9) / 10) return false;
+    v = v * 10 + (*t - '0');
+  }
+  *id = v;
+  return true;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Publishes own stages with id <= upto (oldest first); with drop_rest also drops the others
+ * (ids above upto, and the open stage). upto -1: drop everything own. */
+static int resolve(ck_sink_t *sink, int64_t upto, bool drop_rest, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  name_list_t l;
+  int rc = list_stages(s, s->prefix, &l, err);
+  if (rc) return rc;
+  int64_t *ids = ck_calloc((size_t)l.n + 1, sizeof *ids);
+  int n = 0;
+  for (int i = 0; i < l.n; i++)
+    if (stage_id(l.names[i], s->prefix, &ids[n])) n++;
+  qsort(ids, (size_t)n, sizeof *ids, cmp_i64);
+  char name[96];
+  for (int i = 0; i < n && !rc; i++) {
+    if (ids[i] < 0) snprintf(name, sizeof name, "%s", s->open_stage);
+    else snprintf(name, sizeof name, "%s%lld", s->prefix, (long long)ids[i]);
+    if (ids[i] >= 0 && ids[i] <= upto) rc = publish(s, name, err);
+    else if (drop_rest) rc = drop_stage(s, name, err);
+  }
+  ck_free(ids);
+  names_fini(&l);
+  if (!rc && drop_rest) s->staged = false;
+  return rc;
+}
+
+/* Attempts for with_retries: the argument travels in s->pending (a checkpoint id) */
+static int commit_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  (void)in_doubt;
+  int rc = ensure_client(s, err);
+  return rc ? rc : resolve(sink, strtoll(s->pending, NULL, 10), false, err);
+}
+
+static int recover_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  (void)in_doubt;
+  int rc = ensure_client(s, err);
+  return rc ? rc : resolve(sink, strtoll(s->pending, NULL, 10), true, err);
+}
+
+/* RENAME the open stage to the checkpoint's name in s->pending; done when only that exists. */
+static int rename_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  (void)in_doubt;
+  int rc = ensure_client(s, err);
+  if (rc) return rc;
+  name_list_t l;
+  if ((rc = list_stages(s, s->prefix, &l, err))) return rc;
+  bool have_open = false, have_ckpt = false;
+  for (int i = 0; i < l.n; i++) {
+    have_open |= !strcmp(l.names[i], s->open_stage);
+    have_ckpt |= !strcmp(l.names[i], s->pending);
+  }
+  names_fini(&l);
+  if (have_ckpt && !have_open) return 0; /* an earlier attempt renamed it */
+  if (!have_open) {
+    ck_error_set(err, CK_ESTATE, "the stage %s of this checkpoint interval is gone", s->open_stage);
+    ck_error_hint(err, "was it dropped by hand? the job restarts from its last checkpoint");
+    err->retriable = false;
+    return CK_ESTATE;
+  }
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "RENAME TABLE ");
+  stage_label(s, s->open_stage, &sql);
+  ck_buf_puts(&sql, " TO ");
+  stage_label(s, s->pending, &sql);
+  rc = run_sql(s, sql.data, err);
+  ck_buf_fini(&sql);
+  return rc;
+}
+
+/* How many materialized views read the table. */
+static int view_probe(ck_ch_client_t *client, const ch_cfg_t *c, int64_t *views, ck_error_t *err) {
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "SELECT toString(length(dependencies_table)) FROM system.tables WHERE database = ");
+  ck_ch_quote_str(c->database, &sql);
+  ck_buf_puts(&sql, " AND name = ");
+  ck_ch_quote_str(c->table, &sql);
+  name_list_t l;
+  int rc = query_names(client, sql.data, &l, err);
+  ck_buf_fini(&sql);
+  if (!rc) *views = l.n ? strtoll(l.names[0], NULL, 10) : 0;
+  names_fini(&l);
+  return rc;
+}
+
+/* What makes exactly once impossible into this server and table, or 0 (see the DESIGN). */
+static int eos_refusal(const ch_cfg_t *c, const ck_ch_server_t *sv, const ch_dedup_t *d,
+                       int64_t views, const char *sql_table, ck_error_t *err) {
+  char of[160] = ""; /* at plan time the error carries the table's position instead */
+  if (sql_table) snprintf(of, sizeof of, " of sink table '%s'", sql_table);
+  const char *e = d->engine;
+  size_t el = strlen(e);
+  bool merge_tree = el >= 9 && !strcmp(e + el - 9, "MergeTree");
+  if (!d->tokens) {
+    ck_error_set(err, CK_EUNSUPPORTED, "ClickHouse %s %llu.%llu.%llu at %s:%d cannot take "
+                 "delivery_guarantee = 'exactly_once'%s: it has no "
+                 "insert_deduplication_token (22.2 and later have), which its staged INSERTs "
+                 "need to land once", sv->name, (unsigned long long)sv->major,
+                 (unsigned long long)sv->minor, (unsigned long long)sv->patch, c->host, c->port,
+                 of);
+    ck_error_hint(err, "use a ClickHouse server of 22.2 or later, or write at least once (remove "
+                  "delivery_guarantee) into a ReplacingMergeTree keyed on the rows' identity");
+  } else if (!merge_tree || !strncmp(e, "Replicated", 10) || !strncmp(e, "Shared", 6)) {
+    ck_error_set(err, CK_EUNSUPPORTED, "ClickHouse table %s is %s, which "
+                 "delivery_guarantee = 'exactly_once'%s cannot write: it "
+                 "publishes staged parts with MOVE PARTITION, which needs a MergeTree-family "
+                 "table that is not Replicated or Shared", c->label, e, of);
+    ck_error_hint(err, "write into a MergeTree table, or write at least once");
+  } else if (views > 0) {
+    ck_error_set(err, CK_EUNSUPPORTED, "ClickHouse table %s has %lld materialized view%s reading "
+                 "it, which delivery_guarantee = 'exactly_once'%s would bypass: "
+                 "parts are moved into the table, not inserted", c->label, (long long)views,
+                 views == 1 ? "" : "s", of);
+    ck_error_hint(err, "write at least once, or point the views at a table of their own");
+  } else {
+    return 0;
+  }
+  err->retriable = false;
+  return CK_EUNSUPPORTED;
+}
+
+/* The output identity: job (its real path), SQL table, target and instance. */
+static uint64_t eos_identity(const char *job, const char *sql_table, const char *label,
+                             int instance) {
+  ck_buf_t id;
+  ck_buf_init(&id);
+  ck_buf_printf(&id, "%s\n%s\n%s", job ? job : "", sql_table ? sql_table : "", label);
+  if (instance > 0) ck_buf_printf(&id, "\n#%d", instance); /* the first keeps the plain name */
+  uint64_t h = ck_hash64(id.data, id.len, UINT64_C(0x636c696e6b2d6368)); /* "clink-ch" */
+  ck_buf_fini(&id);
+  return h;
+}
+
+static void eos_names(ch_sink_t *s, uint64_t h, int subtask) {
+  snprintf(s->job_prefix, sizeof s->job_prefix, "_clink_stage_%016llx_", (unsigned long long)h);
+  snprintf(s->prefix, sizeof s->prefix, "%s%d_", s->job_prefix, subtask);
+  snprintf(s->open_stage, sizeof s->open_stage, "%sopen", s->prefix);
+}
+
 static int open_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
   ch_sink_t *s = sink->impl;
   int rc = ensure_client(s, err);
   if (rc) return rc;
   ch_desc_t d;
   if ((rc = describe(s->client, &s->cfg, &d, err))) return rc;
+  if ((rc = dedup_probe(s->client, &s->cfg, &s->dedup, err))) {
+    desc_fini(&d);
+    return rc;
+  }
   plan_free(s->plan, s->ncols);
   s->plan = NULL;
   rc = build_plan(sink->ctx.schema, &d, s->cfg.checked, s->cfg.label, &s->plan, err);
@@ -638,15 +1121,59 @@ static int ch_open(ck_sink_t *sink, bool restored, ck_error_t *err) {
   s->sql_table = tname(sink);
   s->ncols = sink->ctx.schema->ncols;
   ck_ch_block_init(&s->block);
+  s->instance = -1;
   int rc = cfg_load(sink->ctx.options, &s->cfg, err);
   if (rc) goto fail;
+  const char *g = ck_opt_str(sink->ctx.options, ck_sink_common_options, "delivery_guarantee");
+  s->eos = g && !strcmp(g, "exactly_once");
   char what[400];
   snprintf(what, sizeof what, "read the structure of ClickHouse table %s at %s:%d", s->cfg.label,
            s->cfg.host, s->cfg.port);
   if ((rc = with_retries(sink, open_attempt, what, err))) goto fail;
+  if (s->eos) {
+    int64_t views = 0;
+    if ((rc = view_probe(s->client, &s->cfg, &views, err))) goto fail;
+    if ((rc = eos_refusal(&s->cfg, ck_ch_client_server(s->client), &s->dedup, views, tname(sink),
+                          err)))
+      goto fail;
+    char real[PATH_MAX];
+    const char *job = sink->ctx.job_name ? sink->ctx.job_name : "";
+    if (*job && realpath(job, real)) job = real;
+    s->identity = eos_identity(job, tname(sink), s->cfg.label, 0);
+    s->instance = ck_sink_live_claim(s->identity, sink->ctx.subtask);
+    if (s->instance < 0) {
+      rc = ck_error_set(err, CK_EUNSUPPORTED, "too many clickhouse sinks in one process (%d)",
+                        CK_SINK_LIVE_MAX);
+      goto fail;
+    }
+    eos_names(s, eos_identity(job, tname(sink), s->cfg.label, s->instance), sink->ctx.subtask);
+    if (!restored) { /* a fresh lineage: what this job staged belongs to a run that is over */
+      snprintf(what, sizeof what, "drop the stage tables an earlier run left in %s",
+               s->cfg.database);
+      if ((rc = with_retries(sink, recover_attempt, what, err))) goto fail;
+      if (sink->ctx.subtask == 0) {
+        name_list_t l;
+        if ((rc = list_stages(s, s->job_prefix, &l, err))) goto fail;
+        for (int i = 0; i < l.n && !rc; i++)
+          if (strncmp(l.names[i], s->prefix, strlen(s->prefix))) rc = drop_stage(s, l.names[i], err);
+        names_fini(&l);
+        if (rc) goto fail;
+      }
+      if (s->dropped)
+        CK_LOG_INFO(LOG_SUB, "table '%s' subtask %d: dropped %lld stage table%s an earlier run "
+                    "of this job left (%s*)", tname(sink), sink->ctx.subtask,
+                    (long long)s->dropped, s->dropped == 1 ? "" : "s", s->job_prefix);
+    }
+  }
   ck_buf_t sql;
   ck_buf_init(&sql);
-  ck_buf_printf(&sql, "INSERT INTO %s (", s->cfg.label);
+  if (s->eos) {
+    ck_buf_puts(&sql, "INSERT INTO ");
+    stage_label(s, s->open_stage, &sql);
+    ck_buf_puts(&sql, " (");
+  } else {
+    ck_buf_printf(&sql, "INSERT INTO %s (", s->cfg.label);
+  }
   for (int i = 0; i < s->ncols; i++) {
     if (i) ck_buf_puts(&sql, ", ");
     ck_ch_quote_ident(s->plan[i].name, &sql);
@@ -659,7 +1186,26 @@ static int ch_open(ck_sink_t *sink, bool restored, ck_error_t *err) {
   ck_buf_puts(&sql, ") VALUES");
   s->insert_sql = ck_buf_detach(&sql);
   s->saved = ck_calloc((size_t)s->ncols * 4 + 1, sizeof(size_t));
+  s->run = run_nonce();
   const ck_ch_server_t *sv = ck_ch_client_server(s->client);
+  const ch_dedup_t *dd = &s->dedup;
+  if (s->eos)
+    CK_LOG_INFO(LOG_SUB, "table '%s': writing %s exactly once: each checkpoint interval is "
+                "staged in %s%s<checkpoint> and moved into the table when the checkpoint "
+                "completes", tname(sink), s->cfg.label, s->cfg.database[0] ? "" : "",
+                s->prefix);
+  else
+  CK_LOG_INFO(LOG_SUB, "table '%s': %s %s; a resent INSERT %s", tname(sink), s->cfg.label,
+              dd->engine, dd->window ? (dd->tokens ? "goes under its insert_deduplication_token, "
+                                                     "and the table's deduplication log drops it "
+                                                     "if the first attempt landed"
+                                                   : dd->replicated ? "is dropped by its block "
+                                                                      "hash if the first attempt "
+                                                                      "landed (no tokens on this "
+                                                                      "server)"
+                                                                    : "may land twice (the server "
+                                                                      "has no tokens)")
+                                     : "may land twice (the table keeps no deduplication log)");
   CK_LOG_INFO(LOG_SUB, "table '%s': writing to %s on %s:%d as user '%s' (server %s %llu.%llu.%llu, "
               "revision %llu, protocol %d; compression %s; batches of %lld rows)",
               tname(sink), s->cfg.label, s->cfg.host, s->cfg.port, s->cfg.user, sv->name,
@@ -844,13 +1390,41 @@ static int insert_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
   int rc = ensure_client(s, err);
   if (rc) return rc;
   const ck_ch_server_t *sv = ck_ch_client_server(s->client);
-  bool async = sv->major > 21 || (sv->major == 21 && sv->minor >= 11);
-  const ck_ch_setting_t settings[] = {
-      {"async_insert", "0", CK_CH_SETTING_UINT, false},
-      {"wait_for_async_insert", "1", CK_CH_SETTING_UINT, false},
-  };
+  if (s->eos && !s->staged && (rc = stage_create(s, err))) return rc;
+  if (s->in_doubt) {
+    ch_dedup_t stage = {.tokens = s->dedup.tokens, .window = CH_STAGE_WINDOW};
+    const char *gap = dedup_gap(s->eos ? &stage : &s->dedup, &s->doubt_server, sv);
+    if (gap && s->eos) {
+      ck_error_set(err, CK_EIO, "an INSERT of %zu rows into the stage %s is in doubt and a "
+                   "resend could land twice (%s)", s->block.rows, s->open_stage, gap);
+      ck_error_hint(err, "the job restarts from its last checkpoint, which drops the stage");
+      err->retriable = false;
+      return CK_EIO;
+    }
+    if (gap) {
+      s->resends_may_dup++;
+      CK_LOG_WARN(LOG_SUB, "table '%s': resending %zu rows that may have been written: may "
+                  "duplicate (%s)", tname(sink), s->block.rows, gap);
+    } else {
+      s->resends_dedup++;
+      CK_LOG_INFO(LOG_SUB, "table '%s': resending %zu rows that may have been written%s%s: "
+                  "deduplicated if the first attempt landed (a log of %lld blocks; more blocks "
+                  "inserted into the table in between would overrun it)", tname(sink),
+                  s->block.rows, s->dedup.tokens ? " under insert_deduplication_token " : " (block hash)",
+                  s->dedup.tokens ? s->token : "", (long long)s->dedup.window);
+    }
+  }
+  ck_ch_setting_t settings[3];
+  int nset = 0;
+  if (s->dedup.async) {
+    settings[nset++] = (ck_ch_setting_t){"async_insert", "0", CK_CH_SETTING_UINT, false};
+    settings[nset++] = (ck_ch_setting_t){"wait_for_async_insert", "1", CK_CH_SETTING_UINT, false};
+  }
+  if (s->dedup.tokens)
+    settings[nset++] = (ck_ch_setting_t){"insert_deduplication_token", s->token,
+                                         CK_CH_SETTING_STRING, true};
   const ck_ch_block_t *header;
-  if ((rc = ck_ch_insert_begin(s->client, s->insert_sql, settings, async ? 2 : 0, &header, err)))
+  if ((rc = ck_ch_insert_begin(s->client, s->insert_sql, settings, nset, &header, err)))
     return rc;
   if (header->ncols != s->ncols) {
     ck_error_set(err, CK_ETYPE, "ClickHouse table %s now takes %d columns for this INSERT, not %d "
@@ -866,6 +1440,8 @@ static int insert_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
       return CK_ETYPE;
     }
   *in_doubt = true;
+  s->in_doubt = true;
+  s->doubt_server = *sv;
   if ((rc = ck_ch_insert_send(s->client, &s->block, err))) return rc;
   return ck_ch_insert_end(s->client, err);
 }
@@ -877,10 +1453,15 @@ static int flush(ck_sink_t *sink, ck_error_t *err) {
     return 0;
   }
   ck_ch_block_seal(&s->block);
+  snprintf(s->token, sizeof s->token, "clink:%s:%s:%d:%016llx:%lld:%lld",
+           sink->ctx.job_name ? sink->ctx.job_name : "", tname(sink), sink->ctx.subtask,
+           (unsigned long long)s->run, (long long)s->interval, (long long)s->block_seq);
   char what[400];
   snprintf(what, sizeof what, "insert %zu rows into %s", s->block.rows, s->cfg.label);
   int rc = with_retries(sink, insert_attempt, what, err);
+  s->in_doubt = false;
   if (rc) return rc;
+  s->block_seq++;
   s->rows_written += (int64_t)s->block.rows;
   s->inserts++;
   CK_LOG_DEBUG(LOG_SUB, "table '%s': %zu rows acknowledged by %s", tname(sink), s->block.rows,
@@ -928,18 +1509,122 @@ static int ch_write(ck_sink_t *sink, const ck_batch_t *batch, ck_error_t *err) {
   return due(s) ? flush(sink, err) : 0;
 }
 
+/* At least once: everything before the barrier is acknowledged; no state. Exactly once: the
+ * interval's stage gets the checkpoint's name; state version 1: u8 version, u8 mode (1),
+ * uvarint prefix length, the prefix, uvarint N, u8 whether N staged anything. */
 static int ch_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err) {
-  return flush(sink, err); /* everything before the barrier is acknowledged; no state */
+  ch_sink_t *s = sink->impl;
+  int rc = flush(sink, err);
+  if (rc) return rc;
+  s->interval = ckpt;
+  s->block_seq = 0;
+  if (!s->eos) return 0;
+  bool had = s->staged;
+  if (had) {
+    snprintf(s->pending, sizeof s->pending, "%s%lld", s->prefix, (long long)ckpt);
+    char what[200];
+    snprintf(what, sizeof what, "stage checkpoint %lld's rows as %s", (long long)ckpt, s->pending);
+    if ((rc = with_retries(sink, rename_attempt, what, err))) return rc;
+    s->staged = false;
+  }
+  ck_buf_putc(out, CH_STATE_VERSION);
+  ck_buf_putc(out, 1);
+  size_t plen = strlen(s->prefix);
+  ck_conn_put_uvarint(out, plen);
+  ck_buf_append(out, s->prefix, plen);
+  ck_conn_put_uvarint(out, (uint64_t)ckpt);
+  ck_buf_putc(out, had ? 1 : 0);
+  return 0;
 }
 
-static int ch_commit(ck_sink_t *sink, int64_t ckpt, ck_error_t *err) { return 0; }
+static int ch_commit(ck_sink_t *sink, int64_t ckpt, ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  if (!s->eos) return 0;
+  snprintf(s->pending, sizeof s->pending, "%lld", (long long)ckpt);
+  char what[400];
+  snprintf(what, sizeof what, "publish the stages of checkpoint %lld into %s", (long long)ckpt,
+           s->cfg.label);
+  int64_t before = s->published;
+  int rc = with_retries(sink, commit_attempt, what, err);
+  if (!rc && s->published > before)
+    CK_LOG_DEBUG(LOG_SUB, "table '%s' subtask %d: checkpoint %lld published %lld stage%s",
+                 tname(sink), sink->ctx.subtask, (long long)ckpt,
+                 (long long)(s->published - before), s->published - before == 1 ? "" : "s");
+  return rc;
+}
+
+static int ch_recover(ck_sink_t *sink, int64_t ckpt, const void *state, size_t len,
+                      ck_error_t *err) {
+  ch_sink_t *s = sink->impl;
+  const uint8_t *p = state, *end = p + len;
+  bool eos = len >= 2 && p[0] == CH_STATE_VERSION && p[1] == 1;
+  if (len && !eos)
+    return ck_error_set(err, CK_ESTATE, "could not recover the clickhouse sink of table '%s' at "
+                        "checkpoint %lld: unknown state version %d", tname(sink), (long long)ckpt,
+                        p[0]);
+  if (eos != s->eos)
+    return ck_error_set(err, CK_ESTATE, "could not recover the clickhouse sink of table '%s': "
+                        "checkpoint %lld was taken %s", tname(sink), (long long)ckpt,
+                        eos ? "exactly once" : "at least once");
+  if (!eos) return 0;
+  p += 2;
+  uint64_t plen, id;
+  if (!ck_conn_get_uvarint(&p, end, &plen) || plen >= sizeof s->prefix ||
+      plen > (uint64_t)(end - p))
+    goto corrupt;
+  char prefix[sizeof s->prefix];
+  memcpy(prefix, p, plen);
+  prefix[plen] = 0;
+  p += plen;
+  if (!ck_conn_get_uvarint(&p, end, &id) || id != (uint64_t)ckpt || p + 1 != end) goto corrupt;
+  if (strcmp(prefix, s->prefix)) {
+    CK_LOG_INFO(LOG_SUB, "table '%s' subtask %d: the job's stages are named %s* since "
+                "checkpoint %lld (this run would name them %s*); keeping that name", tname(sink),
+                sink->ctx.subtask, prefix, (long long)ckpt, s->prefix);
+    size_t keep = strlen(s->prefix) - strlen(s->job_prefix); /* "<subtask>_" */
+    snprintf(s->prefix, sizeof s->prefix, "%s", prefix);
+    if (plen > keep) snprintf(s->job_prefix, sizeof s->job_prefix, "%.*s", (int)(plen - keep), prefix);
+    snprintf(s->open_stage, sizeof s->open_stage, "%sopen", s->prefix);
+    ck_buf_t sql;
+    ck_buf_init(&sql);
+    ck_buf_puts(&sql, "INSERT INTO ");
+    stage_label(s, s->open_stage, &sql);
+    ck_buf_puts(&sql, strchr(s->insert_sql, '('));
+    ck_free(s->insert_sql);
+    s->insert_sql = ck_buf_detach(&sql);
+  }
+  snprintf(s->pending, sizeof s->pending, "%lld", (long long)ckpt);
+  char what[200];
+  snprintf(what, sizeof what, "recover the stages of checkpoint %lld", (long long)ckpt);
+  int64_t pub = s->published, drop = s->dropped;
+  int rc = with_retries(sink, recover_attempt, what, err);
+  if (rc) return rc;
+  CK_LOG_INFO(LOG_SUB, "table '%s' subtask %d recovered at checkpoint %lld: published %lld "
+              "stage%s of completed checkpoints, dropped %lld of checkpoints that never "
+              "completed", tname(sink), sink->ctx.subtask, (long long)ckpt,
+              (long long)(s->published - pub), s->published - pub == 1 ? "" : "s",
+              (long long)(s->dropped - drop));
+  return 0;
+corrupt:
+  return ck_error_set(err, CK_ESTATE, "could not recover the clickhouse sink of table '%s' at "
+                      "checkpoint %lld: the state is truncated or corrupt", tname(sink),
+                      (long long)ckpt);
+}
 
 static int ch_finish(ck_sink_t *sink, ck_error_t *err) {
   int rc = flush(sink, err);
   ch_sink_t *s = sink->impl;
+  if (!rc && s->eos && s->staged) { /* rows no checkpoint covers: a job without checkpoints */
+    snprintf(s->pending, sizeof s->pending, "%s", s->open_stage);
+    rc = ensure_client(s, err);
+    if (!rc) rc = publish(s, s->open_stage, err);
+    if (!rc) s->staged = false;
+  }
   if (!rc)
-    CK_LOG_INFO(LOG_SUB, "table '%s': %lld rows written to %s in %lld inserts", tname(sink),
-                (long long)s->rows_written, s->cfg.label, (long long)s->inserts);
+    CK_LOG_INFO(LOG_SUB, "table '%s': %lld rows written to %s in %lld inserts (resent: %lld "
+                "deduplicated if landed, %lld may duplicate)", tname(sink),
+                (long long)s->rows_written, s->cfg.label, (long long)s->inserts,
+                (long long)s->resends_dedup, (long long)s->resends_may_dup);
   return rc;
 }
 
@@ -951,24 +1636,38 @@ static void ch_close(ck_sink_t *sink) {
   ck_ch_block_fini(&s->block);
   ck_free(s->insert_sql);
   ck_free(s->saved);
+  if (s->instance >= 0) ck_sink_live_release(s->identity, sink->ctx.subtask, s->instance);
   cfg_fini(&s->cfg);
   ck_free(s);
   sink->impl = NULL;
 }
 
 static const ck_sink_ops_t ch_sink_ops = {
-    ch_open, ch_write, ch_prepare, ch_commit, ch_finish, ch_close, NULL,
+    ch_open, ch_write, ch_prepare, ch_commit, ch_finish, ch_close, ch_recover,
 };
 
 const ck_connector_t ck_clickhouse_connector = {
     .name = "clickhouse",
     .description = "inserts rows into a ClickHouse table over the native TCP protocol, "
-                   "synchronously and acknowledged, flushing at every checkpoint (at least once)",
+                   "synchronously and acknowledged, flushing at every checkpoint: at least once, "
+                   "or exactly once with delivery_guarantee = 'exactly_once' (a server of 22.2 "
+                   "or later, a MergeTree-family table that is not Replicated or Shared, no "
+                   "materialized view reading it). Exactly once stages each checkpoint "
+                   "interval's rows in a table of their own (_clink_stage_<job>_<subtask>_<N>, "
+                   "created AS the target, every INSERT under a deduplication token; readers of "
+                   "the target see nothing) and moves its parts into the target with MOVE "
+                   "PARTITION when checkpoint N completes: a publish redone after a crash moves "
+                   "only what is left, and a stage a dead run left is published or dropped as "
+                   "its checkpoint completed or not. At least once, each INSERT goes under its "
+                   "own insert_deduplication_token where the server has them, so a resend after "
+                   "a failure in doubt is dropped by a table that keeps a deduplication log "
+                   "(Replicated*MergeTree, or MergeTree with non_replicated_deduplication_window "
+                   "> 0); the log says of each resend whether it may duplicate",
     .source_options = NULL,
     .sink_options = ch_sink_options,
     .source = NULL,
     .sink = &ch_sink_ops,
-    .sink_guarantee = CK_GUARANTEE_AT_LEAST_ONCE,
+    .sink_guarantee = CK_GUARANTEE_EXACTLY_ONCE, /* only when asked; at least once otherwise */
     .bounded = false,
     .check = ch_check,
 };
