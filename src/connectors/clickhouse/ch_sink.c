@@ -16,7 +16,7 @@
  *   DECIMAL(p, s)  → Decimal(P, S) with S ≥ s and P − S ≥ p − s (no digit lost on either side);
  *                    with s = 0 also an integer type that holds every p-digit value
  *   VARCHAR        → String, FixedString(N) (a longer value stops the job), LowCardinality of
- *                    either
+ *                    either; UUID (the value must be a UUID's 36-character text)
  *   TIMESTAMP(3)   → DateTime64(p ≥ 3) (exact), Int64 (epoch milliseconds). Never DateTime or
  *                    Date, which would drop the milliseconds: declare the SQL column BIGINT and
  *                    write ts / 1000 (seconds) or ts / 86400000 (days) if that is meant.
@@ -173,6 +173,7 @@ typedef enum conv {
   CV_DEC,   /* into Decimal(P,S): times 10^shift */
   CV_STR,   /* String / FixedString */
   CV_DT64,  /* TIMESTAMP ms into DateTime64(p): times 10^shift */
+  CV_UUID,  /* VARCHAR 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' into UUID */
 } conv_t;
 
 typedef struct col_plan {
@@ -319,6 +320,11 @@ static int decide(ck_type_t sql, const ck_ch_type_t *t, bool checked, col_plan_t
       cp->conv = CV_STR;
       if (sql.id == CK_T_STRING) return 0;
       snprintf(why, why_len, "only VARCHAR goes into %s", b == CK_CH_STRING ? "String" : "FixedString");
+      return -1;
+    case CK_CH_UUID:
+      cp->conv = CV_UUID;
+      if (sql.id == CK_T_STRING) return 0;
+      snprintf(why, why_len, "only VARCHAR (a UUID's text) goes into UUID");
       return -1;
     case CK_CH_DATETIME64:
       cp->conv = CV_DT64;
@@ -1232,6 +1238,28 @@ static int value_error(ck_sink_t *sink, const col_plan_t *cp, ck_error_t *err, c
   return CK_EEVAL;
 }
 
+/* A UUID's 36-character text into ClickHouse's native layout: its two 64-bit halves, each
+ * little-endian, the high half first. */
+static bool uuid_parse(const char *p, size_t n, uint8_t out[16]) {
+  if (n != 36) return false;
+  uint64_t half[2] = {0, 0};
+  int digits = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (p[i] != '-') return false;
+      continue;
+    }
+    int c = p[i], v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (v < 0) return false;
+    half[digits / 16] = half[digits / 16] << 4 | (uint64_t)v;
+    digits++;
+  }
+  for (int h = 0; h < 2; h++)
+    for (int k = 0; k < 8; k++) out[8 * h + k] = (uint8_t)(half[h] >> (8 * k));
+  return true;
+}
+
 static void i128_text(__int128 v, char *out, size_t n) {
   ck_buf_t b;
   ck_buf_init(&b);
@@ -1301,6 +1329,18 @@ static int put_value(ck_sink_t *sink, const col_plan_t *cp, const ck_col_t *src,
         return value_error(sink, cp, err, "a value of %s bytes does not fit", text);
       }
       ck_ch_col_put_str(dst, p, n);
+      return 0;
+    }
+    case CV_UUID: {
+      size_t n;
+      const char *p = ck_col_str(src, i, &n);
+      uint8_t le[16];
+      if (!uuid_parse(p, n, le)) {
+        snprintf(text, sizeof text, "'%.*s'", n > 40 ? 40 : (int)n, p);
+        return value_error(sink, cp, err, "%s is not a UUID (want xxxxxxxx-xxxx-xxxx-xxxx-"
+                           "xxxxxxxxxxxx in hexadecimal)", text);
+      }
+      ck_ch_col_put_wide(dst, le, 16);
       return 0;
     }
     case CV_DT64: {
