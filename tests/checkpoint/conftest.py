@@ -118,6 +118,27 @@ class Job:
                 return r
         raise AssertionError("the job did not finish after %d reruns:\n%s" % (limit, self.logs[-1]))
 
+    def first_checkpoint_then_kill(self):
+        """A run SIGKILLed once a checkpoint is on disk (so that the next run restores)."""
+        assert self.run_killed(1.0) != 0
+
+    def kill_randomly_then_finish(self, rnd, min_kills=5):
+        """6-9 runs, each SIGKILLed after 0.3-1.0 s (rnd), until one finishes; then runs to the
+        end. At least min_kills runs must have been killed and a rerun must have restored a
+        checkpoint, or the kills did not exercise recovery."""
+        kills, finished = 0, False
+        for _ in range(rnd.randint(6, 9)):
+            finished = self.run_killed(rnd.uniform(0.3, 1.0)) == 0
+            if finished:
+                break  # another run now would start the bounded job over (clean finish)
+            kills += 1
+        assert kills >= min_kills, f"only {kills} runs were killed before the job finished"
+        if not finished:
+            self.run_to_end()
+        assert sum("restore point: checkpoint" in log for log in self.logs) >= 1, \
+            "no rerun restored a checkpoint: the kills did not exercise recovery"
+        return kills
+
     def outputs(self):
         if self.parallelism == 1:
             return [self.out]
@@ -138,6 +159,19 @@ class Job:
     def checkpoint_ids(self):
         """Checkpoint ids each run completed, from its debug log."""
         return [[int(m) for m in re.findall(r"checkpoint (\d+) completed", log)] for log in self.logs]
+
+
+def die_at(j, point):
+    """Runs job j until fault point `point` makes it exit: at its third hit, or for
+    before_restore (which fires only in a rerun that restores) at its first, after a run that
+    left a checkpoint (j.first_checkpoint_then_kill). Returns that run."""
+    ordinal = 1 if point == "before_restore" else 3
+    if point == "before_restore":
+        j.first_checkpoint_then_kill()
+    r = j.run(fault=f"{point}:exit:{ordinal}")
+    assert r.returncode == FAULT_EXIT, f"the fault point did not fire:\n{r.stderr[-3000:]}"
+    assert f"[fault] {point} hit" in r.stderr
+    return r
 
 
 @pytest.fixture

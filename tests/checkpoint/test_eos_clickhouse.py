@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 from clickhouse_driver import Client
 
-from conftest import FAULT_EXIT, Job, fault_points, sink_fault_points
+from conftest import die_at, FAULT_EXIT, fault_points, Job, sink_fault_points
 from test_eos_postgres import expected_windows, source_sql
 
 
@@ -115,13 +115,7 @@ def test_uninterrupted_run_is_exact_and_says_exactly_once(chjob):
 @pytest.mark.parametrize("point", fault_points() + sink_fault_points("ch_"))
 def test_killed_at_each_fault_point_then_rerun_exactly_once(chjob, table, point):
     j = chjob()
-    ordinal = 1 if point == "before_restore" else 3
-    if point == "before_restore":
-        # the point fires only in a rerun that restores: get a checkpoint on disk first
-        assert j.run_killed(1.0) != 0
-    r = j.run(fault=f"{point}:exit:{ordinal}")
-    assert r.returncode == FAULT_EXIT, f"the fault point did not fire:\n{r.stderr[-3000:]}"
-    assert f"[fault] {point} hit" in r.stderr
+    r = die_at(j, point)
     if point in ("after_prepare", "before_snapshot_write", "after_snapshot_write",
                  "before_completed", "after_completed", "before_commit"):
         # the dead process left its interval staged on the server
@@ -141,18 +135,8 @@ def test_killed_at_each_fault_point_then_rerun_exactly_once(chjob, table, point)
 def test_random_sigkills_then_finish_exactly_once(chjob, parallelism):
     rnd = random.Random(3000 + parallelism)
     j = chjob(parallelism=parallelism, rows=60000, rate=10000)
-    kills, finished = 0, False
-    for _ in range(rnd.randint(6, 9)):
-        finished = j.run_killed(rnd.uniform(0.3, 1.0)) == 0
-        if finished:
-            break  # another run now would start the bounded job over (clean finish)
-        kills += 1
-    assert kills >= 5, f"only {kills} runs were killed before the job finished"
-    if not finished:
-        j.run_to_end()
+    j.kill_randomly_then_finish(rnd)
     j.check()
-    assert sum("restore point: checkpoint" in log for log in j.logs) >= 1, \
-        "no rerun restored a checkpoint: the kills did not exercise recovery"
 
 
 def test_a_failed_checkpoint_rewinds_in_process_exactly_once(chjob):

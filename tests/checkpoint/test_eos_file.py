@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import FAULT_EXIT, Job, fault_points
+from conftest import die_at, FAULT_EXIT, fault_points, Job
 
 EOS = ", delivery_guarantee = 'exactly_once'"
 
@@ -57,13 +57,7 @@ def test_without_the_option_the_job_says_at_least_once(tmp_path):
 @pytest.mark.parametrize("point", fault_points())
 def test_killed_at_each_fault_point_then_rerun_exactly_once(tmp_path, point):
     j = eos_job(tmp_path)
-    ordinal = 1 if point == "before_restore" else 3
-    if point == "before_restore":
-        # the point fires only in a rerun that restores: get a checkpoint on disk first
-        assert j.run_killed(1.0) != 0
-    r = j.run(fault=f"{point}:exit:{ordinal}")
-    assert r.returncode == FAULT_EXIT, f"the fault point did not fire:\n{r.stderr[-2000:]}"
-    assert f"[fault] {point} hit" in r.stderr
+    r = die_at(j, point)
     j.run_to_end()
     j.check(exactly_once=True)
     assert_whole_lines(j)
@@ -79,20 +73,10 @@ def test_killed_at_each_fault_point_then_rerun_exactly_once(tmp_path, point):
 def test_random_sigkills_then_finish_exactly_once(tmp_path, parallelism):
     rnd = random.Random(1000 + parallelism)
     j = eos_job(tmp_path, parallelism=parallelism, rows=60000, rate=10000)
-    kills, finished = 0, False
-    for _ in range(rnd.randint(6, 9)):
-        finished = j.run_killed(rnd.uniform(0.3, 1.0)) == 0
-        if finished:
-            break  # another run now would start the bounded job over (clean finish)
-        kills += 1
-    assert kills >= 5, f"only {kills} runs were killed before the job finished"
-    if not finished:
-        j.run_to_end()
+    j.kill_randomly_then_finish(rnd)
     j.check(exactly_once=True)
     assert_whole_lines(j)
     assert_no_staging(j)
-    restored = sum("restore point: checkpoint" in log for log in j.logs)
-    assert restored >= 1, "no rerun restored a checkpoint: the kills did not exercise recovery"
 
 
 def test_a_failed_checkpoint_rewinds_in_process_exactly_once(tmp_path):

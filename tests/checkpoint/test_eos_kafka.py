@@ -30,7 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BASE_TS, CLINK, FAULT_EXIT, KEYS, REPO, V_PERIOD, expected_windows, fault_points
+from conftest import (BASE_TS, CLINK, die_at, expected_windows, FAULT_EXIT, fault_points, KEYS,
+                      REPO, V_PERIOD)
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
@@ -215,6 +216,10 @@ class KafkaJob:
             env["CLINK_FAULT"] = fault
         return env
 
+    def first_checkpoint_then_kill(self):
+        """A run SIGKILLed once two checkpoints completed (so that the next run restores)."""
+        assert self.run_killed_after(2) != 0
+
     def run(self, *extra, fault=None, timeout=DEADLINE_S):
         try:
             r = subprocess.run(self.args(*extra), capture_output=True, text=True,
@@ -311,13 +316,7 @@ def test_at_least_once_stays_the_default(brokers, topic, tmp_path):
 @pytest.mark.parametrize("point", fault_points())
 def test_killed_at_each_fault_point_then_rerun(brokers, topic, tmp_path, point, mode):
     j = KafkaJob(tmp_path, brokers, topic(), sink_options=EOS if mode == "redo" else REWIND)
-    ordinal = 1 if point == "before_restore" else 3
-    if point == "before_restore":
-        # the point fires on a rerun that restores: get a checkpoint on disk first
-        assert j.run_killed_after(2) != 0
-    r = j.run(fault=f"{point}:exit:{ordinal}")
-    assert r.returncode == FAULT_EXIT, f"the fault point did not fire:\n{r.stderr[-3000:]}"
-    assert f"[fault] {point} hit" in r.stderr
+    r = die_at(j, point)
     j.run_to_end()
     j.check()
 

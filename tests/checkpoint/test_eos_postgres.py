@@ -23,7 +23,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import CLINK, FAULT_EXIT, REPO, Job, fault_points
+from conftest import CLINK, die_at, FAULT_EXIT, fault_points, Job, REPO
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -204,13 +204,7 @@ def test_uninterrupted_run_is_exact_and_says_exactly_once(pgjob):
 @pytest.mark.parametrize("point", fault_points())
 def test_killed_at_each_fault_point_then_rerun_exactly_once(pgjob, point):
     j = pgjob()
-    ordinal = 1 if point == "before_restore" else 3
-    if point == "before_restore":
-        # the point fires only in a rerun that restores: get a checkpoint on disk first
-        assert j.run_killed(1.0) != 0
-    r = j.run(fault=f"{point}:exit:{ordinal}")
-    assert r.returncode == FAULT_EXIT, f"the fault point did not fire:\n{r.stderr[-2000:]}"
-    assert f"[fault] {point} hit" in r.stderr
+    r = die_at(j, point)
     if point in ("after_prepare", "before_snapshot_write", "after_snapshot_write",
                  "before_completed", "after_completed", "before_commit"):
         # the dead process left its interval prepared on the server
@@ -230,18 +224,8 @@ def test_killed_at_each_fault_point_then_rerun_exactly_once(pgjob, point):
 def test_random_sigkills_then_finish_exactly_once(pgjob, parallelism):
     rnd = random.Random(2000 + parallelism)
     j = pgjob(parallelism=parallelism, rows=60000, rate=10000)
-    kills, finished = 0, False
-    for _ in range(rnd.randint(6, 9)):
-        finished = j.run_killed(rnd.uniform(0.3, 1.0)) == 0
-        if finished:
-            break  # another run now would start the bounded job over (clean finish)
-        kills += 1
-    assert kills >= 5, f"only {kills} runs were killed before the job finished"
-    if not finished:
-        j.run_to_end()
+    j.kill_randomly_then_finish(rnd)
     j.check()
-    restored = sum("restore point: checkpoint" in log for log in j.logs)
-    assert restored >= 1, "no rerun restored a checkpoint: the kills did not exercise recovery"
 
 
 def test_two_inserts_into_one_table_keep_their_transactions_apart(pgjob):

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import sink_fault_points, FAULT_EXIT, REPO, fault_points
+from conftest import die_at, FAULT_EXIT, fault_points, REPO, sink_fault_points
 
 
 def test_uninterrupted_run_matches_oracle(job):
@@ -20,13 +20,7 @@ def test_uninterrupted_run_matches_oracle(job):
 @pytest.mark.parametrize("point", fault_points())
 def test_killed_at_each_fault_point_then_rerun(job, point):
     j = job()
-    ordinal = 1 if point == "before_restore" else 3
-    if point == "before_restore":
-        # the point fires on a rerun that restores: get a checkpoint on disk first
-        assert j.run_killed(1.0) != 0
-    r = j.run(fault=f"{point}:exit:{ordinal}")
-    assert r.returncode == FAULT_EXIT, f"the fault point did not fire:\n{r.stderr[-2000:]}"
-    assert f"[fault] {point} hit" in r.stderr
+    r = die_at(j, point)
     j.run_to_end()
     j.check(exactly_once=False)
 
