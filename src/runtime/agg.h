@@ -214,7 +214,7 @@ typedef enum ck_agg_vcat {
 
 typedef enum ck_agg_acc_kind {
   CK_AGG_A_COUNT,  /* int64 n */
-  CK_AGG_A_SUM_I,  /* int64 sum (+ has bit) */
+  CK_AGG_A_SUM_I,  /* int128 sum (+ has bit), range-checked against BIGINT at emit */
   CK_AGG_A_SUM_D,  /* int128 sum (+ has bit) */
   CK_AGG_A_SUM_F,  /* double-double sum hi, lo (+ has bit) */
   CK_AGG_A_AVG_I,  /* int128 sum, int64 n */

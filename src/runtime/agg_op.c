@@ -18,10 +18,14 @@
  * stops passing emits DELETE carrying the values last emitted; a row equal to the one last
  * emitted emits nothing. Watermarks are forwarded.
  *
- * Arithmetic: integer sums exact in int64 (overflow is CK_EEVAL), decimals exact in __int128
- * and bounded by DECIMAL(38), AVG of decimals rounded half away from zero, double sums in
- * double-double so they do not depend on arrival order; NULL arguments are ignored,
- * SUM/AVG/MIN/MAX of no values is NULL, COUNT of nothing is 0.
+ * Arithmetic: integer sums accumulate exactly in __int128 and are range-checked against BIGINT
+ * when a result is emitted (so a partial sum may leave BIGINT when the total does not, and
+ * whether a job fails never depends on arrival order or parallelism); decimals exact in
+ * __int128 and bounded by DECIMAL(38), AVG of decimals rounded half away from zero, double sums
+ * in double-double so they do not depend on arrival order. No input is ever Infinity or NaN
+ * (expr.h), and a double sum that leaves DOUBLE's range is CK_EEVAL like integer overflow, never
+ * Infinity. NULL arguments are ignored, SUM/AVG/MIN/MAX of no values is NULL, COUNT of nothing
+ * is 0.
  *
  * Threads: one instance per subtask, called only on that subtask's thread.
  * Memory: all state is owned by the instance (see agg.h) and freed by close(); emitted
@@ -287,8 +291,17 @@ static const char *call_name(const ck_agg_t *agg, int c) { return fn_names[agg->
 static int overflow(ck_agg_t *agg, int c, const char *type, ck_error_t *err) {
   int rc = ck_error_set(err, CK_EEVAL, "could not aggregate: %s over input column %d overflows %s",
                         call_name(agg, c), agg->acc[c].call->arg_col, type);
-  ck_error_hint(err, "cast the argument to a wider type, e.g. DECIMAL(38, 0) or DOUBLE");
+  if (strcmp(type, "DOUBLE") == 0)
+    ck_error_detail(err, "the total is past +-1.7976931348623157e308; clink never produces "
+                         "Infinity");
+  else
+    ck_error_hint(err, "cast the argument to a wider type, e.g. DECIMAL(38, 0) or DOUBLE");
   return rc;
+}
+
+/* A double-double sum that is no longer finite (inputs always are): overflow. */
+static int dd_check(ck_agg_t *agg, int c, const char *p, ck_error_t *err) {
+  return isfinite(ck_agg_ldf(p)) ? 0 : overflow(agg, c, "DOUBLE", err);
 }
 
 static ck_agg_dset_t *acc_set(const char *e, const ck_agg_acc_t *a) {
@@ -324,11 +337,11 @@ int ck_agg_acc_add_value(ck_agg_t *agg, uint32_t idx, int c, const ck_value_t *v
   }
   switch (a->kind) {
     case CK_AGG_A_COUNT: ck_agg_st64(p, ck_agg_ld64(p) + 1); break;
-    case CK_AGG_A_SUM_I: {
-      int64_t s = v->v.i;
-      if (ck_agg_bit(bits, a->has_bit) && __builtin_add_overflow(ck_agg_ld64(p), v->v.i, &s))
+    case CK_AGG_A_SUM_I: { /* exact in 128 bits; BIGINT is checked at emit */
+      ck_i128 s = v->v.i;
+      if (ck_agg_bit(bits, a->has_bit) && __builtin_add_overflow(ck_agg_ld128(p), s, &s))
         return overflow(agg, c, "BIGINT", err);
-      ck_agg_st64(p, s);
+      ck_agg_st128(p, s);
       ck_agg_setbit(bits, a->has_bit, true);
       break;
     }
@@ -345,7 +358,7 @@ int ck_agg_acc_add_value(ck_agg_t *agg, uint32_t idx, int c, const ck_value_t *v
       if (ck_agg_bit(bits, a->has_bit)) dd_add(p, v->v.f);
       else dd_set(p, v->v.f);
       ck_agg_setbit(bits, a->has_bit, true);
-      break;
+      return dd_check(agg, c, p, err);
     case CK_AGG_A_AVG_I:
     case CK_AGG_A_AVG_D: {
       ck_i128 add = a->kind == CK_AGG_A_AVG_I ? (ck_i128)v->v.i : v->v.dec, s;
@@ -358,7 +371,7 @@ int ck_agg_acc_add_value(ck_agg_t *agg, uint32_t idx, int c, const ck_value_t *v
       if (ck_agg_ld64(p + 16)) dd_add(p, v->v.f);
       else dd_set(p, v->v.f);
       ck_agg_st64(p + 16, ck_agg_ld64(p + 16) + 1);
-      break;
+      return dd_check(agg, c, p, err);
     case CK_AGG_A_MINMAX: {
       if (ck_agg_bit(bits, a->has_bit)) {
         ck_value_t cur;
@@ -452,13 +465,24 @@ static int acc_merge(ck_agg_t *agg, uint32_t dst, uint32_t src, ck_error_t *err)
         }
         if (a->kind == CK_AGG_A_SUM_F) ck_agg_setbit(d + agg->bits_off, a->has_bit, true);
         else ck_agg_st64(dp + 16, ck_agg_ld64(dp + 16) + ck_agg_ld64(sp + 16));
+        int rc = dd_check(agg, c, dp, err);
+        if (rc) return rc;
         break;
       }
-      case CK_AGG_A_SUM_I:
+      case CK_AGG_A_SUM_I: {
+        if (!shas) break;
+        ck_i128 sum = ck_agg_ld128(sp);
+        if (ck_agg_bit(d + agg->bits_off, a->has_bit) &&
+            __builtin_add_overflow(ck_agg_ld128(dp), sum, &sum))
+          return overflow(agg, c, "BIGINT", err);
+        ck_agg_st128(dp, sum);
+        ck_agg_setbit(d + agg->bits_off, a->has_bit, true);
+        break;
+      }
       case CK_AGG_A_SUM_D:
       case CK_AGG_A_MINMAX: {
         if (!shas) break;
-        ck_type_t t = a->kind == CK_AGG_A_SUM_I ? CK_TYPE(CK_T_INT64) : a->call->arg_type;
+        ck_type_t t = a->call->arg_type;
         /* a MIN/MAX string stays in the pool: ck_agg_pool_add copes with that */
         ck_agg_val_load(agg, a->kind == CK_AGG_A_MINMAX ? a->acat : a->rcat, t, sp, &v);
         int rc = ck_agg_acc_add_value(agg, dst, c, &v, err);
@@ -506,7 +530,13 @@ static int acc_result(ck_agg_t *agg, uint32_t idx, int c, ck_value_t *out, ck_er
   out->type = a->call->result_type;
   switch (a->kind) {
     case CK_AGG_A_COUNT: out->v.i = ck_agg_ld64(p); return 0;
-    case CK_AGG_A_SUM_I: out->is_null = !has; out->v.i = ck_agg_ld64(p); return 0;
+    case CK_AGG_A_SUM_I: {
+      ck_i128 sum = ck_agg_ld128(p);
+      out->is_null = !has;
+      if (has && (sum > INT64_MAX || sum < INT64_MIN)) return overflow(agg, c, "BIGINT", err);
+      out->v.i = (int64_t)sum;
+      return 0;
+    }
     case CK_AGG_A_SUM_F: out->is_null = !has; out->v.f = ck_agg_ldf(p); return 0; /* hi */
     case CK_AGG_A_SUM_D: {
       out->is_null = !has;
@@ -1248,8 +1278,8 @@ static int plan_call(ck_agg_acc_t *a, const ck_agg_call_t *call, ck_error_t *err
 
 static uint32_t acc_width(const ck_agg_acc_t *a) {
   switch (a->kind) {
-    case CK_AGG_A_COUNT:
-    case CK_AGG_A_SUM_I: return 8;
+    case CK_AGG_A_COUNT: return 8;
+    case CK_AGG_A_SUM_I:
     case CK_AGG_A_SUM_D:
     case CK_AGG_A_SUM_F: return 16;
     case CK_AGG_A_AVG_I:

@@ -1,7 +1,8 @@
 /*
  * DESIGN: snapshot and restore of the aggregation operator's state.
  *
- * Encoding (little endian, version 1):
+ * Encoding (little endian, version 2; version 1 differs only in SUM of integers, whose sum was
+ * an i64, and is still read):
  *   "CKAG" u16 version
  *   shape: u8 window kind, i64 size, slide, gap, step; u16 nkeys, per key (u8 type, u8 p,
  *          u8 s); u16 ncalls, per call (u8 fn, u8 distinct, arg type, result type as above);
@@ -11,7 +12,8 @@
  *     u32 key group (ck_key_group of ck_key_hash of the key, so state can be redistributed)
  *     windowed: i64 window start, i64 window end
  *     per key: u8 is_null, then the value unless NULL
- *     per call: its accumulator — COUNT i64; SUM u8 has + i64 | i128 | f64 hi, f64 lo;
+ *     per call: its accumulator — COUNT i64; SUM u8 has + i128 (integers and decimals) |
+ *               f64 hi, f64 lo;
  *               AVG i128 sum | f64 hi, f64 lo, then i64 n; MIN/MAX u8 has + value;
  *               DISTINCT: u32 count + the values
  *     unwindowed: u8 emitted; when set, per call u8 is_null + the value last emitted
@@ -31,7 +33,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "the snapshot encoding copies little-endian values as they are in memory");
 
-#define SNAP_VERSION 1
+#define SNAP_VERSION 2
 
 /* ---- writing ---- */
 
@@ -83,7 +85,7 @@ static void put_acc(ck_buf_t *b, const ck_agg_t *agg, const char *e, int c) {
   bool has = a->has_bit >= 0 && ck_agg_bit(e + agg->bits_off, a->has_bit);
   switch (a->kind) {
     case CK_AGG_A_COUNT: put(b, p, 8); break;
-    case CK_AGG_A_SUM_I: put_u8(b, has); put(b, p, 8); break;
+    case CK_AGG_A_SUM_I:
     case CK_AGG_A_SUM_D:
     case CK_AGG_A_SUM_F: put_u8(b, has); put(b, p, 16); break;
     case CK_AGG_A_AVG_I:
@@ -276,13 +278,20 @@ static void get_key(rd_t *r, const ck_agg_t *agg, ck_batch_t *kb) {
   kb->nrows = 1;
 }
 
-static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, ck_error_t *err) {
+static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, int version, ck_error_t *err) {
   const ck_agg_acc_t *a = &agg->acc[c];
   size_t w = 0;
   bool has = false;
   switch (a->kind) {
     case CK_AGG_A_COUNT: w = 8; break;
-    case CK_AGG_A_SUM_I: has = get_u8(r), w = 8; break;
+    case CK_AGG_A_SUM_I:
+      has = get_u8(r);
+      if (version == 1) { /* an i64 sum, widened */
+        ck_agg_st128(ck_agg_entry(agg, idx) + a->off, (ck_i128)get_i64(r));
+        break;
+      }
+      w = 16;
+      break;
     case CK_AGG_A_SUM_D:
     case CK_AGG_A_SUM_F: has = get_u8(r), w = 16; break;
     case CK_AGG_A_AVG_I:
@@ -376,9 +385,9 @@ int ck_agg_restore(ck_op_t *op, const void *data, size_t len, ck_error_t *err) {
   if (!magic || memcmp(magic, "CKAG", 4) != 0)
     return corrupt(err, "the snapshot is not aggregation state");
   uint16_t version = get_u16(&r);
-  if (version != SNAP_VERSION) {
+  if (version < 1 || version > SNAP_VERSION) {
     int rc = corrupt(err, "the snapshot has an unknown version");
-    ck_error_detail(err, "version %u, this build reads version %d", version, SNAP_VERSION);
+    ck_error_detail(err, "version %u, this build reads versions 1 to %d", version, SNAP_VERSION);
     return rc;
   }
   if (!shape_matches(&r, agg))
@@ -414,7 +423,7 @@ int ck_agg_restore(ck_op_t *op, const void *data, size_t len, ck_error_t *err) {
       char *e = ck_agg_entry(agg, idx);
       e[CK_AGG_E_FLAGS] = (char)(e[CK_AGG_E_FLAGS] | CK_AGG_F_ACC);
     }
-    for (int c = 0; c < agg->ncalls && !rc; c++) rc = get_acc(&r, agg, idx, c, err);
+    for (int c = 0; c < agg->ncalls && !rc; c++) rc = get_acc(&r, agg, idx, c, version, err);
     if (!rc && !agg->windowed) rc = get_emitted(&r, agg, idx, err);
     if (!keep) {
       ck_agg_entry_release(agg, idx);

@@ -635,6 +635,76 @@ static void test_agg_overflow_is_an_error(void **state) {
   fx_fini(&f);
 }
 
+/* SUM of integers accumulates exactly and is checked when it is emitted: a partial sum past
+ * BIGINT is no error when the total fits, whatever order the rows arrive in (one batch, several,
+ * session merges), and a total past BIGINT still is. */
+static void test_agg_sum_bigint_checked_at_emit_not_on_partial_sums(void **state) {
+  fx_t f;
+  fx_count_sum(&f, CK_WIN_TUMBLE);
+  f.win.size = 10;
+  fx_start(&f);
+  PUSH(&f, {1, 0, INT64_MAX}, {1, 1, 1}, {1, 2, -2},   /* partial sum MAX + 1 */
+           {2, 0, -2}, {2, 1, INT64_MAX}, {2, 2, 1},   /* never past MAX */
+           {3, 0, 1}, {3, 1, INT64_MAX}, {3, 2, -2},   /* partial sum MAX + 1 */
+           {4, 0, INT64_MIN + 1}, {4, 1, -2}, {4, 2, 2}); /* partial sum MIN - 1 */
+  /* (INT64_MIN itself marks NULL in PUSH) */
+  PUSH(&f, {5, 0, INT64_MAX}, {5, 1, INT64_MAX});
+  PUSH(&f, {5, 2, INT64_MIN + 1}, {5, 3, INT64_MIN + 1}, {5, 4, 5}); /* 2·MAX + 2·(MIN+1) + 5 */
+  wm(&f, 10);
+  expect(&f,
+         "+I 1 0 10 3 9223372036854775806\n"
+         "+I 2 0 10 3 9223372036854775806\n"
+         "+I 3 0 10 3 9223372036854775806\n"
+         "+I 4 0 10 3 -9223372036854775807\n"
+         "+I 5 0 10 5 5\n"
+         "wm 10\n");
+  PUSH(&f, {6, 10, INT64_MAX}, {6, 11, 1});
+  assert_int_equal(f.op.ops->watermark(&f.op, 20, &f.err), CK_EEVAL);
+  assert_string_equal(f.err.message, "could not aggregate: SUM over input column 2 overflows BIGINT");
+  fx_fini(&f);
+
+  /* sessions: the partial sums of two sessions merged by a third record */
+  fx_count_sum(&f, CK_WIN_SESSION);
+  f.win.gap = 10;
+  fx_start(&f);
+  PUSH(&f, {1, 0, INT64_MAX}, {1, 20, 1});
+  PUSH(&f, {1, 10, -2});
+  wm(&f, CK_WATERMARK_MAX);
+  expect(&f, "+I 1 0 30 3 9223372036854775806\nwm 9223372036854775807\n");
+  fx_fini(&f);
+
+  /* unwindowed: the row emitted after a batch is what must fit */
+  fx_count_sum(&f, CK_WIN_NONE);
+  fx_start(&f);
+  PUSH(&f, {1, 0, INT64_MAX}, {1, 0, 1}, {1, 0, -2});
+  expect(&f, "+I 1 3 9223372036854775806\n");
+  fx_fini(&f);
+}
+
+/* DOUBLE sums never become Infinity: leaving DOUBLE's range is an error like integer overflow
+ * (inputs are never Infinity or NaN, expr.h). */
+static void test_agg_double_sum_overflow_is_an_error(void **state) {
+  for (int fn = 0; fn < 2; fn++) {
+    fx_t f;
+    fx_init(&f, CK_WIN_TUMBLE);
+    f.win.size = 10;
+    fx_key(&f, 0, I64);
+    fx_call(&f, fn ? CK_AGG_AVG : CK_AGG_SUM, false, 2, F64);
+    fx_start(&f);
+    ck_type_t types[3] = {I64, TS, F64};
+    ck_batch_t *b = ck_batch_new(3, types, 2);
+    for (int i = 0; i < 2; i++) {
+      ck_col_append_i64(&b->cols[0], 1);
+      ck_col_append_i64(&b->cols[1], i);
+      ck_col_append_f64(&b->cols[2], 1.5e308);
+    }
+    assert_int_equal(process(&f, b), CK_EEVAL);
+    assert_string_equal(f.err.message, fn ? "could not aggregate: AVG over input column 2 overflows DOUBLE"
+                                          : "could not aggregate: SUM over input column 2 overflows DOUBLE");
+    fx_fini(&f);
+  }
+}
+
 static void test_agg_distinct(void **state) {
   fx_t f;
   fx_init(&f, CK_WIN_TUMBLE);
@@ -1090,6 +1160,77 @@ static void test_agg_restore_rejects_foreign_or_truncated(void **state) {
   fx_fini(&a);
 }
 
+/* Snapshots of version 1 (SUM of integers as an i64) are still restored; new ones are version 2
+ * with the sum in 128 bits. The conversion below follows the encoding in agg_snap.c. */
+static void test_agg_restore_reads_version_1_integer_sums(void **state) {
+  fx_t a, b;
+  fx_count_sum(&a, CK_WIN_TUMBLE);
+  a.win.size = 10;
+  fx_start(&a);
+  PUSH(&a, {1, 0, 5}, {1, 1, -12}, {2, 3, INT64_MAX}, {2, 4, 1});
+  ck_buf_t v2, v1;
+  ck_buf_init(&v2);
+  ck_buf_init(&v1);
+  assert_int_equal(a.op.ops->snapshot(&a.op, &v2, &a.err), 0);
+  uint16_t version;
+  memcpy(&version, v2.data + 4, 2);
+  assert_int_equal(version, 2);
+  /* header 6, shape 1 + 4·8 + 2 + 3 + 2 + 2·8 + 4, watermark 8, count 8 */
+  size_t head = 6 + 60 + 8 + 8, rec2 = 4 + 16 + 9 + 8 + 1 + 16;
+  uint64_t count;
+  memcpy(&count, v2.data + head - 8, 8);
+  assert_int_equal(count, 2);
+  assert_int_equal(v2.len, head + count * rec2);
+  ck_buf_append(&v1, v2.data, head);
+  v1.data[4] = 1;
+  for (uint64_t r = 0; r < count; r++) {
+    const char *rec = v2.data + head + r * rec2;
+    ck_i128 sum;
+    memcpy(&sum, rec + rec2 - 16, 16);
+    int64_t narrow = (int64_t)sum;
+    if (sum != (ck_i128)narrow) narrow = INT64_MIN; /* did not fit an i64: unused below */
+    ck_buf_append(&v1, rec, rec2 - 16);
+    ck_buf_append(&v1, &narrow, 8);
+  }
+  fx_count_sum(&b, CK_WIN_TUMBLE);
+  b.win.size = 10;
+  fx_start(&b);
+  /* key 2's sum (MAX + 1) has no version 1 form: restore key 1 only */
+  ck_buf_t one;
+  ck_buf_init(&one);
+  ck_buf_append(&one, v1.data, head);
+  uint64_t one_count = 0;
+  for (uint64_t r = 0; r < count; r++) {
+    const char *rec = v1.data + head + r * (rec2 - 8);
+    int64_t key;
+    memcpy(&key, rec + 4 + 16 + 1, 8);
+    if (key != 1) continue;
+    ck_buf_append(&one, rec, rec2 - 8);
+    one_count++;
+  }
+  assert_int_equal(one_count, 1);
+  memcpy(one.data + head - 8, &one_count, 8);
+  int rc = b.op.ops->restore(&b.op, one.data, one.len, &b.err);
+  if (rc) fprintf(stderr, "restore failed: %s\n", b.err.message);
+  assert_int_equal(rc, 0);
+  PUSH(&b, {1, 2, INT64_MAX}); /* -7 + MAX: the restored sum is widened */
+  wm(&b, 10);
+  expect(&b, "+I 1 0 10 3 9223372036854775800\nwm 10\n");
+  /* and an unknown version is refused by number */
+  one.data[4] = 3;
+  fx_close(&b);
+  fx_count_sum(&b, CK_WIN_TUMBLE);
+  b.win.size = 10;
+  fx_start(&b);
+  assert_int_equal(b.op.ops->restore(&b.op, one.data, one.len, &b.err), CK_ESTATE);
+  assert_string_equal(b.err.detail, "version 3, this build reads versions 1 to 2");
+  ck_buf_fini(&one);
+  ck_buf_fini(&v1);
+  ck_buf_fini(&v2);
+  fx_close(&b);
+  fx_fini(&a);
+}
+
 /* ---- misuse ---- */
 
 static void test_agg_init_and_input_errors(void **state) {
@@ -1149,6 +1290,8 @@ int main(void) {
       cmocka_unit_test(test_agg_decimal_sum_avg_exact_and_rounded),
       cmocka_unit_test(test_agg_decimal_avg_rounds_half_away_from_zero),
       cmocka_unit_test(test_agg_overflow_is_an_error),
+      cmocka_unit_test(test_agg_sum_bigint_checked_at_emit_not_on_partial_sums),
+      cmocka_unit_test(test_agg_double_sum_overflow_is_an_error),
       cmocka_unit_test(test_agg_distinct),
       cmocka_unit_test(test_agg_min_max_strings_and_string_keys),
       cmocka_unit_test(test_agg_unwindowed_changelog_kinds_and_order),
@@ -1164,6 +1307,7 @@ int main(void) {
       cmocka_unit_test(test_agg_snapshot_restore_unwindowed_having),
       cmocka_unit_test(test_agg_restore_splits_by_key_group),
       cmocka_unit_test(test_agg_restore_rejects_foreign_or_truncated),
+      cmocka_unit_test(test_agg_restore_reads_version_1_integer_sums),
       cmocka_unit_test(test_agg_init_and_input_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
