@@ -54,4 +54,36 @@ const char *ck_format_expected(ck_type_t type);
 /* A token for an error message: at most 40 bytes, elided with "..." beyond. */
 void ck_format_token(const char *s, size_t n, char *out, size_t out_len);
 
+/* ---- the one number grammar of every format: JSON's,
+ *      -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+ * No '+', no leading zeros, no hex, no NaN or Infinity; a value past the column type's range
+ * (1e999 for DOUBLE) is an error, never Infinity. ---- */
+
+/* A scanned number: its text and what it looks like. */
+typedef struct ck_num {
+  const char *s;
+  size_t n;
+  bool neg, frac, exp;
+  uint64_t mant;  /* significant digits, up to 19 of them */
+  bool truncated; /* more significant digits than mant holds */
+  int exp10;      /* value = mant * 10^exp10 (when !truncated) */
+  uint64_t ipart; /* integer part, valid when !ibig */
+  bool ibig;      /* integer part above UINT64_MAX */
+} ck_num_t;
+
+/* Scans the longest number of the grammar at p (before end). 0, or -1 with *why ("expected a
+ * digit", …) and *at, the first byte that does not fit. What follows the number is the
+ * caller's to judge. */
+int ck_format_scan_number(const char *p, const char *end, ck_num_t *num, const char **why,
+                          const char **at);
+/* The number as a double / float, correctly rounded; false when it is past the type's range. */
+bool ck_format_num_double(const ck_num_t *num, ck_buf_t *scratch, double *out);
+bool ck_format_num_float(const ck_num_t *num, ck_buf_t *scratch, float *out);
+/* The number as an integer of type id (INT32, INT64 or TIMESTAMP): 0, -1 when it has a fraction
+ * or an exponent, -2 when it is out of range. */
+int ck_format_num_int(const ck_num_t *num, ck_type_id_t id, int64_t *out);
+/* Plain decimal text for a number with an exponent ("1.5e3" -> "1500", in scratch), for
+ * ck_decimal_parse. False when the value has more than 60 integer digits (it fits no DECIMAL). */
+bool ck_format_num_plain(const ck_num_t *num, ck_buf_t *scratch, const char **s, size_t *n);
+
 #endif

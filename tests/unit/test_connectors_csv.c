@@ -120,6 +120,40 @@ static void test_csv_errors_and_rollback(void **state) {
   fx_free(f);
 }
 
+/* CSV reads numbers by the same grammar as JSON (one scanner in format.c): no NaN, Infinity,
+ * hex, '+', leading zeros or bare points; a value past the type's range is an error. */
+static void test_csv_number_grammar_is_jsons(void **state) {
+  fx_t *f = fx_new("n INT, d DOUBLE, r FLOAT, m DECIMAL(10,2)", false);
+  static const char *const not_numbers[] = {"NaN", "nan", "Infinity", "-Infinity", "inf",
+                                            "0x10", "+5", "007", "-01", "1.", ".5", "1e",
+                                            "1e+", "--1", "1_000", "1,5", "0.5.5", "- 1"};
+  char rec[96], msg[96];
+  for (size_t i = 0; i < sizeof not_numbers / sizeof *not_numbers; i++) {
+    const char *x = not_numbers[i];
+    if (strchr(x, ',')) snprintf(rec, sizeof rec, "1,\"%s\",0,0", x);
+    else snprintf(rec, sizeof rec, "1,%s,0,0", x);
+    snprintf(msg, sizeof msg, "field 'd': expected a number, found '%s'", x);
+    dec_err(f, rec, msg);
+    snprintf(rec, sizeof rec, "1,0,%s,0", x);
+    if (!strchr(x, ',')) dec_err(f, rec, "field 'r': expected a number");
+    snprintf(rec, sizeof rec, "1,0,0,%s", x);
+    if (!strchr(x, ',')) dec_err(f, rec, "field 'm': expected a number that fits DECIMAL(10, 2)");
+    snprintf(rec, sizeof rec, "%s,0,0,0", x);
+    if (!strchr(x, ',')) dec_err(f, rec, "field 'n': expected an integer");
+  }
+  dec_err(f, "1,1e999,0,0", "field 'd': out of range for DOUBLE, found '1e999'");
+  dec_err(f, "1,-1e999,0,0", "field 'd': out of range for DOUBLE, found '-1e999'");
+  dec_err(f, "1,0,1e39,0", "field 'r': out of range for FLOAT, found '1e39'");
+  dec_err(f, "1.0,0,0,0", "field 'n': expected an integer, found '1.0'");
+  dec_err(f, "1e2,0,0,0", "field 'n': expected an integer, found '1e2'");
+  dec_ok(f, "-0,0.5e-2,3.4028234e38,1.5E1");
+  dec_ok(f, "0,-1.7976931348623157e308,1e-50, -2.125 ");
+  rows_are(f,
+           "{\"d\":0.005,\"m\":15.00,\"n\":0,\"r\":3.4028235e+38}\n"
+           "{\"d\":-1.7976931348623157e+308,\"m\":-2.13,\"n\":0,\"r\":0}\n");
+  fx_free(f);
+}
+
 static void test_csv_header_maps_by_name(void **state) {
   fx_t *f = fx_new("sensor_id VARCHAR, ts BIGINT, temp_c DOUBLE, missing INT", true);
   assert_true(ck_decoder_wants_header(f->dec));
@@ -201,6 +235,7 @@ int main(void) {
       cmocka_unit_test(test_csv_positional_every_type),
       cmocka_unit_test(test_csv_quoting),
       cmocka_unit_test(test_csv_errors_and_rollback),
+      cmocka_unit_test(test_csv_number_grammar_is_jsons),
       cmocka_unit_test(test_csv_header_maps_by_name),
       cmocka_unit_test(test_csv_encoder),
   };

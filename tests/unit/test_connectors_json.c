@@ -142,6 +142,23 @@ static void test_json_doubles_round_exactly(void **state) {
   fx_free(f);
 }
 
+/* The same not-numbers the CSV test refuses (one grammar, format.c): each is a syntax error. */
+static void test_json_number_grammar_refuses_what_csv_refuses(void **state) {
+  fx_t *f = fx_new("d DOUBLE");
+  static const char *const bad[] = {"NaN", "Infinity", "-Infinity", "0x10", "+5", "007",
+                                    "-01", "1.", ".5", "1e", "1e+", "--1"};
+  for (size_t i = 0; i < CK_ARRAY_LEN(bad); i++) {
+    char rec[64];
+    snprintf(rec, sizeof rec, "{\"d\":%s}", bad[i]);
+    assert_int_equal(dec(f, rec), CK_EDECODE);
+  }
+  dec_err(f, "{\"d\":-1e999}", "field 'd': -1e999 is out of range for DOUBLE");
+  fx_free(f);
+  f = fx_new("r FLOAT");
+  dec_err(f, "{\"r\":1e39}", "field 'r': 1e39 is out of range for FLOAT");
+  fx_free(f);
+}
+
 static void test_json_decimal_from_text(void **state) {
   fx_t *f = fx_new("m DECIMAL(10,2)");
   dec_ok(f, "{\"m\":12.345}");     /* rounds half away from zero */
@@ -598,6 +615,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_json_every_type),
       cmocka_unit_test(test_json_doubles_round_exactly),
+      cmocka_unit_test(test_json_number_grammar_refuses_what_csv_refuses),
       cmocka_unit_test(test_json_decimal_from_text),
       cmocka_unit_test(test_json_integer_errors),
       cmocka_unit_test(test_json_the_spec_example_message),
