@@ -1,8 +1,8 @@
 /*
  * DESIGN: snapshot and restore of the aggregation operator's state.
  *
- * Encoding (little endian, version 2; version 1 differs only in SUM of integers, whose sum was
- * an i64, and is still read):
+ * Encoding (little endian, version 2; version 1, still read, had SUM of integers as an i64 and
+ * no `big` part in SUM/AVG of doubles):
  *   "CKAG" u16 version
  *   shape: u8 window kind, i64 size, slide, gap, step; u16 nkeys, per key (u8 type, u8 p,
  *          u8 s); u16 ncalls, per call (u8 fn, u8 distinct, arg type, result type as above);
@@ -13,8 +13,8 @@
  *     windowed: i64 window start, i64 window end
  *     per key: u8 is_null, then the value unless NULL
  *     per call: its accumulator — COUNT i64; SUM u8 has + i128 (integers and decimals) |
- *               f64 hi, f64 lo;
- *               AVG i128 sum | f64 hi, f64 lo, then i64 n; MIN/MAX u8 has + value;
+ *               f64 hi, f64 lo, i64 big (the sum is big·2^1000 + hi + lo);
+ *               AVG i128 sum, i64 n | f64 hi, f64 lo, i64 n, i64 big; MIN/MAX u8 has + value;
  *               DISTINCT: u32 count + the values
  *     unwindowed: u8 emitted; when set, per call u8 is_null + the value last emitted
  *   A value is its canonical state form: BOOL 1 byte, integers and TIMESTAMP i64, floats f64,
@@ -86,11 +86,11 @@ static void put_acc(ck_buf_t *b, const ck_agg_t *agg, const char *e, int c) {
   switch (a->kind) {
     case CK_AGG_A_COUNT: put(b, p, 8); break;
     case CK_AGG_A_SUM_I:
-    case CK_AGG_A_SUM_D:
-    case CK_AGG_A_SUM_F: put_u8(b, has); put(b, p, 16); break;
+    case CK_AGG_A_SUM_D: put_u8(b, has); put(b, p, 16); break;
+    case CK_AGG_A_SUM_F: put_u8(b, has); put(b, p, 24); break;
     case CK_AGG_A_AVG_I:
-    case CK_AGG_A_AVG_D:
-    case CK_AGG_A_AVG_F: put(b, p, 24); break;
+    case CK_AGG_A_AVG_D: put(b, p, 24); break;
+    case CK_AGG_A_AVG_F: put(b, p, 32); break;
     case CK_AGG_A_MINMAX:
       put_u8(b, has);
       if (has) put_slot(b, agg, a->acat, p);
@@ -292,11 +292,11 @@ static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, int version, ck_
       }
       w = 16;
       break;
-    case CK_AGG_A_SUM_D:
-    case CK_AGG_A_SUM_F: has = get_u8(r), w = 16; break;
+    case CK_AGG_A_SUM_D: has = get_u8(r), w = 16; break;
+    case CK_AGG_A_SUM_F: has = get_u8(r), w = version == 1 ? 16 : 24; break; /* v1: big = 0 */
     case CK_AGG_A_AVG_I:
-    case CK_AGG_A_AVG_D:
-    case CK_AGG_A_AVG_F: w = 24; break;
+    case CK_AGG_A_AVG_D: w = 24; break;
+    case CK_AGG_A_AVG_F: w = version == 1 ? 24 : 32; break;
     case CK_AGG_A_MINMAX: has = get_u8(r); break;
   }
   if (w) get_into(r, ck_agg_entry(agg, idx) + a->off, w);
