@@ -272,7 +272,7 @@ static int csv_header(ck_decoder_t *base, const char *rec, size_t len, ck_error_
       for (int c = 0; c < dec->ncols; c++) {
         if (dec->map[nf + c] >= 0) continue; /* a repeated name: the first one wins */
         ck_str_t name = ck_str_of(schema->names[c]);
-        if (pass == 0 ? ck_str_eq(name, (ck_str_t){s, n}) : ck_str_ieq(name, (ck_str_t){s, n})) {
+        if (pass == 0 ? ck_str_eq(name, (ck_str_t){s, n}) : ck_utf8_ieq(name.ptr, name.len, s, n)) {
           dec->map[i] = c;
           dec->map[nf + c] = i;
           break;

@@ -625,7 +625,7 @@ static inline int find_col(json_dec_t *dec, int h, const char *k, size_t n) {
   for (int i = 0; i < dec->ncols; i++)
     if (dec->cols[i].len == n && bytes_eq(dec->cols[i].name, k, n)) return i;
   for (int i = 0; i < dec->ncols; i++)
-    if (ck_str_ieq((ck_str_t){dec->cols[i].name, dec->cols[i].len}, (ck_str_t){k, n})) return i;
+    if (ck_utf8_ieq(dec->cols[i].name, dec->cols[i].len, k, n)) return i; /* Unicode folding */
   return -1;
 }
 

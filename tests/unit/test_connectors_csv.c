@@ -171,6 +171,17 @@ static void test_csv_header_maps_by_name(void **state) {
   fx_free(f);
 }
 
+static void test_csv_header_names_fold_unicode_case(void **state) {
+  fx_t *f = fx_new("stra\xc3\x9f" "e VARCHAR, \xc3\xa9t\xc3\xa9 INT", true); /* straße, été */
+  ck_error_t err;
+  ck_error_clear(&err);
+  const char *hdr = "\xc3\x89T\xc3\x89,STRASSE\n";                            /* ÉTÉ, STRASSE */
+  assert_int_equal(ck_decoder_header(f->dec, hdr, strlen(hdr), &err), 0);
+  dec_ok(f, "7,x");
+  rows_are(f, "{\"stra\xc3\x9f" "e\":\"x\",\"\xc3\xa9t\xc3\xa9\":7}\n");
+  fx_free(f);
+}
+
 static void test_csv_encoder(void **state) {
   ck_arena_t arena;
   ck_arena_init(&arena, 4096);
@@ -237,6 +248,7 @@ int main(void) {
       cmocka_unit_test(test_csv_errors_and_rollback),
       cmocka_unit_test(test_csv_number_grammar_is_jsons),
       cmocka_unit_test(test_csv_header_maps_by_name),
+      cmocka_unit_test(test_csv_header_names_fold_unicode_case),
       cmocka_unit_test(test_csv_encoder),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

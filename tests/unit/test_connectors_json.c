@@ -329,6 +329,19 @@ static void test_json_names_match_case_insensitively(void **state) {
   fx_free(f);
 }
 
+/* Names fold with Unicode case folding, not ASCII only (UPPER/LOWER's ICU): GRÖSSE is größe. */
+static void test_json_names_match_with_unicode_case_folding(void **state) {
+  fx_t *f = fx_new("gr\xc3\xb6\xc3\x9f" "e DOUBLE, \xc3\xa9t\xc3\xa9 INT");   /* größe, été */
+  dec_ok(f, "{\"GR\xc3\x96SSE\":1.5,\"\xc3\x89T\xc3\x89\":2}");               /* GRÖSSE, ÉTÉ */
+  dec_ok(f, "{\"Gr\xc3\xb6sse\":2.5,\"\xc3\xa9t\xc3\xa8\":3}");               /* Grösse; étè is another word */
+  const ck_batch_t *b = f->batch;
+  assert_true(ck_col_f64(&b->cols[0], 0) == 1.5);
+  assert_int_equal(ck_col_i32(&b->cols[1], 0), 2);
+  assert_true(ck_col_f64(&b->cols[0], 1) == 2.5);
+  assert_false(ck_col_valid(&b->cols[1], 1));
+  fx_free(f);
+}
+
 static void test_json_repeated_field_last_wins(void **state) {
   fx_t *f = fx_new("s VARCHAR, n INT");
   dec_ok(f, "{\"s\":\"first\",\"n\":null,\"s\":\"second\",\"n\":3}");
@@ -624,6 +637,7 @@ int main(void) {
       cmocka_unit_test(test_json_string_column_takes_any_value_as_text),
       cmocka_unit_test(test_json_nulls_missing_and_extra_fields),
       cmocka_unit_test(test_json_names_match_case_insensitively),
+      cmocka_unit_test(test_json_names_match_with_unicode_case_folding),
       cmocka_unit_test(test_json_repeated_field_last_wins),
       cmocka_unit_test(test_json_bad_record_leaves_batch_unchanged),
       cmocka_unit_test(test_json_invalid_utf8),
