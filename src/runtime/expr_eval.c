@@ -1196,10 +1196,15 @@ static int k_case_conv(kc_t *c) {
       break;
     }
     size_t cap = len * 3 + 16; /* one UTF-8 unit maps to at most three */
-    str_room(o, cap);
-    st = U_ZERO_ERROR;
-    int32_t m = up ? ucasemap_utf8ToUpper(map, o->data + o->data_len, (int32_t)cap, s, (int32_t)len, &st)
-                   : ucasemap_utf8ToLower(map, o->data + o->data_len, (int32_t)cap, s, (int32_t)len, &st);
+    int32_t m = 0;
+    for (int pass = 0; pass < 2; pass++) { /* a second pass only if ICU asks for more room */
+      str_room(o, cap);
+      st = U_ZERO_ERROR;
+      m = up ? ucasemap_utf8ToUpper(map, o->data + o->data_len, (int32_t)cap, s, (int32_t)len, &st)
+             : ucasemap_utf8ToLower(map, o->data + o->data_len, (int32_t)cap, s, (int32_t)len, &st);
+      if (st != U_BUFFER_OVERFLOW_ERROR) break;
+      cap = (size_t)m + 16;
+    }
     if (U_FAILURE(st)) {
       rc = ck_error_set(c->ev->err, CK_EEVAL, "could not compute %s: %s", ck_fn_name(c->e->fn),
                         u_errorName(st));
