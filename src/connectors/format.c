@@ -213,110 +213,10 @@ void ck_format_token(const char *s, size_t n, char *out, size_t out_len) {
 
 /* ---- numbers: one grammar for every format (format_impl.h) ---- */
 
-static inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-int ck_format_scan_number(const char *p, const char *end, ck_num_t *num, const char **why,
-                          const char **at) {
-  memset(num, 0, sizeof *num);
-  num->s = p;
-  if (p < end && *p == '-') num->neg = true, p++;
-  if (p >= end || !is_digit(*p)) {
-    *at = p;
-    *why = "expected a digit";
-    return -1;
-  }
-  if (*p == '0') {
-    p++;
-  } else {
-    /* up to 19 digits cannot overflow 64 bits; a 20th is checked; more is big */
-    const char *ds = p;
-    uint64_t v = 0;
-    while (p < end && is_digit(*p) && p - ds < 19) v = v * 10 + (uint64_t)(*p++ - '0');
-    num->mant = v;
-    if (p < end && is_digit(*p)) {
-      unsigned d = (unsigned)(*p - '0');
-      if (v > 1844674407370955161ULL || (v == 1844674407370955161ULL && d > 5)) num->ibig = true;
-      else v = v * 10 + d;
-      while (p < end && is_digit(*p)) p++, num->exp10++;
-      num->truncated = true; /* mant holds the first 19 digits, exp10 counts the rest */
-      if (p - ds > 20) num->ibig = true;
-    }
-    num->ipart = v;
-  }
-  if (p < end && *p == '.') {
-    num->frac = true;
-    p++;
-    if (p >= end || !is_digit(*p)) {
-      *at = p;
-      *why = "expected a digit after the decimal point";
-      return -1;
-    }
-    while (p < end && is_digit(*p)) {
-      if (num->mant < 1000000000000000000ULL && !num->truncated) {
-        num->mant = num->mant * 10 + (uint64_t)(*p - '0');
-        num->exp10--;
-      } else {
-        num->truncated = true;
-      }
-      p++;
-    }
-  }
-  if (p < end && (*p == 'e' || *p == 'E')) {
-    num->exp = true;
-    p++;
-    bool eneg = false;
-    if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
-    if (p >= end || !is_digit(*p)) {
-      *at = p;
-      *why = "expected a digit in the exponent";
-      return -1;
-    }
-    int e = 0;
-    while (p < end && is_digit(*p)) {
-      if (e < 100000) e = e * 10 + (*p - '0');
-      p++;
-    }
-    num->exp10 += eneg ? -e : e;
-  }
-  num->n = (size_t)(p - num->s);
-  return 0;
-}
-
-static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/* The number's text, NUL-terminated, in scratch. */
-static const char *num_text(const ck_num_t *num, ck_buf_t *scratch) {
+const char *ck_format_num_text(const ck_num_t *num, ck_buf_t *scratch) {
   ck_buf_reset(scratch);
   ck_buf_append(scratch, num->s, num->n);
   return scratch->data;
-}
-
-bool ck_format_num_double(const ck_num_t *num, ck_buf_t *scratch, double *out) {
-  double d;
-  if (!num->truncated && num->mant <= (1ULL << 53) && num->exp10 >= -22 && num->exp10 <= 22) {
-    d = (double)num->mant; /* exact: both operands are, and IEEE rounds the result once */
-    d = num->exp10 < 0 ? d / pow10_exact[-num->exp10] : d * pow10_exact[num->exp10];
-    if (num->neg) d = -d;
-  } else {
-    d = strtod(num_text(num, scratch), NULL);
-  }
-  *out = d;
-  return isfinite(d);
-}
-
-bool ck_format_num_float(const ck_num_t *num, ck_buf_t *scratch, float *out) {
-  float f;
-  if (!num->truncated && num->mant <= (1ULL << 24) && num->exp10 >= -10 && num->exp10 <= 10) {
-    f = (float)num->mant;
-    f = num->exp10 < 0 ? f / (float)pow10_exact[-num->exp10] : f * (float)pow10_exact[num->exp10];
-    if (num->neg) f = -f;
-  } else {
-    f = strtof(num_text(num, scratch), NULL);
-  }
-  *out = f;
-  return isfinite(f);
 }
 
 int ck_format_num_int(const ck_num_t *num, ck_type_id_t id, int64_t *out) {
@@ -352,7 +252,7 @@ bool ck_format_num_plain(const ck_num_t *num, ck_buf_t *scratch, const char **s,
     if (nd < sizeof digits) digits[nd++] = *p, point += !seen_dot;
     else if (!seen_dot) point++;
   }
-  long ex = strtol(num_text(num, scratch) + (p - num->s) + 1, NULL, 10);
+  long ex = strtol(ck_format_num_text(num, scratch) + (p - num->s) + 1, NULL, 10);
   ck_buf_t *b = scratch;
   ck_buf_reset(b);
   if (num->neg) ck_buf_putc(b, '-');

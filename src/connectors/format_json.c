@@ -42,6 +42,7 @@ typedef struct json_col {
   size_t len;
   ck_type_t type;
   bool plain; /* the name needs no escape in JSON: a key spelled as the name is the name */
+  bool ascii; /* the name is ASCII: it folds byte by byte against an ASCII key */
 } json_col_t;
 
 typedef struct json_dec {
@@ -624,8 +625,14 @@ static inline int find_col(json_dec_t *dec, int h, const char *k, size_t n) {
   if (h < dec->ncols && dec->cols[h].len == n && bytes_eq(dec->cols[h].name, k, n)) return h;
   for (int i = 0; i < dec->ncols; i++)
     if (dec->cols[i].len == n && bytes_eq(dec->cols[i].name, k, n)) return i;
-  for (int i = 0; i < dec->ncols; i++)
-    if (ck_utf8_ieq(dec->cols[i].name, dec->cols[i].len, k, n)) return i; /* Unicode folding */
+  bool ascii = true; /* a key that is no column's: its bytes once, not once per column */
+  for (size_t j = 0; j < n && ascii; j++) ascii = (unsigned char)k[j] < 0x80;
+  for (int i = 0; i < dec->ncols; i++) {
+    const json_col_t *col = &dec->cols[i];
+    if (ascii && col->ascii ? ck_str_ieq((ck_str_t){col->name, col->len}, (ck_str_t){k, n})
+                            : ck_utf8_ieq(col->name, col->len, k, n)) /* Unicode folding */
+      return i;
+  }
   return -1;
 }
 
@@ -758,9 +765,11 @@ ck_decoder_t *ck_format_json_decoder_new(const ck_schema_t *schema) {
     col->name = schema->names[c];
     col->len = strlen(schema->names[c]);
     col->type = schema->types[c];
-    col->plain = true;
-    for (size_t i = 0; i < col->len; i++)
+    col->plain = col->ascii = true;
+    for (size_t i = 0; i < col->len; i++) {
       if (str_stop[(unsigned char)col->name[i]]) col->plain = false;
+      if ((unsigned char)col->name[i] >= 0x80) col->ascii = false;
+    }
     dec->after[c] = c; /* until records say otherwise: fields in the schema's order */
   }
   dec->after[schema->ncols] = schema->ncols;
