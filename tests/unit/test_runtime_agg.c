@@ -1225,7 +1225,7 @@ static void test_agg_restore_rejects_foreign_or_truncated(void **state) {
 
 /* Snapshots of version 1 (SUM of integers as an i64) are still restored; new ones are version 2
  * with the sum in 128 bits. The conversion below follows the encoding in agg_snap.c. */
-static void test_agg_restore_reads_version_1_integer_sums(void **state) {
+static void test_agg_restore_reads_version_1_sums(void **state) {
   fx_t a, b;
   fx_count_sum(&a, CK_WIN_TUMBLE);
   a.win.size = 10;
@@ -1288,6 +1288,44 @@ static void test_agg_restore_reads_version_1_integer_sums(void **state) {
   assert_int_equal(b.op.ops->restore(&b.op, one.data, one.len, &b.err), CK_ESTATE);
   assert_string_equal(b.err.detail, "version 3, this build reads versions 1 to 2");
   ck_buf_fini(&one);
+  ck_buf_fini(&v1);
+  ck_buf_fini(&v2);
+  fx_close(&b);
+  fx_fini(&a);
+
+  /* SUM of doubles: version 1 had hi, lo and no count of 2^1000s */
+  fx_init(&a, CK_WIN_TUMBLE);
+  a.win.size = 10;
+  fx_key(&a, 0, I64);
+  fx_call(&a, CK_AGG_SUM, false, 2, F64);
+  fx_start(&a);
+  int64_t dk[] = {1, 1}, dt[] = {0, 1};
+  double dv[] = {0.1, 0.2};
+  double_rows(&a, 2, dk, dt, dv);
+  ck_buf_init(&v2);
+  ck_buf_init(&v1);
+  assert_int_equal(a.op.ops->snapshot(&a.op, &v2, &a.err), 0);
+  head = 6 + (1 + 4 * 8 + 2 + 3 + 2 + 8 + 4) + 8 + 8;
+  rec2 = 4 + 16 + 9 + 1 + 24;
+  assert_int_equal(v2.len, head + rec2);
+  int64_t big;
+  memcpy(&big, v2.data + head + rec2 - 8, 8);
+  assert_int_equal(big, 0);
+  ck_buf_append(&v1, v2.data, head + rec2 - 8);
+  v1.data[4] = 1;
+  fx_init(&b, CK_WIN_TUMBLE);
+  b.win.size = 10;
+  fx_key(&b, 0, I64);
+  fx_call(&b, CK_AGG_SUM, false, 2, F64);
+  fx_start(&b);
+  rc = b.op.ops->restore(&b.op, v1.data, v1.len, &b.err);
+  if (rc) fprintf(stderr, "restore failed: %s\n", b.err.message);
+  assert_int_equal(rc, 0);
+  int64_t dk3[] = {1, 1, 1}, dt3[] = {2, 3, 4};
+  double dv2[] = {1e308, 1e308, -1e308}; /* the restored sum then passes the range and returns */
+  double_rows(&b, 3, dk3, dt3, dv2);
+  wm(&b, 10);
+  expect(&b, "+I 1 0 10 1e+308\nwm 10\n");
   ck_buf_fini(&v1);
   ck_buf_fini(&v2);
   fx_close(&b);
@@ -1370,7 +1408,7 @@ int main(void) {
       cmocka_unit_test(test_agg_snapshot_restore_unwindowed_having),
       cmocka_unit_test(test_agg_restore_splits_by_key_group),
       cmocka_unit_test(test_agg_restore_rejects_foreign_or_truncated),
-      cmocka_unit_test(test_agg_restore_reads_version_1_integer_sums),
+      cmocka_unit_test(test_agg_restore_reads_version_1_sums),
       cmocka_unit_test(test_agg_init_and_input_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
