@@ -9,7 +9,9 @@
  * job makes. `rows` bounds the total (the source then ends); absent, it runs forever.
  *
  * Per-column generators come from options fields.<column>.<setting>: kind sequence (start +
- * index*step, wrapping after end when end is given), random (uniform in [start, end]) or
+ * index*step, wrapping after end when end is given; without an end a sequence that leaves its
+ * column's type is refused at plan time when `rows` bounds it, and stops the job at the first
+ * value that does not fit otherwise — it never wraps silently), random (uniform in [start, end]) or
  * choice (one of a comma-separated list), plus null_rate and, for random strings, length.
  * They are parsed and checked once (at plan time by check(), again at open).
  *
@@ -33,6 +35,7 @@
 #include "base/time.h"
 #include "connectors/connectors.h"
 #include "connectors/format.h"
+#include "connectors/format_impl.h"
 #include "connectors/util.h"
 #include "runtime/connector.h"
 
@@ -58,7 +61,9 @@ static const ck_opt_def_t datagen_options[] = {
      "(TIMESTAMP: epoch milliseconds; VARCHAR sequences count from it)"},
     {"fields.<column>.end", CK_OPT_STRING, NULL, NULL, false,
      "upper bound, inclusive, of random values (default 1000); a sequence with an end wraps "
-     "back to start after it"},
+     "back to start after it. A sequence without one never wraps at its column's type: it is "
+     "refused when 'rows' takes it past the type (an INT from 0 over 3000000000 rows), and "
+     "otherwise the job stops at the first value that does not fit"},
     {"fields.<column>.step", CK_OPT_STRING, "1", NULL, false, "increment of a sequence"},
     {"fields.<column>.values", CK_OPT_STRING, NULL, NULL, false,
      "kind choice: comma-separated values, each parsed as the column's type (spaces around a "
@@ -87,6 +92,7 @@ typedef struct dg_gen {
   double null_rate;
   int nvalues;
   ck_value_t *values; /* choice; strings point into the source's arena */
+  const char *name;   /* the column's (the schema's string) */
 } dg_gen_t;
 
 typedef struct dg_spec {
@@ -101,7 +107,7 @@ static bool parse_num(ck_type_t type, const char *s, ck_i128 *i, double *f) {
   char *end;
   if (type.id == CK_T_FLOAT32 || type.id == CK_T_FLOAT64) {
     *f = strtod(s, &end);
-    return *s && *end == 0 && isfinite(*f);
+    return *s && *end == 0 && isfinite(*f) && (type.id == CK_T_FLOAT64 || isfinite((float)*f));
   }
   if (type.id == CK_T_DECIMAL) return ck_decimal_parse(s, strlen(s), type.precision, type.scale, i);
   errno = 0;
@@ -138,6 +144,41 @@ static bool parse_value(ck_type_t type, const char *s, size_t n, ck_arena_t *are
   else if (type.id == CK_T_FLOAT32 || type.id == CK_T_FLOAT64) v->v.f = f;
   else v->v.i = (int64_t)i;
   return true;
+}
+
+/* True when a generated integer-like value fits its column: INT, BIGINT/TIMESTAMP (and VARCHAR
+ * sequences, which count in BIGINT), DECIMAL's precision. */
+static bool fits_type(const dg_gen_t *g, ck_i128 v) {
+  switch (g->type.id) {
+    case CK_T_INT32: return v >= INT32_MIN && v <= INT32_MAX;
+    case CK_T_DECIMAL: {
+      ck_i128 lim = ck_pow10_i128(g->type.precision);
+      return v < lim && v > -lim;
+    }
+    default: return v >= INT64_MIN && v <= INT64_MAX;
+  }
+}
+
+/* A floating-point value fits its column: finite, and within FLOAT's range for FLOAT. */
+static bool fits_float(const dg_gen_t *g, double d) {
+  return isfinite(d) && (g->type.id != CK_T_FLOAT32 || isfinite((float)d));
+}
+
+/* Value `row` of an integer-like sequence: false when it leaves 128 bits. */
+static bool sequence_i128(const dg_gen_t *g, uint64_t row, ck_i128 *out) {
+  ck_i128 idx = (ck_i128)row;
+  if (g->has_end) {
+    ck_i128 n = (g->iend - g->istart) / g->istep + 1;
+    idx %= n;
+  }
+  return !__builtin_mul_overflow(idx, g->istep, out) &&
+         !__builtin_add_overflow(*out, g->istart, out);
+}
+
+static double sequence_f64(const dg_gen_t *g, uint64_t row) {
+  double idx = (double)row;
+  if (g->has_end) idx = fmod(idx, floor((g->fend - g->fstart) / g->fstep) + 1);
+  return g->fstart + idx * g->fstep;
 }
 
 /* Parses and checks every generator. Strings go into arena (NULL at plan time: a throwaway
@@ -189,6 +230,7 @@ static int parse_spec(const ck_schema_t *schema, const ck_options_t *opts, ck_ar
     ck_type_t type = schema->types[c];
     char tname[40];
     g->type = type;
+    g->name = col;
     g->kind = type.id == CK_T_TIMESTAMP ? DG_SEQUENCE : DG_RANDOM;
     /* settings may be spelt with the column name in any case */
     const char *kind = NULL, *start = NULL, *end = NULL, *step = NULL, *values = NULL,
@@ -289,6 +331,35 @@ static int parse_spec(const ck_schema_t *schema, const ck_options_t *opts, ck_ar
         (flt ? (g->fend - g->fstart) / g->fstep < 0 : (g->iend - g->istart) / g->istep < 0))
       return ck_error_set(err, CK_EOPTION, "datagen column '%s': a sequence from %s by %s never "
                           "reaches end %s", col, start ? start : "0", step ? step : "1", end);
+    /* A bounded sequence without an end must fit its column to its last row (with an end it
+     * stays between start and end, which were parsed in the column's type). */
+    if (g->kind == DG_SEQUENCE && !g->has_end && spec->rows > 0) {
+      uint64_t last = (uint64_t)spec->rows - 1;
+      ck_i128 v = 0;
+      double d = 0;
+      bool ok = flt ? fits_float(g, d = sequence_f64(g, last))
+                    : sequence_i128(g, last, &v) && fits_type(g, v);
+      if (!ok) {
+        char lastv[64];
+        if (flt) {
+          snprintf(lastv, sizeof lastv, "%g", d);
+        } else if (!sequence_i128(g, last, &v)) {
+          snprintf(lastv, sizeof lastv, "a value past 128 bits");
+        } else {
+          ck_buf_t b;
+          ck_buf_init(&b);
+          ck_decimal_format(v, type.id == CK_T_DECIMAL ? type.scale : 0, &b);
+          snprintf(lastv, sizeof lastv, "%s", b.data);
+          ck_buf_fini(&b);
+        }
+        ck_error_set(err, CK_EOPTION, "datagen column '%s': a sequence from %s by %s over %lld "
+                     "rows reaches %s, which does not fit %s", col, start ? start : "0",
+                     step ? step : "1", (long long)spec->rows, lastv, tname);
+        ck_error_hint(err, "declare the column as a wider type, lower 'rows', or give the "
+                      "sequence an end ('fields.%s.end') to wrap at", col);
+        return CK_EOPTION;
+      }
+    }
   }
   return 0;
 }
@@ -332,54 +403,59 @@ static ck_i128 uniform_i128(uint64_t seed, uint64_t row, uint64_t col, ck_i128 l
   return lo + (ck_i128)(big % range);
 }
 
-static ck_i128 sequence_i128(const dg_gen_t *g, uint64_t row) {
-  ck_i128 idx = (ck_i128)row;
-  if (g->has_end) {
-    ck_i128 n = (g->iend - g->istart) / g->istep + 1;
-    idx %= n;
-  }
-  ck_i128 v;
-  if (__builtin_mul_overflow(idx, g->istep, &v) || __builtin_add_overflow(v, g->istart, &v))
-    v = g->istart; /* beyond 128 bits: only absurd steps get here */
-  return v;
+/* The sequence's value at `row` does not fit its column (unbounded, or restored past its
+ * planned rows): the job stops rather than wrap. */
+static int gen_overflow(const dg_gen_t *g, uint64_t row, ck_error_t *err) {
+  char tname[40];
+  ck_type_name(g->type, tname, sizeof tname);
+  ck_error_set(err, CK_EEVAL, "could not generate row %llu of datagen column '%s': its sequence "
+               "leaves %s there", (unsigned long long)row, g->name, tname);
+  ck_error_hint(err, "declare the column as a wider type, or give the sequence an end "
+                "('fields.%s.end') to wrap at", g->name);
+  return CK_EEVAL;
 }
 
-static void gen_value(const dg_spec_t *spec, int c, uint64_t row, ck_col_t *col, char *tmp) {
+static int gen_value(const dg_spec_t *spec, int c, uint64_t row, ck_col_t *col, char *tmp,
+                     ck_error_t *err) {
   const dg_gen_t *g = &spec->gens[c];
   uint64_t seed = spec->seed;
   if (g->null_rate > 0 && unit(draw(seed, row, (uint64_t)c, 0x6e756c6c)) < g->null_rate) {
     ck_col_append_null(col);
-    return;
+    return 0;
   }
   if (g->kind == DG_CHOICE) {
     uint64_t i = (uint64_t)(((unsigned __int128)draw(seed, row, (uint64_t)c, 1) *
                              (uint64_t)g->nvalues) >> 64);
     ck_col_append_value(col, &g->values[i]);
-    return;
+    return 0;
   }
   switch (g->type.id) {
     case CK_T_BOOL:
       ck_col_append_bool(col, g->kind == DG_SEQUENCE
                                   ? (row & 1) != 0
                                   : (draw(seed, row, (uint64_t)c, 1) >> 63) != 0);
-      return;
+      return 0;
     case CK_T_FLOAT32:
     case CK_T_FLOAT64: {
       double d;
       if (g->kind == DG_SEQUENCE) {
-        double idx = (double)row;
-        if (g->has_end) idx = fmod(idx, floor((g->fend - g->fstart) / g->fstep) + 1);
-        d = g->fstart + idx * g->fstep;
+        d = sequence_f64(g, row);
+        if (!fits_float(g, d)) return gen_overflow(g, row, err);
       } else {
-        d = g->fstart + unit(draw(seed, row, (uint64_t)c, 1)) * (g->fend - g->fstart);
+        double u = unit(draw(seed, row, (uint64_t)c, 1)), span = g->fend - g->fstart;
+        if (isfinite(span)) d = g->fstart + u * span;
+        else d = g->fstart * (1 - u) + g->fend * u; /* bounds wider than DOUBLE's range */
+        if (!fits_float(g, d)) d = g->fend; /* FLOAT rounding up past FLT_MAX */
       }
       if (g->type.id == CK_T_FLOAT32) ck_col_append_f32(col, (float)d);
       else ck_col_append_f64(col, d);
-      return;
+      return 0;
     }
     case CK_T_STRING:
       if (g->kind == DG_SEQUENCE) {
-        int n = snprintf(tmp, 48, "%lld", (long long)(int64_t)sequence_i128(g, row));
+        ck_i128 v;
+        if (!sequence_i128(g, row, &v) || !fits_type(g, v)) return gen_overflow(g, row, err);
+        int n = snprintf(tmp, 48, "%lld", (long long)(int64_t)v);
         ck_col_append_str(col, tmp, (size_t)n);
       } else {
         static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -389,22 +465,23 @@ static void gen_value(const dg_spec_t *spec, int c, uint64_t row, ck_col_t *col,
         }
         ck_col_append_str(col, tmp, (size_t)g->length);
       }
-      return;
+      return 0;
     default: break;
   }
-  ck_i128 v = g->kind == DG_SEQUENCE ? sequence_i128(g, row)
-                                     : uniform_i128(seed, row, (uint64_t)c, g->istart, g->iend);
+  ck_i128 v;
+  if (g->kind == DG_SEQUENCE) {
+    if (!sequence_i128(g, row, &v) || !fits_type(g, v)) return gen_overflow(g, row, err);
+  } else {
+    v = uniform_i128(seed, row, (uint64_t)c, g->istart, g->iend);
+  }
   switch (g->type.id) {
     case CK_T_INT32: ck_col_append_i32(col, (int32_t)(int64_t)v); break;
     case CK_T_INT64:
     case CK_T_TIMESTAMP: ck_col_append_i64(col, (int64_t)v); break;
-    case CK_T_DECIMAL: {
-      ck_i128 lim = ck_pow10_i128(g->type.precision);
-      ck_col_append_dec(col, v % lim); /* a sequence past the precision wraps */
-      break;
-    }
+    case CK_T_DECIMAL: ck_col_append_dec(col, v); break;
     default: ck_col_append_null(col); break;
   }
+  return 0;
 }
 
 /* ==================================================================== source ====== */
@@ -489,8 +566,17 @@ static int dg_poll(ck_source_t *src, ck_batch_t *batch, int max_rows, int timeou
   }
   size_t row0 = batch->ncols ? batch->cols[0].len : batch->nrows;
   for (int64_t k = 0; k < n; k++) {
-    for (int c = 0; c < dg->spec.ncols; c++)
-      gen_value(&dg->spec, c, dg->next, &batch->cols[c], dg->tmp);
+    for (int c = 0; c < dg->spec.ncols; c++) {
+      int rc = gen_value(&dg->spec, c, dg->next, &batch->cols[c], dg->tmp, err);
+      if (rc) { /* the rows before it go out first; the next poll fails at this one again */
+        ck_format_rollback(batch, row0 + (size_t)k);
+        if (k == 0) return rc;
+        ck_error_clear(err);
+        n = k;
+        break;
+      }
+    }
+    if (k == n) break;
     dg->next += dg->stride;
   }
   dg->paced += n;

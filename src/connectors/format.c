@@ -1,7 +1,8 @@
 /*
  * DESIGN: format dispatch and the helpers every format shares: UTF-8 validation (with a
  * 32-then-8-bytes-at-a-time ASCII fast path, since almost every record is ASCII), column rollback for
- * all-or-nothing records, integer and float text. See format.h for the formats themselves.
+ * all-or-nothing records, integer and float text, and the one number grammar both decoders
+ * read numbers with (JSON's). See format.h for the formats themselves.
  * Threads: none of its own; everything here is called on the owning subtask's thread.
  */
 #include "connectors/format.h"
@@ -208,4 +209,74 @@ const char *ck_format_expected(ck_type_t type) {
 void ck_format_token(const char *s, size_t n, char *out, size_t out_len) {
   if (n > 40) snprintf(out, out_len, "%.37s...", s);
   else snprintf(out, out_len, "%.*s", (int)n, s);
+}
+
+/* ---- numbers: one grammar for every format (format_impl.h) ---- */
+
+const char *ck_format_num_text(const ck_num_t *num, ck_buf_t *scratch) {
+  ck_buf_reset(scratch);
+  ck_buf_append(scratch, num->s, num->n);
+  return scratch->data;
+}
+
+int ck_format_num_int(const ck_num_t *num, ck_type_id_t id, int64_t *out) {
+  if (num->frac || num->exp) return -1;
+  uint64_t lim = id == CK_T_INT32 ? (num->neg ? 2147483648ULL : 2147483647ULL)
+                                  : (num->neg ? 9223372036854775808ULL : 9223372036854775807ULL);
+  if (num->ibig || num->ipart > lim) return -2;
+  *out = num->neg ? (int64_t)(0 - num->ipart) : (int64_t)num->ipart;
+  return 0;
+}
+
+bool ck_format_num_plain(const ck_num_t *num, ck_buf_t *scratch, const char **s, size_t *n) {
+  if (!num->exp) {
+    *s = num->s;
+    *n = num->n;
+    return true;
+  }
+  const char *p = num->s, *e = num->s + num->n;
+  char digits[1100];
+  size_t nd = 0;
+  int point = 0; /* digits before the decimal point */
+  bool seen_dot = false;
+  if (*p == '-') p++;
+  for (; p < e && *p != 'e' && *p != 'E'; p++) {
+    if (*p == '.') {
+      seen_dot = true;
+      continue;
+    }
+    if (nd == 0 && *p == '0') { /* leading zero: shifts the point instead */
+      if (seen_dot) point--;
+      continue;
+    }
+    if (nd < sizeof digits) digits[nd++] = *p, point += !seen_dot;
+    else if (!seen_dot) point++;
+  }
+  long ex = strtol(ck_format_num_text(num, scratch) + (p - num->s) + 1, NULL, 10);
+  ck_buf_t *b = scratch;
+  ck_buf_reset(b);
+  if (num->neg) ck_buf_putc(b, '-');
+  if (nd == 0) {
+    ck_buf_putc(b, '0');
+  } else {
+    long pp = (long)point + ex;
+    if (pp > 60) return false;
+    if (pp >= (long)nd) {
+      ck_buf_append(b, digits, nd);
+      for (long i = (long)nd; i < pp; i++) ck_buf_putc(b, '0');
+    } else if (pp > 0) {
+      ck_buf_append(b, digits, (size_t)pp);
+      ck_buf_putc(b, '.');
+      ck_buf_append(b, digits + pp, nd - (size_t)pp);
+    } else if (pp < -60) {
+      ck_buf_putc(b, '0'); /* below every scale: rounds to zero */
+    } else {
+      ck_buf_append(b, "0.", 2);
+      for (long i = 0; i < -pp; i++) ck_buf_putc(b, '0');
+      ck_buf_append(b, digits, nd);
+    }
+  }
+  *s = b->data;
+  *n = b->len;
+  return true;
 }

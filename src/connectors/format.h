@@ -15,7 +15,8 @@
  *
  * Formats:
  *   json  one JSON object per record; fields matched to columns by name (exact first, then
- *         ASCII case-insensitive); a missing field or null is NULL; extra fields are ignored;
+ *         under Unicode case folding, ck_utf8_ieq); a missing field or null is NULL; extra
+ *         fields are ignored;
  *         a repeated field takes its last value. Types: integers into INT/BIGINT (no fraction,
  *         no overflow), numbers into FLOAT/DOUBLE and DECIMAL (exactly, from the text),
  *         integer epoch milliseconds into TIMESTAMP, true/false into BOOLEAN, strings (full
@@ -24,13 +25,15 @@
  *         coercion.
  *   csv   RFC 4180: comma-separated, fields optionally quoted with "" escaping a quote; a
  *         quoted field may span lines. Fields map to columns by position, or by the header
- *         names when csv.header='true'. An empty unquoted field is NULL (VARCHAR: the empty
- *         string). Non-string fields may be padded with spaces.
+ *         names when csv.header='true' (matched as json's are). An empty unquoted field is NULL
+ *         (VARCHAR: the empty string). Non-string fields may be padded with spaces.
+ *   Numbers in both follow one grammar, JSON's (format_impl.h): no NaN, Infinity, hex, '+',
+ *   leading zeros or bare points, and a value past the column's type is an error.
  *
  * Every record must be valid UTF-8 and at most CK_FORMAT_MAX_RECORD bytes.
  *
  * Encoders: json writes one object per row, keys sorted by column name (byte order), NULL as
- * null, doubles in their shortest round-trip form (NaN and infinities as null), decimals at
+ * null, doubles in their shortest round-trip form (no value is ever NaN or infinite: expr.h), decimals at
  * their scale, TIMESTAMP as epoch milliseconds; rows of a changelog batch (batch->kinds set)
  * carry "op": insert | update_before | update | delete. csv writes the columns in schema
  * order, NULL as an empty field, the empty string as "", and quotes a field that holds a

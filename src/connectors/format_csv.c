@@ -124,25 +124,10 @@ static int bad_value(const ck_schema_t *schema, int c, const char *s, size_t n,
                       tok);
 }
 
-static bool parse_int(const char *s, size_t n, int64_t lo, int64_t hi, int64_t *out,
-                      bool *range) {
-  size_t i = 0;
-  bool neg = false;
-  *range = false;
-  if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
-  if (i == n) return false;
-  uint64_t v = 0, lim = neg ? (uint64_t)0 - (uint64_t)lo : (uint64_t)hi;
-  for (; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    unsigned d = (unsigned)(s[i] - '0');
-    if (v > (lim - d) / 10) {
-      *range = true;
-      return false;
-    }
-    v = v * 10 + d;
-  }
-  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-  return true;
+/* The whole of [s, s + n) as one number of the grammar every format shares (format_impl.h). */
+static bool scan_whole(const char *s, size_t n, ck_num_t *num) {
+  const char *why, *at;
+  return ck_format_scan_number(s, s + n, num, &why, &at) == 0 && num->n == n;
 }
 
 static int field_into(csv_dec_t *dec, int c, const csv_field_t *f, ck_col_t *col,
@@ -184,42 +169,43 @@ static int field_into(csv_dec_t *dec, int c, const csv_field_t *f, ck_col_t *col
     case CK_T_INT32:
     case CK_T_INT64:
     case CK_T_TIMESTAMP: {
+      ck_num_t num;
       int64_t v;
-      bool range;
-      bool i32 = type.id == CK_T_INT32;
-      if (!parse_int(s, n, i32 ? INT32_MIN : INT64_MIN, i32 ? INT32_MAX : INT64_MAX, &v,
-                     &range)) {
-        if (!range) return bad_value(schema, c, raw, rawn, ck_format_expected(type), err);
+      int st = scan_whole(s, n, &num) ? ck_format_num_int(&num, type.id, &v) : -1;
+      if (st == -1) return bad_value(schema, c, raw, rawn, ck_format_expected(type), err);
+      if (st == -2) {
         snprintf(reason, sizeof reason, "out of range for %s",
                  ck_type_name(type, tname, sizeof tname));
         return bad_value(schema, c, raw, rawn, reason, err);
       }
-      if (i32) ck_col_append_i32(col, (int32_t)v);
+      if (type.id == CK_T_INT32) ck_col_append_i32(col, (int32_t)v);
       else ck_col_append_i64(col, v);
       return 0;
     }
     case CK_T_FLOAT32:
     case CK_T_FLOAT64: {
-      ck_buf_reset(&dec->num);
-      ck_buf_append(&dec->num, s, n);
-      char *endp;
-      errno = 0;
-      double d = type.id == CK_T_FLOAT32 ? (double)strtof(dec->num.data, &endp)
-                                         : strtod(dec->num.data, &endp);
-      if (endp != dec->num.data + n)
-        return bad_value(schema, c, raw, rawn, ck_format_expected(type), err);
-      if (errno == ERANGE && isinf(d)) {
+      ck_num_t num;
+      if (!scan_whole(s, n, &num)) return bad_value(schema, c, raw, rawn, ck_format_expected(type), err);
+      double d = 0;
+      float fl = 0;
+      bool ok = type.id == CK_T_FLOAT32 ? ck_format_num_float(&num, &dec->num, &fl)
+                                        : ck_format_num_double(&num, &dec->num, &d);
+      if (!ok) {
         snprintf(reason, sizeof reason, "out of range for %s",
                  ck_type_name(type, tname, sizeof tname));
         return bad_value(schema, c, raw, rawn, reason, err);
       }
-      if (type.id == CK_T_FLOAT32) ck_col_append_f32(col, (float)d);
+      if (type.id == CK_T_FLOAT32) ck_col_append_f32(col, fl);
       else ck_col_append_f64(col, d);
       return 0;
     }
     case CK_T_DECIMAL: {
+      ck_num_t num;
       ck_i128 v;
-      if (!ck_decimal_parse(s, n, type.precision, type.scale, &v)) {
+      const char *ps;
+      size_t pn;
+      if (!scan_whole(s, n, &num) || !ck_format_num_plain(&num, &dec->num, &ps, &pn) ||
+          !ck_decimal_parse(ps, pn, type.precision, type.scale, &v)) {
         snprintf(reason, sizeof reason, "expected a number that fits %s",
                  ck_type_name(type, tname, sizeof tname));
         return bad_value(schema, c, raw, rawn, reason, err);
@@ -286,7 +272,7 @@ static int csv_header(ck_decoder_t *base, const char *rec, size_t len, ck_error_
       for (int c = 0; c < dec->ncols; c++) {
         if (dec->map[nf + c] >= 0) continue; /* a repeated name: the first one wins */
         ck_str_t name = ck_str_of(schema->names[c]);
-        if (pass == 0 ? ck_str_eq(name, (ck_str_t){s, n}) : ck_str_ieq(name, (ck_str_t){s, n})) {
+        if (pass == 0 ? ck_str_eq(name, (ck_str_t){s, n}) : ck_utf8_ieq(name.ptr, name.len, s, n)) {
           dec->map[i] = c;
           dec->map[nf + c] = i;
           break;

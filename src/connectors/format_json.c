@@ -42,6 +42,7 @@ typedef struct json_col {
   size_t len;
   ck_type_t type;
   bool plain; /* the name needs no escape in JSON: a key spelled as the name is the name */
+  bool ascii; /* the name is ASCII: it folds byte by byte against an ASCII key */
 } json_col_t;
 
 typedef struct json_dec {
@@ -326,152 +327,21 @@ static int string_into(jp_t *jp, ck_col_t *col) {
   return 0;
 }
 
-/* A scanned number: its text and what it looks like. */
-typedef struct jnum {
-  const char *s;
-  size_t n;
-  bool neg, frac, exp;
-  uint64_t mant;     /* significant digits, up to 19 of them */
-  bool truncated;    /* more significant digits than mant holds */
-  int exp10;         /* value = mant * 10^exp10 (when !truncated) */
-  uint64_t ipart;    /* integer part, valid when !ibig */
-  bool ibig;         /* integer part above UINT64_MAX */
-} jnum_t;
-
-static int scan_number(jp_t *jp, jnum_t *num) {
-  const char *p = jp->p, *end = jp->end;
-  memset(num, 0, sizeof *num);
-  num->s = p;
-  if (*p == '-') num->neg = true, p++;
-  if (p >= end || !is_digit(*p)) {
-    jp->p = p;
-    return syntax(jp, "expected a digit");
+/* A number at jp->p, by the one number grammar (format.c); a syntax error at the first byte
+ * that does not fit it. */
+static int scan_number(jp_t *jp, ck_num_t *num) {
+  const char *why, *at;
+  if (ck_format_scan_number(jp->p, jp->end, num, &why, &at)) {
+    jp->p = at;
+    return syntax(jp, why);
   }
-  if (*p == '0') {
-    p++;
-  } else {
-    /* up to 19 digits cannot overflow 64 bits; a 20th is checked; more is big */
-    const char *ds = p;
-    uint64_t v = 0;
-    while (p < end && is_digit(*p) && p - ds < 19) v = v * 10 + (uint64_t)(*p++ - '0');
-    num->mant = v;
-    if (p < end && is_digit(*p)) {
-      unsigned d = (unsigned)(*p - '0');
-      if (v > 1844674407370955161ULL || (v == 1844674407370955161ULL && d > 5)) num->ibig = true;
-      else v = v * 10 + d;
-      while (p < end && is_digit(*p)) p++, num->exp10++;
-      num->truncated = true; /* mant holds the first 19 digits, exp10 counts the rest */
-      if (p - ds > 20) num->ibig = true;
-    }
-    num->ipart = v;
-  }
-  if (p < end && *p == '.') {
-    num->frac = true;
-    p++;
-    if (p >= end || !is_digit(*p)) {
-      jp->p = p;
-      return syntax(jp, "expected a digit after the decimal point");
-    }
-    while (p < end && is_digit(*p)) {
-      if (num->mant < 1000000000000000000ULL && !num->truncated) {
-        num->mant = num->mant * 10 + (uint64_t)(*p - '0');
-        num->exp10--;
-      } else {
-        num->truncated = true;
-      }
-      p++;
-    }
-  }
-  if (p < end && (*p == 'e' || *p == 'E')) {
-    num->exp = true;
-    p++;
-    bool eneg = false;
-    if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
-    if (p >= end || !is_digit(*p)) {
-      jp->p = p;
-      return syntax(jp, "expected a digit in the exponent");
-    }
-    int e = 0;
-    while (p < end && is_digit(*p)) {
-      if (e < 100000) e = e * 10 + (*p - '0');
-      p++;
-    }
-    num->exp10 += eneg ? -e : e;
-  }
-  num->n = (size_t)(p - num->s);
-  jp->p = p;
+  jp->p = num->s + num->n;
   return 0;
-}
-
-static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/* The number's text, NUL-terminated, in the decoder's scratch. */
-static const char *num_text(json_dec_t *dec, const jnum_t *num) {
-  ck_buf_reset(&dec->num);
-  ck_buf_append(&dec->num, num->s, num->n);
-  return dec->num.data;
-}
-
-/* Plain decimal text for a number with an exponent ("1.5e3" -> "1500"), in dec->num. False
- * when the value has more than 60 integer digits (it fits no DECIMAL). */
-static bool num_plain(json_dec_t *dec, const jnum_t *num, const char **s, size_t *n) {
-  if (!num->exp) {
-    *s = num->s;
-    *n = num->n;
-    return true;
-  }
-  const char *p = num->s, *e = num->s + num->n;
-  char digits[1100];
-  size_t nd = 0;
-  int point = 0; /* digits before the decimal point */
-  bool seen_dot = false;
-  if (*p == '-') p++;
-  for (; p < e && *p != 'e' && *p != 'E'; p++) {
-    if (*p == '.') {
-      seen_dot = true;
-      continue;
-    }
-    if (nd == 0 && *p == '0') { /* leading zero: shifts the point instead */
-      if (seen_dot) point--;
-      continue;
-    }
-    if (nd < sizeof digits) digits[nd++] = *p, point += !seen_dot;
-    else if (!seen_dot) point++;
-  }
-  long ex = strtol(p + 1, NULL, 10);
-  ck_buf_t *b = &dec->num;
-  ck_buf_reset(b);
-  if (num->neg) ck_buf_putc(b, '-');
-  if (nd == 0) {
-    ck_buf_putc(b, '0');
-  } else {
-    long pp = (long)point + ex;
-    if (pp > 60) return false;
-    if (pp >= (long)nd) {
-      ck_buf_append(b, digits, nd);
-      for (long i = (long)nd; i < pp; i++) ck_buf_putc(b, '0');
-    } else if (pp > 0) {
-      ck_buf_append(b, digits, (size_t)pp);
-      ck_buf_putc(b, '.');
-      ck_buf_append(b, digits + pp, nd - (size_t)pp);
-    } else if (pp < -60) {
-      ck_buf_putc(b, '0'); /* below every scale: rounds to zero */
-    } else {
-      ck_buf_append(b, "0.", 2);
-      for (long i = 0; i < -pp; i++) ck_buf_putc(b, '0');
-      ck_buf_append(b, digits, nd);
-    }
-  }
-  *s = b->data;
-  *n = b->len;
-  return true;
 }
 
 static int number_into(jp_t *jp, int c, ck_col_t *col) {
   json_dec_t *dec = jp->dec;
-  jnum_t num;
+  ck_num_t num;
   int rc = scan_number(jp, &num);
   if (rc) return rc;
   ck_type_t type = dec->cols[c].type;
@@ -503,14 +373,7 @@ static int number_into(jp_t *jp, int c, ck_col_t *col) {
     }
     case CK_T_FLOAT64: {
       double d;
-      if (!num.truncated && num.mant <= (1ULL << 53) && num.exp10 >= -22 && num.exp10 <= 22) {
-        d = (double)num.mant; /* exact: both operands are, and IEEE rounds the result once */
-        d = num.exp10 < 0 ? d / pow10_exact[-num.exp10] : d * pow10_exact[num.exp10];
-        if (num.neg) d = -d;
-      } else {
-        d = strtod(num_text(dec, &num), NULL);
-      }
-      if (isinf(d)) {
+      if (!ck_format_num_double(&num, &dec->num, &d)) {
         char reason[96];
         ck_format_token(num.s, num.n, tok, sizeof tok);
         snprintf(reason, sizeof reason, "%s is out of range for DOUBLE", tok);
@@ -521,14 +384,7 @@ static int number_into(jp_t *jp, int c, ck_col_t *col) {
     }
     case CK_T_FLOAT32: {
       float f;
-      if (!num.truncated && num.mant <= (1ULL << 24) && num.exp10 >= -10 && num.exp10 <= 10) {
-        f = (float)num.mant;
-        f = num.exp10 < 0 ? f / (float)pow10_exact[-num.exp10] : f * (float)pow10_exact[num.exp10];
-        if (num.neg) f = -f;
-      } else {
-        f = strtof(num_text(dec, &num), NULL);
-      }
-      if (isinf(f)) {
+      if (!ck_format_num_float(&num, &dec->num, &f)) {
         char reason[96];
         ck_format_token(num.s, num.n, tok, sizeof tok);
         snprintf(reason, sizeof reason, "%s is out of range for FLOAT", tok);
@@ -541,7 +397,7 @@ static int number_into(jp_t *jp, int c, ck_col_t *col) {
       const char *s;
       size_t n;
       ck_i128 v;
-      if (!num_plain(dec, &num, &s, &n) ||
+      if (!ck_format_num_plain(&num, &dec->num, &s, &n) ||
           !ck_decimal_parse(s, n, type.precision, type.scale, &v)) {
         char t[40], reason[160];
         ck_format_token(num.s, num.n, tok, sizeof tok);
@@ -578,7 +434,7 @@ static int skip_value(jp_t *jp) {
   int depth = 0, rc;
   const char *s;
   size_t n;
-  jnum_t num;
+  ck_num_t num;
 value:
   skip_ws(jp);
   if (jp->p >= jp->end) return syntax(jp, "expected a value");
@@ -769,8 +625,14 @@ static inline int find_col(json_dec_t *dec, int h, const char *k, size_t n) {
   if (h < dec->ncols && dec->cols[h].len == n && bytes_eq(dec->cols[h].name, k, n)) return h;
   for (int i = 0; i < dec->ncols; i++)
     if (dec->cols[i].len == n && bytes_eq(dec->cols[i].name, k, n)) return i;
-  for (int i = 0; i < dec->ncols; i++)
-    if (ck_str_ieq((ck_str_t){dec->cols[i].name, dec->cols[i].len}, (ck_str_t){k, n})) return i;
+  bool ascii = true; /* a key that is no column's: its bytes once, not once per column */
+  for (size_t j = 0; j < n && ascii; j++) ascii = (unsigned char)k[j] < 0x80;
+  for (int i = 0; i < dec->ncols; i++) {
+    const json_col_t *col = &dec->cols[i];
+    if (ascii && col->ascii ? ck_str_ieq((ck_str_t){col->name, col->len}, (ck_str_t){k, n})
+                            : ck_utf8_ieq(col->name, col->len, k, n)) /* Unicode folding */
+      return i;
+  }
   return -1;
 }
 
@@ -903,9 +765,11 @@ ck_decoder_t *ck_format_json_decoder_new(const ck_schema_t *schema) {
     col->name = schema->names[c];
     col->len = strlen(schema->names[c]);
     col->type = schema->types[c];
-    col->plain = true;
-    for (size_t i = 0; i < col->len; i++)
+    col->plain = col->ascii = true;
+    for (size_t i = 0; i < col->len; i++) {
       if (str_stop[(unsigned char)col->name[i]]) col->plain = false;
+      if ((unsigned char)col->name[i] >= 0x80) col->ascii = false;
+    }
     dec->after[c] = c; /* until records say otherwise: fields in the schema's order */
   }
   dec->after[schema->ncols] = schema->ncols;

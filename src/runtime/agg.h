@@ -214,12 +214,12 @@ typedef enum ck_agg_vcat {
 
 typedef enum ck_agg_acc_kind {
   CK_AGG_A_COUNT,  /* int64 n */
-  CK_AGG_A_SUM_I,  /* int64 sum (+ has bit) */
+  CK_AGG_A_SUM_I,  /* int128 sum (+ has bit), range-checked against BIGINT at emit */
   CK_AGG_A_SUM_D,  /* int128 sum (+ has bit) */
-  CK_AGG_A_SUM_F,  /* double-double sum hi, lo (+ has bit) */
+  CK_AGG_A_SUM_F,  /* double-double sum hi, lo, i64 count of 2^1000s (+ has bit) */
   CK_AGG_A_AVG_I,  /* int128 sum, int64 n */
   CK_AGG_A_AVG_D,  /* int128 sum, int64 n */
-  CK_AGG_A_AVG_F,  /* double-double sum hi, lo, int64 n */
+  CK_AGG_A_AVG_F,  /* double-double sum hi, lo, int64 n, i64 count of 2^1000s */
   CK_AGG_A_MINMAX, /* canonical value (+ has bit) */
 } ck_agg_acc_kind_t;
 

@@ -18,10 +18,14 @@
  * stops passing emits DELETE carrying the values last emitted; a row equal to the one last
  * emitted emits nothing. Watermarks are forwarded.
  *
- * Arithmetic: integer sums exact in int64 (overflow is CK_EEVAL), decimals exact in __int128
- * and bounded by DECIMAL(38), AVG of decimals rounded half away from zero, double sums in
- * double-double so they do not depend on arrival order; NULL arguments are ignored,
- * SUM/AVG/MIN/MAX of no values is NULL, COUNT of nothing is 0.
+ * Arithmetic: integer sums accumulate exactly in __int128 and are range-checked against BIGINT
+ * when a result is emitted (so a partial sum may leave BIGINT when the total does not, and
+ * whether a job fails never depends on arrival order or parallelism); decimals exact in
+ * __int128 and bounded by DECIMAL(38), AVG of decimals rounded half away from zero, double sums
+ * in double-double (plus a count of 2^1000 units) so they depend neither on arrival order nor,
+ * for failing, on partial sums. No input is ever Infinity or NaN (expr.h), and a double SUM
+ * past DOUBLE's range is CK_EEVAL at emit like integer overflow, never Infinity. NULL arguments are ignored, SUM/AVG/MIN/MAX of no values is NULL, COUNT of nothing
+ * is 0.
  *
  * Threads: one instance per subtask, called only on that subtask's thread.
  * Memory: all state is owned by the instance (see agg.h) and freed by close(); emitted
@@ -118,18 +122,35 @@ static bool val_same(ck_agg_vcat_t cat, const ck_value_t *a, const ck_value_t *b
 /* Double sums are kept as an unevaluated pair hi + lo (double-double, |lo| <= ulp(hi)/2) and
  * added with exact TwoSum steps. Whenever the exact running sum spans at most ~106 bits — any
  * realistic data — the pair is exact, so SUM and AVG of doubles do not depend on the order the
- * rows arrived in (parallelism, exchange interleaving, session merges). hi is the sum. */
-static void dd_set(char *p, double x) {
+ * rows arrived in (parallelism, exchange interleaving, session merges).
+ *
+ * A third part, an int64 count `big` of 2^1000 units, keeps a running sum that passes DOUBLE's
+ * range from overflowing: the sum is big·2^1000 + hi + lo, and only the result is checked when
+ * it is emitted. So 1e308 + 1e308 - 1e308 is 1e308 in every order, like SUM of BIGINT. */
+#define DD_UNIT 0x1p1000
+
+static void dd_set(char *p, char *big, double x) {
   ck_agg_stf(p, x);
   ck_agg_stf(p + 8, 0.0);
+  ck_agg_st64(big, 0);
 }
 
-static void dd_add(char *p, double x) {
+/* x = xb·2^1000 + xr with |xr| < 2^1000, both parts exact (xb is an integer below 2^25). */
+static double dd_cut(double x, int64_t *xb) {
+  double b = trunc(x * 0x1p-1000);
+  *xb = (int64_t)b;
+  return x - b * DD_UNIT;
+}
+
+static void dd_add(char *p, char *big, double x) {
   double hi = ck_agg_ldf(p), lo = ck_agg_ldf(p + 8);
   double s = hi + x;
-  if (!isfinite(s)) { /* overflowed, or an infinity/NaN arrived: IEEE from here on */
-    dd_set(p, s);
-    return;
+  if (!(fabs(s) < 0x1p1020)) { /* near or past DOUBLE's range: move whole 2^1000s into big */
+    int64_t hb, xb;
+    hi = dd_cut(hi, &hb);
+    x = dd_cut(x, &xb);
+    ck_agg_st64(big, ck_agg_ld64(big) + hb + xb);
+    s = hi + x;
   }
   double bb = s - hi, e = (hi - (s - bb)) + (x - bb); /* s + e == hi + x exactly */
   double t = e + lo;
@@ -144,16 +165,33 @@ static void split(double a, double *hi, double *lo) {
   *lo = a - *hi;
 }
 
-/* (hi + lo) / n, rounded once more than the exact quotient at most. */
-static double dd_div(const char *p, int64_t n) {
+/* The sum as a double; false when it is past DOUBLE's range. */
+static bool dd_value(const char *p, const char *big, double *out) {
+  int64_t b = ck_agg_ld64(big);
+  /* counted in units of 2^1000 so that no intermediate overflows: b·2^1000 may pass the range
+   * when the total (b + hi/2^1000)·2^1000 does not */
+  *out = b ? ((double)b + ck_agg_ldf(p) * 0x1p-1000) * DD_UNIT : ck_agg_ldf(p);
+  return isfinite(*out);
+}
+
+/* (big·2^1000 + hi + lo) / n, rounded once more than the exact quotient at most when big is 0
+ * (a few roundings otherwise); false when the mean is past DOUBLE's range. */
+static bool dd_div(const char *p, const char *big, int64_t n, double *out) {
+  int64_t b = ck_agg_ld64(big);
+  if (b) {
+    *out = ((double)b + (ck_agg_ldf(p) + ck_agg_ldf(p + 8)) * 0x1p-1000) / (double)n * DD_UNIT;
+    return isfinite(*out);
+  }
   double hi = ck_agg_ldf(p), lo = ck_agg_ldf(p + 8), d = (double)n, q = hi / d;
-  if (!isfinite(q) || !isfinite(134217729.0 * q)) return q;
+  *out = q;
+  if (!isfinite(134217729.0 * q)) return true;
   double qh, ql, dh, dl, prod = q * d;
   split(q, &qh, &ql);
   split(d, &dh, &dl);
   double perr = ((qh * dh - prod) + qh * dl + ql * dh) + ql * dl; /* q·d == prod + perr */
   double r = ((hi - prod) - perr) + lo;
-  return q + r / d;
+  *out = q + r / d;
+  return true;
 }
 
 static bool dec_fits38(ck_i128 v) {
@@ -287,7 +325,11 @@ static const char *call_name(const ck_agg_t *agg, int c) { return fn_names[agg->
 static int overflow(ck_agg_t *agg, int c, const char *type, ck_error_t *err) {
   int rc = ck_error_set(err, CK_EEVAL, "could not aggregate: %s over input column %d overflows %s",
                         call_name(agg, c), agg->acc[c].call->arg_col, type);
-  ck_error_hint(err, "cast the argument to a wider type, e.g. DECIMAL(38, 0) or DOUBLE");
+  if (strcmp(type, "DOUBLE") == 0)
+    ck_error_detail(err, "the total is past +-1.7976931348623157e308; clink never produces "
+                         "Infinity");
+  else
+    ck_error_hint(err, "cast the argument to a wider type, e.g. DECIMAL(38, 0) or DOUBLE");
   return rc;
 }
 
@@ -324,11 +366,11 @@ int ck_agg_acc_add_value(ck_agg_t *agg, uint32_t idx, int c, const ck_value_t *v
   }
   switch (a->kind) {
     case CK_AGG_A_COUNT: ck_agg_st64(p, ck_agg_ld64(p) + 1); break;
-    case CK_AGG_A_SUM_I: {
-      int64_t s = v->v.i;
-      if (ck_agg_bit(bits, a->has_bit) && __builtin_add_overflow(ck_agg_ld64(p), v->v.i, &s))
+    case CK_AGG_A_SUM_I: { /* exact in 128 bits; BIGINT is checked at emit */
+      ck_i128 s = v->v.i;
+      if (ck_agg_bit(bits, a->has_bit) && __builtin_add_overflow(ck_agg_ld128(p), s, &s))
         return overflow(agg, c, "BIGINT", err);
-      ck_agg_st64(p, s);
+      ck_agg_st128(p, s);
       ck_agg_setbit(bits, a->has_bit, true);
       break;
     }
@@ -342,8 +384,8 @@ int ck_agg_acc_add_value(ck_agg_t *agg, uint32_t idx, int c, const ck_value_t *v
       break;
     }
     case CK_AGG_A_SUM_F:
-      if (ck_agg_bit(bits, a->has_bit)) dd_add(p, v->v.f);
-      else dd_set(p, v->v.f);
+      if (ck_agg_bit(bits, a->has_bit)) dd_add(p, p + 16, v->v.f);
+      else dd_set(p, p + 16, v->v.f);
       ck_agg_setbit(bits, a->has_bit, true);
       break;
     case CK_AGG_A_AVG_I:
@@ -355,8 +397,8 @@ int ck_agg_acc_add_value(ck_agg_t *agg, uint32_t idx, int c, const ck_value_t *v
       break;
     }
     case CK_AGG_A_AVG_F:
-      if (ck_agg_ld64(p + 16)) dd_add(p, v->v.f);
-      else dd_set(p, v->v.f);
+      if (ck_agg_ld64(p + 16)) dd_add(p, p + 24, v->v.f);
+      else dd_set(p, p + 24, v->v.f);
       ck_agg_st64(p + 16, ck_agg_ld64(p + 16) + 1);
       break;
     case CK_AGG_A_MINMAX: {
@@ -444,21 +486,33 @@ static int acc_merge(ck_agg_t *agg, uint32_t dst, uint32_t src, ck_error_t *err)
         bool dhas = a->kind == CK_AGG_A_SUM_F ? ck_agg_bit(d + agg->bits_off, a->has_bit)
                                               : ck_agg_ld64(dp + 16) != 0;
         if (a->kind == CK_AGG_A_SUM_F ? !shas : ck_agg_ld64(sp + 16) == 0) break;
+        int boff = a->kind == CK_AGG_A_SUM_F ? 16 : 24;
         if (dhas) {
-          dd_add(dp, ck_agg_ldf(sp));
-          dd_add(dp, ck_agg_ldf(sp + 8));
+          dd_add(dp, dp + boff, ck_agg_ldf(sp));
+          dd_add(dp, dp + boff, ck_agg_ldf(sp + 8));
+          ck_agg_st64(dp + boff, ck_agg_ld64(dp + boff) + ck_agg_ld64(sp + boff));
         } else {
           memcpy(dp, sp, 16);
+          memcpy(dp + boff, sp + boff, 8);
         }
         if (a->kind == CK_AGG_A_SUM_F) ck_agg_setbit(d + agg->bits_off, a->has_bit, true);
         else ck_agg_st64(dp + 16, ck_agg_ld64(dp + 16) + ck_agg_ld64(sp + 16));
         break;
       }
-      case CK_AGG_A_SUM_I:
+      case CK_AGG_A_SUM_I: {
+        if (!shas) break;
+        ck_i128 sum = ck_agg_ld128(sp);
+        if (ck_agg_bit(d + agg->bits_off, a->has_bit) &&
+            __builtin_add_overflow(ck_agg_ld128(dp), sum, &sum))
+          return overflow(agg, c, "BIGINT", err);
+        ck_agg_st128(dp, sum);
+        ck_agg_setbit(d + agg->bits_off, a->has_bit, true);
+        break;
+      }
       case CK_AGG_A_SUM_D:
       case CK_AGG_A_MINMAX: {
         if (!shas) break;
-        ck_type_t t = a->kind == CK_AGG_A_SUM_I ? CK_TYPE(CK_T_INT64) : a->call->arg_type;
+        ck_type_t t = a->call->arg_type;
         /* a MIN/MAX string stays in the pool: ck_agg_pool_add copes with that */
         ck_agg_val_load(agg, a->kind == CK_AGG_A_MINMAX ? a->acat : a->rcat, t, sp, &v);
         int rc = ck_agg_acc_add_value(agg, dst, c, &v, err);
@@ -506,8 +560,17 @@ static int acc_result(ck_agg_t *agg, uint32_t idx, int c, ck_value_t *out, ck_er
   out->type = a->call->result_type;
   switch (a->kind) {
     case CK_AGG_A_COUNT: out->v.i = ck_agg_ld64(p); return 0;
-    case CK_AGG_A_SUM_I: out->is_null = !has; out->v.i = ck_agg_ld64(p); return 0;
-    case CK_AGG_A_SUM_F: out->is_null = !has; out->v.f = ck_agg_ldf(p); return 0; /* hi */
+    case CK_AGG_A_SUM_I: {
+      ck_i128 sum = ck_agg_ld128(p);
+      out->is_null = !has;
+      if (has && (sum > INT64_MAX || sum < INT64_MIN)) return overflow(agg, c, "BIGINT", err);
+      out->v.i = (int64_t)sum;
+      return 0;
+    }
+    case CK_AGG_A_SUM_F:
+      out->is_null = !has;
+      if (has && !dd_value(p, p + 16, &out->v.f)) return overflow(agg, c, "DOUBLE", err);
+      return 0;
     case CK_AGG_A_SUM_D: {
       out->is_null = !has;
       if (!has) return 0;
@@ -522,8 +585,9 @@ static int acc_result(ck_agg_t *agg, uint32_t idx, int c, ck_value_t *out, ck_er
       int64_t n = ck_agg_ld64(p + 16);
       out->is_null = n == 0;
       if (n == 0) return 0;
-      if (a->kind == CK_AGG_A_AVG_F) out->v.f = dd_div(p, n);
-      else if (a->kind == CK_AGG_A_AVG_I) out->v.f = (double)ck_agg_ld128(p) / (double)n;
+      if (a->kind == CK_AGG_A_AVG_F) {
+        if (!dd_div(p, p + 24, n, &out->v.f)) return overflow(agg, c, "DOUBLE", err);
+      } else if (a->kind == CK_AGG_A_AVG_I) out->v.f = (double)ck_agg_ld128(p) / (double)n;
       else if (!dec_avg(ck_agg_ld128(p), n, a->call->result_type.scale - a->call->arg_type.scale,
                         &out->v.dec))
         return overflow(agg, c, "DECIMAL(38)", err);
@@ -1248,13 +1312,13 @@ static int plan_call(ck_agg_acc_t *a, const ck_agg_call_t *call, ck_error_t *err
 
 static uint32_t acc_width(const ck_agg_acc_t *a) {
   switch (a->kind) {
-    case CK_AGG_A_COUNT:
-    case CK_AGG_A_SUM_I: return 8;
-    case CK_AGG_A_SUM_D:
-    case CK_AGG_A_SUM_F: return 16;
+    case CK_AGG_A_COUNT: return 8;
+    case CK_AGG_A_SUM_I:
+    case CK_AGG_A_SUM_D: return 16;
+    case CK_AGG_A_SUM_F: return 24; /* hi, lo, big */
     case CK_AGG_A_AVG_I:
-    case CK_AGG_A_AVG_D:
-    case CK_AGG_A_AVG_F: return 24;
+    case CK_AGG_A_AVG_D: return 24;
+    case CK_AGG_A_AVG_F: return 32; /* hi, lo, n, big */
     case CK_AGG_A_MINMAX: return (uint32_t)ck_agg_vcat_width(a->acat);
   }
   return 0;

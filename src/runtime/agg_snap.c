@@ -1,7 +1,8 @@
 /*
  * DESIGN: snapshot and restore of the aggregation operator's state.
  *
- * Encoding (little endian, version 1):
+ * Encoding (little endian, version 2; version 1, still read, had SUM of integers as an i64 and
+ * no `big` part in SUM/AVG of doubles):
  *   "CKAG" u16 version
  *   shape: u8 window kind, i64 size, slide, gap, step; u16 nkeys, per key (u8 type, u8 p,
  *          u8 s); u16 ncalls, per call (u8 fn, u8 distinct, arg type, result type as above);
@@ -11,8 +12,9 @@
  *     u32 key group (ck_key_group of ck_key_hash of the key, so state can be redistributed)
  *     windowed: i64 window start, i64 window end
  *     per key: u8 is_null, then the value unless NULL
- *     per call: its accumulator — COUNT i64; SUM u8 has + i64 | i128 | f64 hi, f64 lo;
- *               AVG i128 sum | f64 hi, f64 lo, then i64 n; MIN/MAX u8 has + value;
+ *     per call: its accumulator — COUNT i64; SUM u8 has + i128 (integers and decimals) |
+ *               f64 hi, f64 lo, i64 big (the sum is big·2^1000 + hi + lo);
+ *               AVG i128 sum, i64 n | f64 hi, f64 lo, i64 n, i64 big; MIN/MAX u8 has + value;
  *               DISTINCT: u32 count + the values
  *     unwindowed: u8 emitted; when set, per call u8 is_null + the value last emitted
  *   A value is its canonical state form: BOOL 1 byte, integers and TIMESTAMP i64, floats f64,
@@ -31,7 +33,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "the snapshot encoding copies little-endian values as they are in memory");
 
-#define SNAP_VERSION 1
+#define SNAP_VERSION 2
 
 /* ---- writing ---- */
 
@@ -83,12 +85,12 @@ static void put_acc(ck_buf_t *b, const ck_agg_t *agg, const char *e, int c) {
   bool has = a->has_bit >= 0 && ck_agg_bit(e + agg->bits_off, a->has_bit);
   switch (a->kind) {
     case CK_AGG_A_COUNT: put(b, p, 8); break;
-    case CK_AGG_A_SUM_I: put_u8(b, has); put(b, p, 8); break;
-    case CK_AGG_A_SUM_D:
-    case CK_AGG_A_SUM_F: put_u8(b, has); put(b, p, 16); break;
+    case CK_AGG_A_SUM_I:
+    case CK_AGG_A_SUM_D: put_u8(b, has); put(b, p, 16); break;
+    case CK_AGG_A_SUM_F: put_u8(b, has); put(b, p, 24); break;
     case CK_AGG_A_AVG_I:
-    case CK_AGG_A_AVG_D:
-    case CK_AGG_A_AVG_F: put(b, p, 24); break;
+    case CK_AGG_A_AVG_D: put(b, p, 24); break;
+    case CK_AGG_A_AVG_F: put(b, p, 32); break;
     case CK_AGG_A_MINMAX:
       put_u8(b, has);
       if (has) put_slot(b, agg, a->acat, p);
@@ -276,18 +278,25 @@ static void get_key(rd_t *r, const ck_agg_t *agg, ck_batch_t *kb) {
   kb->nrows = 1;
 }
 
-static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, ck_error_t *err) {
+static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, int version, ck_error_t *err) {
   const ck_agg_acc_t *a = &agg->acc[c];
   size_t w = 0;
   bool has = false;
   switch (a->kind) {
     case CK_AGG_A_COUNT: w = 8; break;
-    case CK_AGG_A_SUM_I: has = get_u8(r), w = 8; break;
-    case CK_AGG_A_SUM_D:
-    case CK_AGG_A_SUM_F: has = get_u8(r), w = 16; break;
+    case CK_AGG_A_SUM_I:
+      has = get_u8(r);
+      if (version == 1) { /* an i64 sum, widened */
+        ck_agg_st128(ck_agg_entry(agg, idx) + a->off, (ck_i128)get_i64(r));
+        break;
+      }
+      w = 16;
+      break;
+    case CK_AGG_A_SUM_D: has = get_u8(r), w = 16; break;
+    case CK_AGG_A_SUM_F: has = get_u8(r), w = version == 1 ? 16 : 24; break; /* v1: big = 0 */
     case CK_AGG_A_AVG_I:
-    case CK_AGG_A_AVG_D:
-    case CK_AGG_A_AVG_F: w = 24; break;
+    case CK_AGG_A_AVG_D: w = 24; break;
+    case CK_AGG_A_AVG_F: w = version == 1 ? 24 : 32; break;
     case CK_AGG_A_MINMAX: has = get_u8(r); break;
   }
   if (w) get_into(r, ck_agg_entry(agg, idx) + a->off, w);
@@ -376,9 +385,9 @@ int ck_agg_restore(ck_op_t *op, const void *data, size_t len, ck_error_t *err) {
   if (!magic || memcmp(magic, "CKAG", 4) != 0)
     return corrupt(err, "the snapshot is not aggregation state");
   uint16_t version = get_u16(&r);
-  if (version != SNAP_VERSION) {
+  if (version < 1 || version > SNAP_VERSION) {
     int rc = corrupt(err, "the snapshot has an unknown version");
-    ck_error_detail(err, "version %u, this build reads version %d", version, SNAP_VERSION);
+    ck_error_detail(err, "version %u, this build reads versions 1 to %d", version, SNAP_VERSION);
     return rc;
   }
   if (!shape_matches(&r, agg))
@@ -414,7 +423,7 @@ int ck_agg_restore(ck_op_t *op, const void *data, size_t len, ck_error_t *err) {
       char *e = ck_agg_entry(agg, idx);
       e[CK_AGG_E_FLAGS] = (char)(e[CK_AGG_E_FLAGS] | CK_AGG_F_ACC);
     }
-    for (int c = 0; c < agg->ncalls && !rc; c++) rc = get_acc(&r, agg, idx, c, err);
+    for (int c = 0; c < agg->ncalls && !rc; c++) rc = get_acc(&r, agg, idx, c, version, err);
     if (!rc && !agg->windowed) rc = get_emitted(&r, agg, idx, err);
     if (!keep) {
       ck_agg_entry_release(agg, idx);

@@ -26,7 +26,11 @@ int ck_connector_count(void) { return nregistered; }
 const ck_connector_t *ck_connector_at(int i) { return i < nregistered ? registry[i] : NULL; }
 
 const ck_opt_def_t ck_source_common_options[] = {
-    {"format", CK_OPT_STRING, NULL, NULL, false, "record format (json, csv, raw; per connector)"},
+    {"format", CK_OPT_STRING, NULL, NULL, false,
+     "record format (json, csv, raw; per connector). json and csv read numbers by one grammar, "
+     "JSON's: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (no NaN, Infinity, hex, '+' or "
+     "leading zeros; csv allows blanks around a field); a number past its column's type (1e999 "
+     "for DOUBLE) is a decode error"},
     {"event_time_column", CK_OPT_STRING, NULL, NULL, false,
      "column holding event time in epoch milliseconds; enables watermarks and windows"},
     {"watermark_lag_ms", CK_OPT_INT, "0", NULL, false,

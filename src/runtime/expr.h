@@ -12,6 +12,9 @@
  *   - integer / integer is integer division truncating toward zero; x / 0 and MOD(x, 0) are NULL
  *     (DuckDB's choice, not Flink's exception: a stream should not die on one row).
  *   - integer overflow and an unparseable CAST are evaluation errors (CK_EEVAL) naming the value.
+ *   - no value is ever ±Infinity or NaN: a floating-point result that would be one (overflow,
+ *     SQRT of a negative number, POWER without a real result) is CK_EEVAL too, and CAST refuses
+ *     text that reads as one (docs/sql.md has the table).
  *   - numeric widening: INT32 < INT64 < DECIMAL < FLOAT64 (FLOAT32 widens to FLOAT64 when mixed).
  *     DECIMAL arithmetic: + and − scale max(s1,s2), precision max(p1−s1,p2−s2)+scale+1;
  *     × scale s1+s2, precision p1+p2; ÷ scale max(6, s1+p2+1), precision p1−s1+s2+scale;

@@ -32,6 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unicode/uchar.h>
+#include <unicode/ucasemap.h>
+#include <unicode/utf8.h>
+
 #include "base/alloc.h"
 #include "runtime/expr.h"
 
@@ -576,6 +580,65 @@ static int int_overflow(const kc_t *c) {
   return 0;
 }
 
+/* The one rule for floating point: a value that is not finite never exists. An operation
+ * whose finite operands would give ±Infinity or NaN (overflow, SQRT of a negative number,
+ * POWER with no real result) is an evaluation error naming the operation, like integer
+ * overflow; division by zero stays NULL for every type. A loop flagged a non-finite result:
+ * find the first row that matters and report it (a NULL or masked-out row raises nothing). */
+static void float_text(const vec_t *v, size_t i, ck_buf_t *out) {
+  ck_value_t x;
+  get_value(v->col, IX(v, i), &x);
+  fmt_value(&x, out);
+}
+
+static int float_nonfinite(const kc_t *c) {
+  const ck_col_t *o = &c->out->own;
+  bool f32 = o->type.id == CK_T_FLOAT32;
+  ck_fn_t fn = c->e->fn;
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i) || !ck_col_valid(o, i)) continue;
+    double r = f32 ? (double)ck_col_f32(o, i) : ck_col_f64(o, i);
+    if (isfinite(r)) continue;
+    ck_buf_t a, b;
+    ck_buf_init(&a);
+    ck_buf_init(&b);
+    float_text(&c->k[0], i, &a);
+    if (c->nk > 1) float_text(&c->k[1], i, &b);
+    const char *tn = f32 ? "FLOAT" : "DOUBLE";
+    switch (fn) {
+      case CK_FN_SQRT:
+        ck_error_set(c->ev->err, CK_EEVAL, "could not compute SQRT(%s): the square root of a "
+                     "negative number is not a real number", a.data);
+        break;
+      case CK_FN_POWER:
+        if (isnan(r))
+          ck_error_set(c->ev->err, CK_EEVAL, "could not compute POWER(%s, %s): a negative number "
+                       "raised to a non-integer power is not a real number", a.data, b.data);
+        else if (ck_col_f64(c->k[0].col, IX(&c->k[0], i)) == 0)
+          ck_error_set(c->ev->err, CK_EEVAL, "could not compute POWER(%s, %s): zero raised to a "
+                       "negative power is infinite", a.data, b.data);
+        else
+          ck_error_set(c->ev->err, CK_EEVAL, "could not compute POWER(%s, %s): floating-point "
+                       "overflow, the result does not fit in %s", a.data, b.data, tn);
+        break;
+      case CK_FN_ROUND:
+        ck_error_set(c->ev->err, CK_EEVAL, "could not compute ROUND(%s, %s): floating-point "
+                     "overflow, the result does not fit in %s", a.data, c->nk > 1 ? b.data : "0", tn);
+        break;
+      default:
+        ck_error_set(c->ev->err, CK_EEVAL, "could not compute %s %s %s: floating-point overflow, "
+                     "the result does not fit in %s", a.data, ck_fn_name(fn), b.data, tn);
+        break;
+    }
+    ck_error_detail(c->ev->err, "clink never produces Infinity or NaN: an operation whose "
+                    "result is not a finite number stops the job");
+    ck_buf_fini(&a);
+    ck_buf_fini(&b);
+    return CK_EEVAL;
+  }
+  return 0;
+}
+
 /* ---- arithmetic ------------------------------------------------------------------------- */
 
 #define INT_ARITH(T, MINV)                                                                  \
@@ -644,6 +707,7 @@ static int int_overflow(const kc_t *c) {
         });                                                                                 \
         break;                                                                              \
     }                                                                                       \
+    for (size_t i = 0; i < n; i++) nonfinite |= !isfinite(r[i]);                            \
   } while (0)
 
 static bool is_zero(const vec_t *v, size_t i) {
@@ -711,7 +775,7 @@ static int k_arith(kc_t *c) {
   ck_col_t *o = out_init(c->out, rt, n);
   and_valid(o, A);
   and_valid(o, B);
-  int ovf = 0, zero = 0;
+  int ovf = 0, zero = 0, nonfinite = 0;
   switch (rt.id) {
     case CK_T_INT32: INT_ARITH(int32_t, INT32_MIN); break;
     case CK_T_INT64: INT_ARITH(int64_t, INT64_MIN); break;
@@ -722,6 +786,7 @@ static int k_arith(kc_t *c) {
   if (zero)
     for (size_t i = 0; i < n; i++)
       if (is_zero(B, i)) ck_col_set_null(o, i);
+  if (nonfinite) return float_nonfinite(c);
   return ovf ? int_overflow(c) : 0;
 }
 
@@ -919,6 +984,7 @@ static int k_round(kc_t *c) {
   ck_col_t *o = out_init(c->out, rt, n);
   and_valid(o, A);
   if (D) and_valid(o, D);
+  bool nonfinite = false;
   for (size_t i = 0; i < n; i++) {
     int64_t d = D ? vint(D, i) : 0;
     size_t j = IX(A, i);
@@ -941,12 +1007,18 @@ static int k_round(kc_t *c) {
         else ((int64_t *)o->values)[i] = (int64_t)r;
         break;
       }
-      case CK_T_FLOAT32:
-        ((float *)o->values)[i] = (float)round_double(ck_col_f32(A->col, j), d, true);
+      case CK_T_FLOAT32: {
+        float r = (float)round_double(ck_col_f32(A->col, j), d, true);
+        ((float *)o->values)[i] = r;
+        nonfinite |= !isfinite(r);
         break;
-      case CK_T_FLOAT64:
-        ((double *)o->values)[i] = round_double(ck_col_f64(A->col, j), d, false);
+      }
+      case CK_T_FLOAT64: {
+        double r = round_double(ck_col_f64(A->col, j), d, false);
+        ((double *)o->values)[i] = r;
+        nonfinite |= !isfinite(r);
         break;
+      }
       case CK_T_DECIMAL: {
         i128 v = ck_col_dec(A->col, j), r = 0;
         bool ok;
@@ -975,7 +1047,7 @@ static int k_round(kc_t *c) {
       default: ck_assert(!"ROUND of a non-numeric type");
     }
   }
-  return 0;
+  return nonfinite ? float_nonfinite(c) : 0;
 }
 
 static int k_floor_ceil(kc_t *c) {
@@ -1029,14 +1101,7 @@ static int k_power_sqrt(kc_t *c) {
   double *r = o->values;
   and_valid(o, A);
   if (is_sqrt) {
-    bool neg = false;
-    LOOP1(ca, n, {
-      neg |= a[ia] < 0;
-      r[i] = a[ia] < 0 ? 0 : sqrt(a[ia]);
-    });
-    if (neg)
-      for (size_t i = 0; i < n; i++)
-        if (a[IX(A, i)] < 0) ck_col_set_null(o, i);
+    LOOP1(ca, n, { r[i] = sqrt(a[ia]); });
   } else {
     const vec_t *B = &c->k[1];
     const double *b = B->col->values;
@@ -1044,7 +1109,9 @@ static int k_power_sqrt(kc_t *c) {
     and_valid(o, B);
     LOOP2(ca, cb, n, { r[i] = pow(a[ia], b[ib]); });
   }
-  return 0;
+  bool nonfinite = false;
+  for (size_t i = 0; i < n; i++) nonfinite |= !isfinite(r[i]);
+  return nonfinite ? float_nonfinite(c) : 0;
 }
 
 /* ---- strings ---------------------------------------------------------------------------- */
@@ -1087,10 +1154,15 @@ static void str_put(ck_col_t *c, size_t *at, const char *p, size_t n) {
   *at += n;
 }
 
+/* UPPER / LOWER: full Unicode case mapping of the root locale (ICU's UCaseMap over UTF-8),
+ * as Java's String.toUpperCase does for Flink: UPPER('straße') = 'STRASSE', so a result may be
+ * longer than its argument. Rows of ASCII only take a byte loop. */
 static int k_case_conv(kc_t *c) {
   const vec_t *A = &c->k[0];
   bool up = c->e->fn == CK_FN_UPPER;
   ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  UCaseMap *map = NULL;
+  int rc = 0;
   for (size_t i = 0; i < c->n; i++) {
     if (!counts(c, i)) {
       ck_col_append_null(o);
@@ -1098,17 +1170,50 @@ static int k_case_conv(kc_t *c) {
     }
     size_t len;
     const char *s = vstr(A, i, &len);
-    str_room(o, len);
-    char *d = o->data + o->data_len;
-    for (size_t j = 0; j < len; j++) {
-      char ch = s[j];
-      if (up && ch >= 'a' && ch <= 'z') ch = (char)(ch - 32);
-      else if (!up && ch >= 'A' && ch <= 'Z') ch = (char)(ch + 32);
-      d[j] = ch;
+    bool ascii = true;
+    for (size_t j = 0; j < len && ascii; j++) ascii = (unsigned char)s[j] < 0x80;
+    if (ascii) {
+      str_room(o, len);
+      char *d = o->data + o->data_len;
+      for (size_t j = 0; j < len; j++) {
+        char ch = s[j];
+        if (up && ch >= 'a' && ch <= 'z') ch = (char)(ch - 32);
+        else if (!up && ch >= 'A' && ch <= 'Z') ch = (char)(ch + 32);
+        d[j] = ch;
+      }
+      str_commit(o, len);
+      continue;
     }
-    str_commit(o, len);
+    UErrorCode st = U_ZERO_ERROR;
+    if (!map && !(map = ucasemap_open("", 0, &st))) {
+      rc = ck_error_set(c->ev->err, CK_EEVAL, "could not compute %s: %s", ck_fn_name(c->e->fn),
+                        u_errorName(st));
+      break;
+    }
+    if (len > INT32_MAX / 3) {
+      rc = ck_error_set(c->ev->err, CK_EEVAL, "could not compute %s: the string is too long",
+                        ck_fn_name(c->e->fn));
+      break;
+    }
+    size_t cap = len * 3 + 16; /* one UTF-8 unit maps to at most three */
+    int32_t m = 0;
+    for (int pass = 0; pass < 2; pass++) { /* a second pass only if ICU asks for more room */
+      str_room(o, cap);
+      st = U_ZERO_ERROR;
+      m = up ? ucasemap_utf8ToUpper(map, o->data + o->data_len, (int32_t)cap, s, (int32_t)len, &st)
+             : ucasemap_utf8ToLower(map, o->data + o->data_len, (int32_t)cap, s, (int32_t)len, &st);
+      if (st != U_BUFFER_OVERFLOW_ERROR) break;
+      cap = (size_t)m + 16;
+    }
+    if (U_FAILURE(st)) {
+      rc = ck_error_set(c->ev->err, CK_EEVAL, "could not compute %s: %s", ck_fn_name(c->e->fn),
+                        u_errorName(st));
+      break;
+    }
+    str_commit(o, (size_t)m);
   }
-  return 0;
+  if (map) ucasemap_close(map);
+  return rc;
 }
 
 static int k_char_length(kc_t *c) {
@@ -1217,40 +1322,51 @@ static int k_replace(kc_t *c) {
   return 0;
 }
 
-/* SPLIT_INDEX(s, delim, k): the k-th (from 0) piece of s split at delim; NULL when there is no
- * such piece. */
+/* The next white-space code point (Java's Character.isWhitespace, which ICU's u_isWhitespace
+ * follows) at or after byte `from`: its offset, and its length in *n; len when there is none. */
+static size_t next_space(const char *s, size_t len, size_t from, size_t *n) {
+  for (int32_t i = (int32_t)from; (size_t)i < len;) {
+    int32_t at = i;
+    UChar32 ch;
+    U8_NEXT(s, i, (int32_t)len, ch);
+    if (ch >= 0 && u_isWhitespace(ch)) {
+      *n = (size_t)(i - at);
+      return (size_t)at;
+    }
+  }
+  *n = 0;
+  return len;
+}
+
+/* SPLIT_INDEX(s, delim, k): the k-th (from 0) piece of s split at every occurrence of delim,
+ * as Flink's (Commons Lang's splitByWholeSeparatorPreserveAllTokens): empty pieces count
+ * ('a,,b' has three), an empty string has no piece (NULL), an empty delimiter splits at each
+ * white-space character, and a negative k or one past the last piece is NULL. */
 static int k_split_index(kc_t *c) {
   ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
   for (size_t i = 0; i < c->n; i++) {
     int64_t k = vint(&c->k[2], i);
-    if (!counts(c, i) || k < 0) {
+    size_t n = 0, nd = 0;
+    const char *s = counts(c, i) ? vstr(&c->k[0], i, &n) : NULL;
+    if (!s || k < 0 || n == 0) {
       ck_col_append_null(o);
       continue;
     }
-    size_t n, nd;
-    const char *s = vstr(&c->k[0], i, &n), *d = vstr(&c->k[1], i, &nd);
-    if (nd == 0) {
-      if (k == 0) ck_col_append_str(o, s, n);
-      else ck_col_append_null(o);
-      continue;
-    }
-    size_t start = 0;
-    bool found = true;
-    for (int64_t piece = 0; piece < k; piece++) {
-      const char *hit = start <= n ? memmem(s + start, n - start, d, nd) : NULL;
-      if (!hit) {
-        found = false;
-        break;
+    const char *d = vstr(&c->k[1], i, &nd);
+    size_t start = 0, end, step = nd;
+    int64_t piece = 0;
+    for (;; piece++) { /* piece `piece` is [start, end) */
+      if (nd == 0) {
+        end = next_space(s, n, start, &step);
+      } else {
+        const char *hit = memmem(s + start, n - start, d, nd);
+        end = hit ? (size_t)(hit - s) : n;
       }
-      start = (size_t)(hit - s) + nd;
+      if (piece == k || end == n) break;
+      start = end + step;
     }
-    if (!found) {
-      ck_col_append_null(o);
-      continue;
-    }
-    const char *hit = memmem(s + start, n - start, d, nd);
-    size_t end = hit ? (size_t)(hit - s) : n;
-    ck_col_append_str(o, s + start, end - start);
+    if (piece == k) ck_col_append_str(o, s + start, end - start);
+    else ck_col_append_null(o);
   }
   return 0;
 }
@@ -1390,7 +1506,11 @@ static int parse_int(const char *s, size_t n, int64_t *out) {
 
 static bool parse_double(const char *s, size_t n, bool as_float, double *out) {
   trim_blanks(&s, &n);
-  if (n == 0 || n > 1000 || memchr(s, 'x', n) || memchr(s, 'X', n)) return false;
+  if (n == 0 || n > 1000) return false;
+  for (size_t i = 0; i < n; i++) /* decimal text only: no hex, no 'NaN' or 'Infinity' */
+    if (!((s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == 'e' || s[i] == 'E' ||
+          s[i] == '+' || s[i] == '-'))
+      return false;
   char stack[128];
   char *buf = n < sizeof stack ? stack : ck_malloc(n + 1);
   memcpy(buf, s, n);
@@ -1494,7 +1614,10 @@ static int cast_value(const ck_value_t *v, ck_type_t to, ck_value_t *r, ck_buf_t
           break;
         default: return cast_fail(v, to, "unsupported conversion", err);
       }
-      if (as_float && isfinite(d) && fabs(d) > FLT_MAX) d = d > 0 ? INFINITY : -INFINITY;
+      /* no value is Infinity or NaN: text that reads as one, or a number past the type's
+       * range, is out of range (rounding to FLT_MAX is not) */
+      if (!isfinite(d) || (as_float && !isfinite((float)d)))
+        return cast_fail(v, to, "value out of range", err);
       r->v.f = as_float ? (double)(float)d : d;
       return 0;
     }

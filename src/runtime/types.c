@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unicode/stringoptions.h>
+#include <unicode/ustring.h>
+
+#include "base/alloc.h"
+
 size_t ck_type_width(ck_type_t t) {
   switch (t.id) {
     case CK_T_NULL: return 1;
@@ -268,4 +273,43 @@ bool ck_timestamp_parse(const char *s, size_t n, int64_t *out) {
   if (mo == 2 && d == 29 && !leap) return false;
   *out = ((days_from_civil(y, (int)mo, (int)d) * 24 + h) * 60 + mi) * 60000 + sec * 1000 + ms;
   return true;
+}
+
+/* Into UTF-16 for ICU: false on invalid UTF-8. *out is buf or a ck_malloc'd block. */
+static bool to_utf16(const char *s, size_t n, UChar *buf, int32_t cap, UChar **out, int32_t *len) {
+  UErrorCode st = U_ZERO_ERROR;
+  *out = buf;
+  if (n > INT32_MAX / 2) return false;
+  u_strFromUTF8(buf, cap, len, s, (int32_t)n, &st);
+  if (st == U_BUFFER_OVERFLOW_ERROR) {
+    *out = ck_malloc(sizeof(UChar) * (size_t)(*len + 1));
+    st = U_ZERO_ERROR;
+    u_strFromUTF8(*out, *len + 1, len, s, (int32_t)n, &st);
+  }
+  if (U_FAILURE(st)) {
+    if (*out != buf) ck_free(*out);
+    *out = NULL;
+    return false;
+  }
+  return true;
+}
+
+bool ck_utf8_ieq(const char *a, size_t na, const char *b, size_t nb) {
+  bool ascii = true;
+  for (size_t i = 0; i < na && ascii; i++) ascii = (unsigned char)a[i] < 0x80;
+  for (size_t i = 0; i < nb && ascii; i++) ascii = (unsigned char)b[i] < 0x80;
+  if (ascii) return ck_str_ieq((ck_str_t){a, na}, (ck_str_t){b, nb});
+  UChar ba[128], bb[128], *ua, *ub;
+  int32_t la, lb;
+  bool eq;
+  if (!to_utf16(a, na, ba, 128, &ua, &la)) return ck_str_ieq((ck_str_t){a, na}, (ck_str_t){b, nb});
+  if (!to_utf16(b, nb, bb, 128, &ub, &lb)) {
+    eq = ck_str_ieq((ck_str_t){a, na}, (ck_str_t){b, nb});
+  } else {
+    UErrorCode st = U_ZERO_ERROR;
+    eq = u_strCaseCompare(ua, la, ub, lb, U_FOLD_CASE_DEFAULT, &st) == 0 && U_SUCCESS(st);
+    if (ub != bb) ck_free(ub);
+  }
+  if (ua != ba) ck_free(ua);
+  return eq;
 }

@@ -77,6 +77,10 @@ bool ck_decimal_parse(const char *s, size_t n, int precision, int scale, ck_i128
 /* Shortest text that reads back as the same double (JSON output: "18", "18.5", "1e+21").
  * Writes NaN/Infinity as null is the caller's choice; this writes "NaN", "Infinity". */
 void ck_double_format(double d, ck_buf_t *out);
+/* Equality of two UTF-8 strings under Unicode full case folding (ICU's default folding, as
+ * Java's equalsIgnoreCase extended to full mappings): 'Größe' equals 'GRÖSSE' and 'größe'.
+ * ASCII strings take a byte loop; invalid UTF-8 compares ASCII-insensitively byte by byte. */
+bool ck_utf8_ieq(const char *a, size_t na, const char *b, size_t nb);
 
 /* TIMESTAMP(3) text as SQL prints it: "2024-01-02 03:04:05.678" (UTC, three fraction digits). */
 void ck_timestamp_format(int64_t epoch_ms, ck_buf_t *out);

@@ -3,5 +3,6 @@ WITH (connector = 'file', path = 'data/types.json', format = 'json');
 SELECT id, UPPER(s) AS up, LOWER(s) AS lo, CHAR_LENGTH(s) AS n, SUBSTRING(s, 2, 3) AS sub,
        SUBSTRING(s FROM 3) AS tail, CONCAT(s, '!', 'x') AS cat, s || '?' AS pipe,
        TRIM(s) AS trimmed, REPLACE(s, 'l', 'L') AS repl, SPLIT_INDEX(s, ',', 1) AS second,
+       SPLIT_INDEX(s, ',', 0) AS first, SPLIT_INDEX(s, '', 1) AS word2,
        s LIKE '%o%' AS has_o, s NOT LIKE '_%' AS empty_like
 FROM t;

@@ -120,6 +120,40 @@ static void test_csv_errors_and_rollback(void **state) {
   fx_free(f);
 }
 
+/* CSV reads numbers by the same grammar as JSON (one scanner in format.c): no NaN, Infinity,
+ * hex, '+', leading zeros or bare points; a value past the type's range is an error. */
+static void test_csv_number_grammar_is_jsons(void **state) {
+  fx_t *f = fx_new("n INT, d DOUBLE, r FLOAT, m DECIMAL(10,2)", false);
+  static const char *const not_numbers[] = {"NaN", "nan", "Infinity", "-Infinity", "inf",
+                                            "0x10", "+5", "007", "-01", "1.", ".5", "1e",
+                                            "1e+", "--1", "1_000", "1,5", "0.5.5", "- 1"};
+  char rec[96], msg[96];
+  for (size_t i = 0; i < sizeof not_numbers / sizeof *not_numbers; i++) {
+    const char *x = not_numbers[i];
+    if (strchr(x, ',')) snprintf(rec, sizeof rec, "1,\"%s\",0,0", x);
+    else snprintf(rec, sizeof rec, "1,%s,0,0", x);
+    snprintf(msg, sizeof msg, "field 'd': expected a number, found '%s'", x);
+    dec_err(f, rec, msg);
+    snprintf(rec, sizeof rec, "1,0,%s,0", x);
+    if (!strchr(x, ',')) dec_err(f, rec, "field 'r': expected a number");
+    snprintf(rec, sizeof rec, "1,0,0,%s", x);
+    if (!strchr(x, ',')) dec_err(f, rec, "field 'm': expected a number that fits DECIMAL(10, 2)");
+    snprintf(rec, sizeof rec, "%s,0,0,0", x);
+    if (!strchr(x, ',')) dec_err(f, rec, "field 'n': expected an integer");
+  }
+  dec_err(f, "1,1e999,0,0", "field 'd': out of range for DOUBLE, found '1e999'");
+  dec_err(f, "1,-1e999,0,0", "field 'd': out of range for DOUBLE, found '-1e999'");
+  dec_err(f, "1,0,1e39,0", "field 'r': out of range for FLOAT, found '1e39'");
+  dec_err(f, "1.0,0,0,0", "field 'n': expected an integer, found '1.0'");
+  dec_err(f, "1e2,0,0,0", "field 'n': expected an integer, found '1e2'");
+  dec_ok(f, "-0,0.5e-2,3.4028234e38,1.5E1");
+  dec_ok(f, "0,-1.7976931348623157e308,1e-50, -2.125 ");
+  rows_are(f,
+           "{\"d\":0.005,\"m\":15.00,\"n\":0,\"r\":3.4028235e+38}\n"
+           "{\"d\":-1.7976931348623157e+308,\"m\":-2.13,\"n\":0,\"r\":0}\n");
+  fx_free(f);
+}
+
 static void test_csv_header_maps_by_name(void **state) {
   fx_t *f = fx_new("sensor_id VARCHAR, ts BIGINT, temp_c DOUBLE, missing INT", true);
   assert_true(ck_decoder_wants_header(f->dec));
@@ -134,6 +168,17 @@ static void test_csv_header_maps_by_name(void **state) {
            "{\"missing\":null,\"sensor_id\":\"sensor-04\",\"temp_c\":null,\"ts\":null}\n");
   dec_err(f, "1,2,3", "expected 4 fields as in the header, found 3");
   assert_int_equal(f->batch->nrows, 2);
+  fx_free(f);
+}
+
+static void test_csv_header_names_fold_unicode_case(void **state) {
+  fx_t *f = fx_new("stra\xc3\x9f" "e VARCHAR, \xc3\xa9t\xc3\xa9 INT", true); /* straße, été */
+  ck_error_t err;
+  ck_error_clear(&err);
+  const char *hdr = "\xc3\x89T\xc3\x89,STRASSE\n";                            /* ÉTÉ, STRASSE */
+  assert_int_equal(ck_decoder_header(f->dec, hdr, strlen(hdr), &err), 0);
+  dec_ok(f, "7,x");
+  rows_are(f, "{\"stra\xc3\x9f" "e\":\"x\",\"\xc3\xa9t\xc3\xa9\":7}\n");
   fx_free(f);
 }
 
@@ -201,7 +246,9 @@ int main(void) {
       cmocka_unit_test(test_csv_positional_every_type),
       cmocka_unit_test(test_csv_quoting),
       cmocka_unit_test(test_csv_errors_and_rollback),
+      cmocka_unit_test(test_csv_number_grammar_is_jsons),
       cmocka_unit_test(test_csv_header_maps_by_name),
+      cmocka_unit_test(test_csv_header_names_fold_unicode_case),
       cmocka_unit_test(test_csv_encoder),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -396,6 +396,54 @@ static void test_datagen_check(void **state) {
   check_err("Temp DOUBLE", NULL, NULL, "fields.temp.kind", "sequence", NULL); /* column names are case-insensitive */
 }
 
+/* A sequence never wraps silently at its column type's limit: refused at plan time when
+ * `rows` bounds it, else the rows before the first value that does not fit come out and the
+ * next poll fails naming the column. With an end it wraps, as documented. */
+static void test_datagen_sequence_that_leaves_its_type(void **state) {
+  check_err("n INT", "a sequence from 0 by 1 over 3000000000 rows reaches 2999999999, which does "
+            "not fit INT", "fields.n.end", "fields.n.kind", "sequence", "rows", "3000000000", NULL);
+  check_err("n INT", "a sequence from 2147483645 by 1 over 4 rows reaches 2147483648, which does "
+            "not fit INT", NULL, "fields.n.kind", "sequence", "fields.n.start", "2147483645",
+            "rows", "4", NULL);
+  check_err("n INT", "from 0 by -1000 over 2147485 rows reaches -2147484000", NULL,
+            "fields.n.kind", "sequence", "fields.n.step", "-1000", "rows", "2147485", NULL);
+  check_err("n INT", NULL, NULL, "fields.n.kind", "sequence", "fields.n.start", "2147483645",
+            "rows", "3", NULL); /* the last row is INT_MAX: fits */
+  check_err("b BIGINT", "which does not fit BIGINT", NULL, "fields.b.kind", "sequence",
+            "fields.b.start", "9223372036854775807", "rows", "2", NULL);
+  check_err("s VARCHAR", "which does not fit VARCHAR", NULL, "fields.s.kind", "sequence",
+            "fields.s.start", "9223372036854775807", "rows", "2", NULL);
+  check_err("m DECIMAL(4,2)", "reaches 100.00, which does not fit DECIMAL(4, 2)", NULL,
+            "fields.m.kind", "sequence", "fields.m.start", "99.99", "fields.m.step", "0.01",
+            "rows", "2", NULL);
+  check_err("f FLOAT", "which does not fit FLOAT", NULL, "fields.f.kind", "sequence",
+            "fields.f.start", "3e38", "fields.f.step", "1e38", "rows", "2", NULL);
+  check_err("f FLOAT", "'fields.f.start' must be a value of type FLOAT, not '1e39'", NULL,
+            "fields.f.start", "1e39", NULL);
+  check_err("n INT", NULL, NULL, "fields.n.kind", "sequence", "fields.n.start", "2147483640",
+            "fields.n.end", "2147483647", "rows", "3000000000", NULL); /* wraps at its end */
+
+  /* unbounded: the rows that fit come out, then the job stops at the one that does not */
+  fx_t *f = fx_new("n INT", "fields.n.kind", "sequence", "fields.n.start", "2147483645", NULL);
+  ck_source_t src = mk(f, 0, 1);
+  ck_batch_t *batch = t_batch(&f->schema);
+  ck_error_t err;
+  ck_error_clear(&err);
+  int p;
+  assert_int_equal(src.ops->poll(&src, batch, 10, 1000, &p, &err), CK_SRC_DATA);
+  assert_int_equal(batch->nrows, 3);
+  assert_int_equal(ck_col_i32(&batch->cols[0], 2), INT32_MAX);
+  ck_batch_clear(batch);
+  assert_int_equal(src.ops->poll(&src, batch, 10, 1000, &p, &err), CK_EEVAL);
+  assert_string_equal(err.message, "could not generate row 3 of datagen column 'n': its sequence "
+                                   "leaves INT there");
+  assert_int_equal(batch->nrows, 0);
+  assert_int_equal(batch->cols[0].len, 0);
+  ck_batch_free(batch);
+  src.ops->close(&src);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_datagen_union_over_parallelism_equals_single),
@@ -405,6 +453,7 @@ int main(void) {
       cmocka_unit_test(test_datagen_snapshot_restore),
       cmocka_unit_test(test_datagen_rows_per_second_paces_without_spinning),
       cmocka_unit_test(test_datagen_check),
+      cmocka_unit_test(test_datagen_sequence_that_leaves_its_type),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

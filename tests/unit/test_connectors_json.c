@@ -142,6 +142,23 @@ static void test_json_doubles_round_exactly(void **state) {
   fx_free(f);
 }
 
+/* The same not-numbers the CSV test refuses (one grammar, format.c): each is a syntax error. */
+static void test_json_number_grammar_refuses_what_csv_refuses(void **state) {
+  fx_t *f = fx_new("d DOUBLE");
+  static const char *const bad[] = {"NaN", "Infinity", "-Infinity", "0x10", "+5", "007",
+                                    "-01", "1.", ".5", "1e", "1e+", "--1"};
+  for (size_t i = 0; i < CK_ARRAY_LEN(bad); i++) {
+    char rec[64];
+    snprintf(rec, sizeof rec, "{\"d\":%s}", bad[i]);
+    assert_int_equal(dec(f, rec), CK_EDECODE);
+  }
+  dec_err(f, "{\"d\":-1e999}", "field 'd': -1e999 is out of range for DOUBLE");
+  fx_free(f);
+  f = fx_new("r FLOAT");
+  dec_err(f, "{\"r\":1e39}", "field 'r': 1e39 is out of range for FLOAT");
+  fx_free(f);
+}
+
 static void test_json_decimal_from_text(void **state) {
   fx_t *f = fx_new("m DECIMAL(10,2)");
   dec_ok(f, "{\"m\":12.345}");     /* rounds half away from zero */
@@ -309,6 +326,19 @@ static void test_json_names_match_case_insensitively(void **state) {
   assert_true(ck_col_f64(&b->cols[1], 1) == 2.5);
   assert_str_at(&b->cols[0], 2, "esc", 3);
   assert_false(ck_col_valid(&b->cols[1], 2));
+  fx_free(f);
+}
+
+/* Names fold with Unicode case folding, not ASCII only (UPPER/LOWER's ICU): GRÖSSE is größe. */
+static void test_json_names_match_with_unicode_case_folding(void **state) {
+  fx_t *f = fx_new("gr\xc3\xb6\xc3\x9f" "e DOUBLE, \xc3\xa9t\xc3\xa9 INT");   /* größe, été */
+  dec_ok(f, "{\"GR\xc3\x96SSE\":1.5,\"\xc3\x89T\xc3\x89\":2}");               /* GRÖSSE, ÉTÉ */
+  dec_ok(f, "{\"Gr\xc3\xb6sse\":2.5,\"\xc3\xa9t\xc3\xa8\":3}");               /* Grösse; étè is another word */
+  const ck_batch_t *b = f->batch;
+  assert_true(ck_col_f64(&b->cols[0], 0) == 1.5);
+  assert_int_equal(ck_col_i32(&b->cols[1], 0), 2);
+  assert_true(ck_col_f64(&b->cols[0], 1) == 2.5);
+  assert_false(ck_col_valid(&b->cols[1], 1));
   fx_free(f);
 }
 
@@ -598,6 +628,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_json_every_type),
       cmocka_unit_test(test_json_doubles_round_exactly),
+      cmocka_unit_test(test_json_number_grammar_refuses_what_csv_refuses),
       cmocka_unit_test(test_json_decimal_from_text),
       cmocka_unit_test(test_json_integer_errors),
       cmocka_unit_test(test_json_the_spec_example_message),
@@ -606,6 +637,7 @@ int main(void) {
       cmocka_unit_test(test_json_string_column_takes_any_value_as_text),
       cmocka_unit_test(test_json_nulls_missing_and_extra_fields),
       cmocka_unit_test(test_json_names_match_case_insensitively),
+      cmocka_unit_test(test_json_names_match_with_unicode_case_folding),
       cmocka_unit_test(test_json_repeated_field_last_wins),
       cmocka_unit_test(test_json_bad_record_leaves_batch_unchanged),
       cmocka_unit_test(test_json_invalid_utf8),

@@ -635,6 +635,139 @@ static void test_agg_overflow_is_an_error(void **state) {
   fx_fini(&f);
 }
 
+/* SUM of integers accumulates exactly and is checked when it is emitted: a partial sum past
+ * BIGINT is no error when the total fits, whatever order the rows arrive in (one batch, several,
+ * session merges), and a total past BIGINT still is. */
+static void test_agg_sum_bigint_checked_at_emit_not_on_partial_sums(void **state) {
+  fx_t f;
+  fx_count_sum(&f, CK_WIN_TUMBLE);
+  f.win.size = 10;
+  fx_start(&f);
+  PUSH(&f, {1, 0, INT64_MAX}, {1, 1, 1}, {1, 2, -2},   /* partial sum MAX + 1 */
+           {2, 0, -2}, {2, 1, INT64_MAX}, {2, 2, 1},   /* never past MAX */
+           {3, 0, 1}, {3, 1, INT64_MAX}, {3, 2, -2},   /* partial sum MAX + 1 */
+           {4, 0, INT64_MIN + 1}, {4, 1, -2}, {4, 2, 2}); /* partial sum MIN - 1 */
+  /* (INT64_MIN itself marks NULL in PUSH) */
+  PUSH(&f, {5, 0, INT64_MAX}, {5, 1, INT64_MAX});
+  PUSH(&f, {5, 2, INT64_MIN + 1}, {5, 3, INT64_MIN + 1}, {5, 4, 5}); /* 2·MAX + 2·(MIN+1) + 5 */
+  wm(&f, 10);
+  expect(&f,
+         "+I 1 0 10 3 9223372036854775806\n"
+         "+I 2 0 10 3 9223372036854775806\n"
+         "+I 3 0 10 3 9223372036854775806\n"
+         "+I 4 0 10 3 -9223372036854775807\n"
+         "+I 5 0 10 5 5\n"
+         "wm 10\n");
+  PUSH(&f, {6, 10, INT64_MAX}, {6, 11, 1});
+  assert_int_equal(f.op.ops->watermark(&f.op, 20, &f.err), CK_EEVAL);
+  assert_string_equal(f.err.message, "could not aggregate: SUM over input column 2 overflows BIGINT");
+  fx_fini(&f);
+
+  /* sessions: the partial sums of two sessions merged by a third record */
+  fx_count_sum(&f, CK_WIN_SESSION);
+  f.win.gap = 10;
+  fx_start(&f);
+  PUSH(&f, {1, 0, INT64_MAX}, {1, 20, 1});
+  PUSH(&f, {1, 10, -2});
+  wm(&f, CK_WATERMARK_MAX);
+  expect(&f, "+I 1 0 30 3 9223372036854775806\nwm 9223372036854775807\n");
+  fx_fini(&f);
+
+  /* unwindowed: the row emitted after a batch is what must fit */
+  fx_count_sum(&f, CK_WIN_NONE);
+  fx_start(&f);
+  PUSH(&f, {1, 0, INT64_MAX}, {1, 0, 1}, {1, 0, -2});
+  expect(&f, "+I 1 3 9223372036854775806\n");
+  fx_fini(&f);
+}
+
+/* DOUBLE sums never become Infinity, and like SUM of BIGINT they are checked when emitted: a
+ * running sum past DOUBLE's range is no error when the total fits, in any order (also through
+ * session merges); AVG of values near the limit is their mean; a total past the range is an
+ * error like integer overflow (inputs are never Infinity or NaN, expr.h). */
+static void double_rows(fx_t *f, size_t n, const int64_t *keys, const int64_t *ts, const double *v) {
+  ck_type_t types[3] = {I64, TS, F64};
+  ck_batch_t *b = ck_batch_new(3, types, n);
+  for (size_t i = 0; i < n; i++) {
+    ck_col_append_i64(&b->cols[0], keys[i]);
+    ck_col_append_i64(&b->cols[1], ts[i]);
+    ck_col_append_f64(&b->cols[2], v[i]);
+  }
+  assert_int_equal(process(f, b), 0);
+}
+
+static void test_agg_double_sums_past_the_range_are_checked_at_emit(void **state) {
+  fx_t f;
+  fx_init(&f, CK_WIN_TUMBLE);
+  f.win.size = 10;
+  fx_key(&f, 0, I64);
+  fx_call(&f, CK_AGG_SUM, false, 2, F64);
+  fx_call(&f, CK_AGG_AVG, false, 2, F64);
+  fx_start(&f);
+  const double M = 1.7976931348623157e308;
+  int64_t keys[] = {1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 5, 5, 5};
+  int64_t ts[] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 0, 1, 2};
+  double v[] = {1e308, 1e308, -1e308,  /* partial sum 2e308 */
+                -1e308, 1e308, 1e308,  /* never past the range */
+                M, M, -M,              /* partial sum 2·MAX */
+                M, M,                  /* AVG: MAX; SUM: past the range, asked below */
+                -1e308, -1e308, 1e308}; /* partial -2e308 */
+  double_rows(&f, 11, keys, ts, v);
+  double_rows(&f, 3, keys + 11, ts + 11, v + 11);
+  /* key 4's SUM is 2·MAX: the window fails when it fires */
+  ck_error_clear(&f.err);
+  assert_int_equal(f.op.ops->watermark(&f.op, 10, &f.err), CK_EEVAL);
+  assert_string_equal(f.err.message, "could not aggregate: SUM over input column 2 overflows DOUBLE");
+  fx_fini(&f);
+
+  fx_init(&f, CK_WIN_TUMBLE);
+  f.win.size = 10;
+  fx_key(&f, 0, I64);
+  fx_call(&f, CK_AGG_SUM, false, 2, F64);
+  fx_call(&f, CK_AGG_AVG, false, 2, F64);
+  fx_start(&f);
+  double_rows(&f, 9, keys, ts, v);
+  double_rows(&f, 3, keys + 11, ts + 11, v + 11);
+  wm(&f, 10);
+  expect(&f,
+         "+I 1 0 10 1e+308 3.333333333333333e+307\n"
+         "+I 2 0 10 1e+308 3.333333333333333e+307\n"
+         "+I 3 0 10 1.7976931348623157e+308 5.992310449541053e+307\n"
+         "+I 5 0 10 -1e+308 -3.333333333333333e+307\n"
+         "wm 10\n");
+  fx_fini(&f);
+
+  /* sessions merged by a bridging record, and a snapshot taken while the sum is past the range */
+  fx_t g;
+  fx_init(&f, CK_WIN_SESSION);
+  f.win.gap = 10;
+  fx_key(&f, 0, I64);
+  fx_call(&f, CK_AGG_SUM, false, 2, F64);
+  fx_call(&f, CK_AGG_AVG, false, 2, F64);
+  fx_start(&f);
+  int64_t sk[] = {1, 1, 1}, st[] = {0, 20, 10};
+  double sv[] = {M, M, -M};
+  double_rows(&f, 2, sk, st, sv);
+  ck_buf_t snap;
+  ck_buf_init(&snap);
+  assert_int_equal(f.op.ops->snapshot(&f.op, &snap, &f.err), 0);
+  fx_init(&g, CK_WIN_SESSION);
+  g.win.gap = 10;
+  fx_key(&g, 0, I64);
+  fx_call(&g, CK_AGG_SUM, false, 2, F64);
+  fx_call(&g, CK_AGG_AVG, false, 2, F64);
+  fx_start(&g);
+  assert_int_equal(g.op.ops->restore(&g.op, snap.data, snap.len, &g.err), 0);
+  for (fx_t *x = &f; x; x = x == &f ? &g : NULL) {
+    double_rows(x, 1, sk + 2, st + 2, sv + 2);
+    wm(x, CK_WATERMARK_MAX);
+    expect(x, "+I 1 0 30 1.7976931348623157e+308 5.992310449541053e+307\nwm 9223372036854775807\n");
+  }
+  ck_buf_fini(&snap);
+  fx_close(&g);
+  fx_fini(&f);
+}
+
 static void test_agg_distinct(void **state) {
   fx_t f;
   fx_init(&f, CK_WIN_TUMBLE);
@@ -1090,6 +1223,115 @@ static void test_agg_restore_rejects_foreign_or_truncated(void **state) {
   fx_fini(&a);
 }
 
+/* Snapshots of version 1 (SUM of integers as an i64) are still restored; new ones are version 2
+ * with the sum in 128 bits. The conversion below follows the encoding in agg_snap.c. */
+static void test_agg_restore_reads_version_1_sums(void **state) {
+  fx_t a, b;
+  fx_count_sum(&a, CK_WIN_TUMBLE);
+  a.win.size = 10;
+  fx_start(&a);
+  PUSH(&a, {1, 0, 5}, {1, 1, -12}, {2, 3, INT64_MAX}, {2, 4, 1});
+  ck_buf_t v2, v1;
+  ck_buf_init(&v2);
+  ck_buf_init(&v1);
+  assert_int_equal(a.op.ops->snapshot(&a.op, &v2, &a.err), 0);
+  uint16_t version;
+  memcpy(&version, v2.data + 4, 2);
+  assert_int_equal(version, 2);
+  /* header 6, shape 1 + 4·8 + 2 + 3 + 2 + 2·8 + 4, watermark 8, count 8 */
+  size_t head = 6 + 60 + 8 + 8, rec2 = 4 + 16 + 9 + 8 + 1 + 16;
+  uint64_t count;
+  memcpy(&count, v2.data + head - 8, 8);
+  assert_int_equal(count, 2);
+  assert_int_equal(v2.len, head + count * rec2);
+  ck_buf_append(&v1, v2.data, head);
+  v1.data[4] = 1;
+  for (uint64_t r = 0; r < count; r++) {
+    const char *rec = v2.data + head + r * rec2;
+    ck_i128 sum;
+    memcpy(&sum, rec + rec2 - 16, 16);
+    int64_t narrow = (int64_t)sum;
+    if (sum != (ck_i128)narrow) narrow = INT64_MIN; /* did not fit an i64: unused below */
+    ck_buf_append(&v1, rec, rec2 - 16);
+    ck_buf_append(&v1, &narrow, 8);
+  }
+  fx_count_sum(&b, CK_WIN_TUMBLE);
+  b.win.size = 10;
+  fx_start(&b);
+  /* key 2's sum (MAX + 1) has no version 1 form: restore key 1 only */
+  ck_buf_t one;
+  ck_buf_init(&one);
+  ck_buf_append(&one, v1.data, head);
+  uint64_t one_count = 0;
+  for (uint64_t r = 0; r < count; r++) {
+    const char *rec = v1.data + head + r * (rec2 - 8);
+    int64_t key;
+    memcpy(&key, rec + 4 + 16 + 1, 8);
+    if (key != 1) continue;
+    ck_buf_append(&one, rec, rec2 - 8);
+    one_count++;
+  }
+  assert_int_equal(one_count, 1);
+  memcpy(one.data + head - 8, &one_count, 8);
+  int rc = b.op.ops->restore(&b.op, one.data, one.len, &b.err);
+  if (rc) fprintf(stderr, "restore failed: %s\n", b.err.message);
+  assert_int_equal(rc, 0);
+  PUSH(&b, {1, 2, INT64_MAX}); /* -7 + MAX: the restored sum is widened */
+  wm(&b, 10);
+  expect(&b, "+I 1 0 10 3 9223372036854775800\nwm 10\n");
+  /* and an unknown version is refused by number */
+  one.data[4] = 3;
+  fx_close(&b);
+  fx_count_sum(&b, CK_WIN_TUMBLE);
+  b.win.size = 10;
+  fx_start(&b);
+  assert_int_equal(b.op.ops->restore(&b.op, one.data, one.len, &b.err), CK_ESTATE);
+  assert_string_equal(b.err.detail, "version 3, this build reads versions 1 to 2");
+  ck_buf_fini(&one);
+  ck_buf_fini(&v1);
+  ck_buf_fini(&v2);
+  fx_close(&b);
+  fx_fini(&a);
+
+  /* SUM of doubles: version 1 had hi, lo and no count of 2^1000s */
+  fx_init(&a, CK_WIN_TUMBLE);
+  a.win.size = 10;
+  fx_key(&a, 0, I64);
+  fx_call(&a, CK_AGG_SUM, false, 2, F64);
+  fx_start(&a);
+  int64_t dk[] = {1, 1}, dt[] = {0, 1};
+  double dv[] = {0.1, 0.2};
+  double_rows(&a, 2, dk, dt, dv);
+  ck_buf_init(&v2);
+  ck_buf_init(&v1);
+  assert_int_equal(a.op.ops->snapshot(&a.op, &v2, &a.err), 0);
+  head = 6 + (1 + 4 * 8 + 2 + 3 + 2 + 8 + 4) + 8 + 8;
+  rec2 = 4 + 16 + 9 + 1 + 24;
+  assert_int_equal(v2.len, head + rec2);
+  int64_t big;
+  memcpy(&big, v2.data + head + rec2 - 8, 8);
+  assert_int_equal(big, 0);
+  ck_buf_append(&v1, v2.data, head + rec2 - 8);
+  v1.data[4] = 1;
+  fx_init(&b, CK_WIN_TUMBLE);
+  b.win.size = 10;
+  fx_key(&b, 0, I64);
+  fx_call(&b, CK_AGG_SUM, false, 2, F64);
+  fx_start(&b);
+  rc = b.op.ops->restore(&b.op, v1.data, v1.len, &b.err);
+  if (rc) fprintf(stderr, "restore failed: %s\n", b.err.message);
+  assert_int_equal(rc, 0);
+  int64_t dk3[] = {1, 1, 1}, dt3[] = {2, 3, 4};
+  double dv2[] = {1e308, 1e308, -1e308}; /* the restored sum then passes the range and returns */
+  double_rows(&b, 3, dk3, dt3, dv2);
+  wm(&b, 10);
+  expect(&b, "+I 1 0 10 1e+308\nwm 10\n");
+  ck_buf_fini(&v1);
+  ck_buf_fini(&v2);
+  fx_close(&b);
+  fx_fini(&a);
+}
+
 /* ---- misuse ---- */
 
 static void test_agg_init_and_input_errors(void **state) {
@@ -1149,6 +1391,8 @@ int main(void) {
       cmocka_unit_test(test_agg_decimal_sum_avg_exact_and_rounded),
       cmocka_unit_test(test_agg_decimal_avg_rounds_half_away_from_zero),
       cmocka_unit_test(test_agg_overflow_is_an_error),
+      cmocka_unit_test(test_agg_sum_bigint_checked_at_emit_not_on_partial_sums),
+      cmocka_unit_test(test_agg_double_sums_past_the_range_are_checked_at_emit),
       cmocka_unit_test(test_agg_distinct),
       cmocka_unit_test(test_agg_min_max_strings_and_string_keys),
       cmocka_unit_test(test_agg_unwindowed_changelog_kinds_and_order),
@@ -1164,6 +1408,7 @@ int main(void) {
       cmocka_unit_test(test_agg_snapshot_restore_unwindowed_having),
       cmocka_unit_test(test_agg_restore_splits_by_key_group),
       cmocka_unit_test(test_agg_restore_rejects_foreign_or_truncated),
+      cmocka_unit_test(test_agg_restore_reads_version_1_sums),
       cmocka_unit_test(test_agg_init_and_input_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -585,10 +585,10 @@ static void test_float_arithmetic(void **state) {
   assert_string_equal(eval_text(CALL(ADD, col(0, T(FLOAT64)), col(1, T(FLOAT64))), b),
                       "0.30000000000000004|1.5|1e+308");
   b = batch2(T(FLOAT64), T(FLOAT64));
-  FILL(b, 0, "0.1", "-2.5", "1e308");
+  FILL(b, 0, "0.1", "-2.5", "1e307");
   FILL(b, 1, "0.2", "4", "10");
   assert_string_equal(eval_text(CALL(MUL, col(0, T(FLOAT64)), col(1, T(FLOAT64))), b),
-                      "0.020000000000000004|-10|Infinity");
+                      "0.020000000000000004|-10|1e+308");
   b = batch2(T(FLOAT64), T(FLOAT64));
   FILL(b, 0, "7.5", "-7.5");
   FILL(b, 1, "2", "2");
@@ -1002,7 +1002,7 @@ static const char *str1(ck_expr_t *e, const char *s) {
 static void test_string_functions(void **state) {
   ck_expr_t *s = col(0, T(STRING));
   const char *hello = "h\xc3\xa9llo w\xc3\xb6rld"; /* héllo wörld: 11 code points, 13 bytes */
-  assert_string_equal(str1(CALL(UPPER, s), hello), "H\xc3\xa9LLO W\xc3\xb6RLD");
+  assert_string_equal(str1(CALL(UPPER, s), hello), "H\xc3\x89LLO W\xc3\x96RLD"); /* HÉLLO WÖRLD */
   assert_string_equal(str1(CALL(LOWER, s), "MiXeD 123"), "mixed 123");
   assert_string_equal(str1(CALL(CHAR_LENGTH, s), hello), "11");
   assert_string_equal(str1(CALL(CHAR_LENGTH, s), ""), "0");
@@ -1032,6 +1032,21 @@ static void test_string_functions(void **state) {
   assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(","), lit_i32(-1)), "a,b"), "NULL");
   assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str("::"), lit_i32(1)), "x::yy::z"), "yy");
   assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(","), lit_i32(0)), "abc"), "abc");
+  /* Flink's edge cases: an empty string has no piece; trailing and leading delimiters leave
+   * empty pieces; an empty delimiter splits at white space */
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(","), lit_i32(0)), ""), "NULL");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(""), lit_i32(0)), ""), "NULL");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(","), lit_i32(1)), "a,"), "");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(","), lit_i32(2)), "a,"), "NULL");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(","), lit_i32(0)), ",a"), "");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(","), lit_i32(1)), ","), "");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(","), lit_i64(INT64_MAX)), "a,b"), "NULL");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(""), lit_i32(1)), "a b\tc"), "b");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(""), lit_i32(2)), "a b\tc"), "c");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(""), lit_i32(1)), "a  b"), "");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(""), lit_i32(1)), "a\xe2\x80\x83" "b"), "b");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(""), lit_i32(0)), "ab"), "ab");
+  assert_string_equal(str1(CALL(SPLIT_INDEX, s, lit_str(""), lit_i32(1)), "ab"), "NULL");
 
   /* NULL propagation across the family */
   ck_batch_t *b = batch1(T(STRING));
@@ -1109,8 +1124,108 @@ static void test_numeric_functions(void **state) {
   assert_string_equal(num1(T(INT32), r, "2"), "1024");
   assert_string_equal(num1(T(FLOAT64), CALL(POWER, d, lit_f64(0.5)), "2.25"), "1.5");
   assert_string_equal(num1(T(FLOAT64), CALL(SQRT, d), "16"), "4");
-  assert_string_equal(num1(T(FLOAT64), CALL(SQRT, d), "-1"), "NULL");
   assert_string_equal(num1(DEC(6, 3), CALL(SQRT, m), "6.250"), "2.5");
+}
+
+/* One rule: no operation yields Infinity or NaN from finite operands; it is an error naming
+ * the operation and its values, like integer overflow. Division by zero stays NULL. */
+static void test_non_finite_results_are_errors(void **state) {
+  ck_expr_t *d = col(0, T(FLOAT64)), *e = col(1, T(FLOAT64)), *f = col(0, T(FLOAT32));
+  ck_batch_t *b = batch2(T(FLOAT64), T(FLOAT64));
+  FILL(b, 0, "1", "1e308");
+  FILL(b, 1, "2", "10");
+  assert_string_equal(eval_error(CALL(MUL, d, e), b),
+                      "could not compute 1e+308 * 10: floating-point overflow, the result does "
+                      "not fit in DOUBLE");
+  b = batch2(T(FLOAT64), T(FLOAT64));
+  FILL(b, 0, "1.7976931348623157e308");
+  FILL(b, 1, "1.7976931348623157e308");
+  assert_string_equal(eval_error(CALL(ADD, d, e), b),
+                      "could not compute 1.7976931348623157e+308 + 1.7976931348623157e+308: "
+                      "floating-point overflow, the result does not fit in DOUBLE");
+  b = batch2(T(FLOAT64), T(FLOAT64));
+  FILL(b, 0, "-1e308");
+  FILL(b, 1, "1e308");
+  assert_string_equal(eval_error(CALL(SUB, d, e), b),
+                      "could not compute -1e+308 - 1e+308: floating-point overflow, the result "
+                      "does not fit in DOUBLE");
+  b = batch2(T(FLOAT64), T(FLOAT64));
+  FILL(b, 0, "1e300", "1", "0");
+  FILL(b, 1, "1e-10", "0", "0");
+  assert_string_equal(eval_error(CALL(DIV, d, e), b),
+                      "could not compute 1e+300 / 1e-10: floating-point overflow, the result "
+                      "does not fit in DOUBLE");
+  b = batch2(T(FLOAT64), T(FLOAT64)); /* x / 0 and 0 / 0 are NULL, as for every type */
+  FILL(b, 0, "1", "0", "-1");
+  FILL(b, 1, "0", "0", "0");
+  assert_string_equal(eval_text(CALL(DIV, d, e), b), "NULL|NULL|NULL");
+  b = batch2(T(FLOAT32), T(FLOAT32));
+  FILL(b, 0, "3e38");
+  FILL(b, 1, "3e38");
+  assert_string_equal(eval_error(CALL(ADD, f, col(1, T(FLOAT32))), b),
+                      "could not compute 3e+38 + 3e+38: floating-point overflow, the result does "
+                      "not fit in FLOAT");
+  /* functions */
+  b = batch1(T(FLOAT64));
+  FILL(b, 0, "4", "-1.5");
+  assert_string_equal(eval_error(CALL(SQRT, d), b),
+                      "could not compute SQRT(-1.5): the square root of a negative number is not "
+                      "a real number");
+  b = batch1(T(FLOAT64));
+  FILL(b, 0, "-1.5");
+  assert_string_equal(eval_error(CALL(POWER, d, lit_f64(0.5)), b),
+                      "could not compute POWER(-1.5, 0.5): a negative number raised to a "
+                      "non-integer power is not a real number");
+  b = batch1(T(FLOAT64));
+  FILL(b, 0, "0");
+  assert_string_equal(eval_error(CALL(POWER, d, lit_f64(-1)), b),
+                      "could not compute POWER(0, -1): zero raised to a negative power is "
+                      "infinite");
+  b = batch1(T(FLOAT64));
+  FILL(b, 0, "10");
+  assert_string_equal(eval_error(CALL(POWER, d, lit_f64(400)), b),
+                      "could not compute POWER(10, 400): floating-point overflow, the result "
+                      "does not fit in DOUBLE");
+  assert_string_equal(num1(T(FLOAT64), CALL(POWER, d, lit_f64(3)), "-2"), "-8");
+  assert_string_equal(num1(T(FLOAT64), CALL(SQRT, d), "-0"), "-0");
+  b = batch1(T(FLOAT64));
+  FILL(b, 0, "1.7976931348623157e308");
+  assert_string_equal(eval_error(CALL(ROUND, d, CALL(NEG, lit_i32(308))), b),
+                      "could not compute ROUND(1.7976931348623157e+308, -308): floating-point "
+                      "overflow, the result does not fit in DOUBLE");
+  /* NULL and unselected rows raise nothing */
+  b = batch2(T(FLOAT64), T(FLOAT64));
+  FILL(b, 0, "1e308", NULL, "3");
+  FILL(b, 1, NULL, "1e308", "2");
+  assert_string_equal(eval_text(CALL(MUL, d, e), b), "NULL|NULL|6");
+  ck_expr_t *w[] = {CALL(GE, d, lit_f64(0))}, *t[] = {CALL(SQRT, d)};
+  ck_error_t err;
+  ck_error_clear(&err);
+  ck_expr_t *guarded = ck_expr_case(&A, w, t, 1, NULL, &err);
+  assert_non_null(guarded);
+  b = batch1(T(FLOAT64));
+  FILL(b, 0, "-1.5", "2.25");
+  assert_string_equal(eval_text(guarded, b), "NULL|1.5");
+}
+
+static void test_case_mapping_is_unicode(void **state) {
+  ck_expr_t *s = col(0, T(STRING));
+  assert_string_equal(str1(CALL(UPPER, s), "stra\xc3\x9f" "e"), "STRASSE"); /* straße */
+  assert_string_equal(str1(CALL(LOWER, s), "\xc3\x80\xc3\x89\xc3\x8e"),   /* ÀÉÎ */
+                      "\xc3\xa0\xc3\xa9\xc3\xae");
+  assert_string_equal(str1(CALL(UPPER, s), "\xce\xb1\xce\xb2\xce\xb3"),   /* αβγ */
+                      "\xce\x91\xce\x92\xce\x93");
+  /* final sigma, as Java's toLowerCase: ΟΔΟΣ → οδος with ς at the end */
+  assert_string_equal(str1(CALL(LOWER, s), "\xce\x9f\xce\x94\xce\x9f\xce\xa3"),
+                      "\xce\xbf\xce\xb4\xce\xbf\xcf\x82");
+  /* the root locale, not Turkish: i → I, İ → i̇ */
+  assert_string_equal(str1(CALL(UPPER, s), "i"), "I");
+  assert_string_equal(str1(CALL(LOWER, s), "\xc4\xb0"), "i\xcc\x87");
+  /* a result longer than its argument, in a batch that grows */
+  ck_batch_t *b = batch1(T(STRING));
+  FILL(b, 0, "\xc3\x9f\xc3\x9f\xc3\x9f", NULL, "ab", "\xef\xac\x83"); /* ßßß, ﬃ */
+  assert_string_equal(eval_text(CALL(UPPER, s), b), "SSSSSS|NULL|AB|FFI");
+  assert_string_equal(str1(CALL(UPPER, s), "\xf0\x9f\x98\x80 \xc3\xa9"), "\xf0\x9f\x98\x80 \xc3\x89");
 }
 
 /* ---- CAST ------------------------------------------------------------------------------- */
@@ -1144,6 +1259,16 @@ static void test_cast_from_string(void **state) {
   assert_string_equal(cast1(T(STRING), "0.1", T(FLOAT32)), "0.10000000149011612");
   assert_string_equal(cast1_error(T(STRING), "1.2.3", T(FLOAT64)),
                       "could not cast '1.2.3' to DOUBLE");
+  /* no text gives a value that is not finite */
+  assert_string_equal(cast1_error(T(STRING), "NaN", T(FLOAT64)), "could not cast 'NaN' to DOUBLE");
+  assert_string_equal(cast1_error(T(STRING), "-Infinity", T(FLOAT64)),
+                      "could not cast '-Infinity' to DOUBLE");
+  assert_string_equal(cast1_error(T(STRING), "inf", T(FLOAT32)), "could not cast 'inf' to FLOAT");
+  assert_string_equal(cast1_error(T(STRING), "0x10", T(FLOAT64)), "could not cast '0x10' to DOUBLE");
+  assert_string_equal(cast1_error(T(STRING), "1e999", T(FLOAT64)),
+                      "could not cast '1e999' to DOUBLE: value out of range");
+  assert_string_equal(cast1_error(T(STRING), "1e39", T(FLOAT32)),
+                      "could not cast '1e39' to FLOAT: value out of range");
   assert_string_equal(cast1(T(STRING), "TRUE", T(BOOL)), "TRUE");
   assert_string_equal(cast1(T(STRING), " false", T(BOOL)), "FALSE");
   assert_string_equal(cast1_error(T(STRING), "yes", T(BOOL)), "could not cast 'yes' to BOOLEAN");
@@ -1207,7 +1332,9 @@ static void test_cast_between_numerics(void **state) {
   assert_string_equal(cast1(T(INT32), "7", T(FLOAT32)), "7");
   assert_string_equal(cast1(T(FLOAT32), "0.5", T(FLOAT64)), "0.5");
   assert_string_equal(cast1(T(FLOAT64), "0.1", T(FLOAT32)), "0.10000000149011612");
-  assert_string_equal(cast1(T(FLOAT64), "1e300", T(FLOAT32)), "Infinity");
+  assert_string_equal(cast1_error(T(FLOAT64), "1e300", T(FLOAT32)),
+                      "could not cast 1e+300 to FLOAT: value out of range");
+  assert_string_equal(cast1(T(FLOAT64), "3.4028235e38", T(FLOAT32)), "3.4028234663852886e+38");
 
   assert_string_equal(cast1(T(FLOAT64), "0.1", DEC(10, 2)), "0.10");
   assert_string_equal(cast1(T(FLOAT64), "0.1", DEC(20, 19)), "0.1000000000000000000");
@@ -1477,6 +1604,8 @@ int main(void) {
       TEST(test_like_patterns),
       TEST(test_string_functions),
       TEST(test_numeric_functions),
+      TEST(test_non_finite_results_are_errors),
+      TEST(test_case_mapping_is_unicode),
       TEST(test_cast_from_string),
       TEST(test_cast_to_string),
       TEST(test_cast_between_numerics),

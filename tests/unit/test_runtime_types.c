@@ -207,6 +207,22 @@ static void test_timestamp_text(void **state) {
   }
 }
 
+static bool ieq(const char *a, const char *b) { return ck_utf8_ieq(a, strlen(a), b, strlen(b)); }
+
+static void test_utf8_ieq_folds_full_unicode_case(void **state) {
+  assert_true(ieq("Temp", "tEMP"));
+  assert_false(ieq("temp", "temps"));
+  assert_true(ieq("gr\xc3\xb6\xc3\x9f" "e", "GR\xc3\x96SSE"));     /* größe = GRÖSSE */
+  assert_true(ieq("\xce\xa3\xce\x91\xce\xa3", "\xcf\x83\xce\xb1\xcf\x82")); /* ΣΑΣ = σας */
+  assert_false(ieq("\xc3\xa9", "e"));                                  /* é is not e */
+  assert_false(ieq("\xff", "\xfe"));                                   /* invalid UTF-8: bytes */
+  assert_true(ieq("\xff" "A", "\xff" "a"));
+  char longa[600], longb[600]; /* past the stack buffers */
+  for (int i = 0; i < 299; i++) memcpy(longa + 2 * i, "\xc3\xa9", 2), memcpy(longb + 2 * i, "\xc3\x89", 2);
+  longa[598] = longb[598] = 0;
+  assert_true(ieq(longa, longb));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_type_names_and_widths),
@@ -215,6 +231,7 @@ int main(void) {
       cmocka_unit_test(test_decimal_format),
       cmocka_unit_test(test_decimal_parse),
       cmocka_unit_test(test_timestamp_text),
+      cmocka_unit_test(test_utf8_ieq_folds_full_unicode_case),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
