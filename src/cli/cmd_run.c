@@ -12,10 +12,12 @@
  * --fresh is given.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -56,9 +58,39 @@ static void on_interrupt(int sig) {
   if (ex) ck_exec_stop(ex);
 }
 
+static const char *file_kind(mode_t m) {
+  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* Reads a script: a regular file, or standard input for "-". Anything else (a directory, a
+ * device like /dev/zero, a FIFO) is refused before reading: it could block or never end. The
+ * file is opened without blocking, so a FIFO without a writer does not hang the open. */
 int ck_cli_read_file(const char *path, ck_buf_t *out, ck_error_t *err) {
-  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-  if (!f) return ck_error_set(err, CK_EIO, "could not open '%s': %s", path, strerror(errno));
+  FILE *f = stdin;
+  if (strcmp(path, "-") != 0) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return ck_error_set(err, CK_EIO, "could not open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+      int e = errno;
+      close(fd);
+      return ck_error_set(err, CK_EIO, "could not read '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      close(fd);
+      ck_error_set(err, CK_EIO, "could not read '%s': it is %s, not a regular file", path,
+                   file_kind(st.st_mode));
+      ck_error_hint(err, "give the path of a SQL file, or '-' to read the script from standard input");
+      return CK_EIO;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    f = fdopen(fd, "rb");
+    if (!f) {
+      close(fd);
+      return ck_error_set(err, CK_EIO, "could not open '%s': %s", path, strerror(errno));
+    }
+  }
   char chunk[65536];
   size_t n;
   while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) ck_buf_append(out, chunk, n);
@@ -129,7 +161,9 @@ static int run_main(int argc, char **argv) {
   const char *filename = inline_sql ? "<-e>" : args.positional[0];
   if (inline_sql) ck_buf_puts(&sql, inline_sql);
   else if (ck_cli_read_file(filename, &sql, &err)) {
-    fprintf(stderr, "clink run: %s\n", err.message);
+    char msg[2048];
+    ck_error_format(&err, msg, sizeof msg);
+    fprintf(stderr, "clink run: %s\n", msg);
     ck_buf_fini(&sql);
     return 1;
   }

@@ -224,6 +224,31 @@ def test_bad_sql_in_a_file_names_line_and_column(clink, tmp_path):
     assert "[job]" not in r.stderr  # nothing started
 
 
+@pytest.mark.parametrize("kind", ["char-device", "directory", "fifo"])
+def test_a_script_that_is_not_a_regular_file_is_refused_at_once(clink, tmp_path, kind):
+    """/dev/zero never ends and a FIFO without a writer blocks the open: both used to hang."""
+    if kind == "char-device":
+        path = "/dev/zero"
+    elif kind == "directory":
+        path = str(tmp_path)
+    else:
+        path = str(tmp_path / "script.fifo")
+        os.mkfifo(path)
+    want = {"char-device": "a character device", "directory": "a directory", "fifo": "a FIFO"}
+    r = clink("run", path, timeout=10)
+    assert r.returncode == 1, r.stderr
+    assert "could not read '%s': it is %s, not a regular file" % (path, want[kind]) in r.stderr, \
+        r.stderr
+    assert "hint: give the path of a SQL file, or '-'" in r.stderr, r.stderr
+    assert r.stdout == ""
+
+
+def test_a_script_on_standard_input_still_runs(clink):
+    r = clink("run", "-", input=datagen_sql(rows=3))
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(line)["id"] for line in r.stdout.splitlines()] == [0, 1, 2]
+
+
 def test_syntax_error_names_line_and_column(clink):
     r = clink("run", "-e", "SELEC 1")
     assert r.returncode == 1
