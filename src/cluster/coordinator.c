@@ -35,7 +35,9 @@
 #include "checkpoint/lineage.h"
 #include "cluster/http.h"
 #include "cluster/jobplan.h"
+#include "cluster/opmetrics.h"
 #include "cluster/proto.h"
+#include "runtime/metrics.h"
 #include "sql/planner.h"
 
 #define LOG_WATCH "coordinator.watchdog"
@@ -1237,6 +1239,16 @@ static void r_metrics(void *ctx, const ck_http_req_t *req, const char *const *pa
   for (int j = 0; j < co->njobs; j++)
     ck_buf_printf(b, "clink_job_restarts{job=\"%lld\"} %d\n", (long long)co->jobs[j]->id,
                   co->jobs[j]->attempt);
+  /* per operator and subtask, from the workers' last heartbeats (runtime/metrics.h) */
+  for (int m = 0; m < CK_OPM_COUNT; m++) {
+    ck_opmetrics_prom_header(b, m);
+    for (int j = 0; j < co->njobs; j++)
+      for (int i = 0; i < co->jobs[j]->nparts; i++) {
+        worker_t *w = find_worker(co, co->jobs[j]->parts[i].worker);
+        ck_opmetrics_prom_samples(b, m, co->jobs[j]->id, w ? w->id : "",
+                                  co->jobs[j]->parts[i].metrics);
+      }
+  }
 }
 
 const ck_http_route_t ck_coordinator_routes[] = {
@@ -1244,7 +1256,7 @@ const ck_http_route_t ck_coordinator_routes[] = {
     {"GET", "/api/v1/jobs", false, r_jobs, "every job: id, name, status, error_count, restarts, guarantee"},
     {"POST", "/api/v1/jobs/sql", false, r_submit, "submit {\"sql\":…, \"name\":…, \"parallelism\":…}; 201 {\"id\":…}"},
     {"GET", "/api/v1/jobs/:id", false, r_job, "one job, with its last error and its workers"},
-    {"GET", "/api/v1/jobs/:id/operators", false, r_operators, "records in/out, watermark, backpressure per operator and subtask"},
+    {"GET", "/api/v1/jobs/:id/operators", false, r_operators, "per operator and subtask: records in/out, late, skipped, without event time, watermark, backpressure"},
     {"GET", "/api/v1/jobs/:id/checkpoints", false, r_checkpoints, "latest completed/confirmed, in flight, recent checkpoints"},
     {"POST", "/api/v1/jobs/:id/cancel", false, r_cancel, "cancel the job"},
     {"GET", "/api/v1/workers", false, r_workers, "registered workers, slots, heartbeats"},

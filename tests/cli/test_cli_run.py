@@ -264,6 +264,59 @@ def test_unknown_with_option_names_its_position_and_the_closest(clink):
     assert "did you mean 'rows'?" in r.stderr
 
 
+TIMELESS = ('{"id": 1, "ts": 1000}\n{"id": 2}\n{"id": 3, "ts": null}\n{"id": 4, "ts": 1500}\n'
+            '{"id": 5, "ts": 2500}\n')
+
+
+def timeless_sql(source, policy):
+    extra = ", event_time_null = '%s'" % policy if policy else ""
+    return ("CREATE TABLE f (id BIGINT, ts BIGINT) WITH (%s, event_time_column = 'ts'%s);\n"
+            "SELECT TUMBLE_START(ts, INTERVAL '1' SECOND) AS w, COUNT(*) AS n FROM f\n"
+            "GROUP BY TUMBLE(ts, INTERVAL '1' SECOND);" % (source, extra))
+
+
+def test_a_record_without_event_time_fails_the_job_naming_its_line(clink, tmp_path):
+    """A missing or NULL event time used to be counted among the late records and dropped."""
+    (tmp_path / "in.json").write_text(TIMELESS)
+    r = clink("run", "--log-level", "info", "-e",
+              timeless_sql("connector = 'file', path = 'in.json'", None))
+    assert r.returncode == 1, r.stderr
+    assert ("record at in.json:2 has no event time: its event_time_column 'ts' is missing or "
+            "NULL") in r.stderr, r.stderr
+    assert "hint: event_time_null = 'skip' counts and skips such records instead" in r.stderr
+
+
+def test_records_without_event_time_are_skipped_and_counted_on_their_own(clink, tmp_path):
+    (tmp_path / "in.json").write_text(TIMELESS)
+    r = clink("run", "--log-level", "info", "-e",
+              timeless_sql("connector = 'file', path = 'in.json'", "skip"))
+    assert r.returncode == 0, r.stderr
+    assert sorted((json.loads(l)["w"], json.loads(l)["n"]) for l in r.stdout.splitlines()) == \
+        [(1000, 2), (2000, 1)]
+    line = [l for l in r.stderr.splitlines() if "[job] finished" in l]
+    assert line, r.stderr
+    assert " 0 late records dropped" in line[0], line[0]
+    assert " 2 records without event time skipped" in line[0], line[0]
+
+
+def test_a_generated_null_event_time_follows_the_same_rule(clink):
+    """Sources that do not check it themselves (datagen) are checked by the runtime."""
+    gen = ("connector = 'datagen', rows = '200', fields.id.kind = 'sequence', "
+           "fields.ts.kind = 'sequence', fields.ts.null_rate = '0.5'")
+    r = clink("run", "--log-level", "info", "-e", timeless_sql(gen, None))
+    assert r.returncode == 1, r.stderr
+    assert "a record of table 'f' (partition 0 of subtask 0) has no event time" in r.stderr
+    r = clink("run", "--log-level", "info", "-e", timeless_sql(gen, "skip"))
+    assert r.returncode == 0, r.stderr
+    line = [l for l in r.stderr.splitlines() if "[job] finished" in l][0]
+    m = re.search(r"(\d+) records read, .* 0 late records dropped, .* (\d+) records without "
+                  r"event time skipped", line)
+    assert m, line
+    read, skipped = int(m.group(1)), int(m.group(2))
+    assert read + skipped == 200 and 0 < skipped < 200, line
+    assert sum(json.loads(l)["n"] for l in r.stdout.splitlines()) == read
+
+
 def test_runtime_failure_exits_1_naming_file_and_line(clink, tmp_path):
     (tmp_path / "in.json").write_text('{"id": 1}\n{"id":\n{"id": 3}\n')
     r = clink("run", "--log-level", "info", "-e",
