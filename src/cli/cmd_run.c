@@ -42,6 +42,7 @@ static const ck_cli_opt_t opts[] = {
     {"checkpoint-dir", "DIR", "take checkpoints into DIR, and resume from them when run again"},
     {"checkpoint-interval-ms", "MS", "time between checkpoints (default 1000)"},
     {"fresh", NULL, "ignore the checkpoints in --checkpoint-dir and start the job over"},
+    {"max-memory", "SIZE", "fail a job whose memory passes SIZE (512M, 4G; 'none': no limit; default 80% of the machine's or the cgroup's memory)"},
     {"max-restarts", "N", "with checkpoints, restart from the last one after a failure up to N times (default 3)"},
     {"progress-interval-ms", "MS", "log a progress line with the live counters this often (default 10000; 0: never)"},
     {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
@@ -299,6 +300,10 @@ static int run_main(int argc, char **argv) {
   }
 
   ck_exec_opts_t eopts = {.job_name = filename};
+  if (ck_cli_max_memory(cmd, &args, &eopts.max_memory)) {
+    rc = 2;
+    goto out;
+  }
   const char *ckpt_dir = ck_cli_get(cmd, &args, "checkpoint-dir");
   bool fresh = ck_cli_flag(cmd, &args, "fresh");
   if (fresh && !ckpt_dir) {

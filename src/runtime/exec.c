@@ -161,6 +161,7 @@ struct ck_exec {
   _Atomic int64_t final_id;   /* the checkpoint taken once every source is done reading */
   atomic_int done;            /* every subtask has exited */
   atomic_int stopped_sources; /* sources that stopped because of ck_exec_stop */
+  int mem_account;            /* its subtask threads' allocations (0: none) */
 };
 
 /* ---------------------------------------------------------------- channels */
@@ -266,6 +267,10 @@ static int exchange_control(task_t *t, msg_kind_t kind, int64_t value);
 
 /* Delivers a batch to stage i of the chain (or past its end, to the exchange). Takes it. */
 static int deliver_batch(task_t *t, int i, ck_batch_t *batch, ck_error_t *err) {
+  if (ck_mem_over()) { /* the memory guard: at every batch, on every subtask thread */
+    ck_batch_free(batch);
+    return ck_mem_over_error(err);
+  }
   if (i >= t->nstages) return exchange_batch(t, batch, err);
   const ck_node_t *n = stage_node(t, i);
   int rc = 0;
@@ -748,6 +753,10 @@ static int run_source(task_t *t, ck_error_t *err) {
   }
   while (!rc) {
     if (atomic_load(&ex->failed)) break;
+    if (ck_mem_over()) {
+      rc = ck_mem_over_error(err);
+      break;
+    }
     if (atomic_load(&ex->stop)) {
       atomic_fetch_add(&ex->stopped_sources, 1);
       break;
@@ -982,6 +991,7 @@ static int run_receiver(task_t *t, ck_error_t *err) {
 
 static void *task_main(void *arg) {
   task_t *t = arg;
+  ck_mem_account_enter(t->ex->mem_account); /* the job's memory guard counts this thread */
   ck_error_t err;
   ck_error_clear(&err);
   int rc = open_task(t, &err);
@@ -989,6 +999,7 @@ static void *task_main(void *arg) {
   if (!rc) rc = finish_task(t, &err);
   if (rc) task_fail(t, rc, &err);
   close_task(t);
+  ck_mem_account_enter(0);
   return NULL;
 }
 
@@ -1046,6 +1057,9 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
   if (opts) ex->opts = *opts;
   if (ex->opts.channel_capacity <= 0) ex->opts.channel_capacity = 16;
   if (!ex->opts.job_name) ex->opts.job_name = "clink";
+  if (ex->opts.max_memory > 0 && !(ex->mem_account = ck_mem_account_new(ex->opts.max_memory)))
+    CK_LOG_WARN("job", "%s: no memory account is free (%d jobs in this process): the job runs "
+                "without its memory guard", ex->opts.job_name, CK_MEM_ACCOUNTS - 1);
   ck_mutex_init(&ex->err_mu);
   ck_mutex_init(&ex->ckpt_mu);
   ck_cond_init(&ex->ckpt_cv);
@@ -1293,6 +1307,7 @@ void ck_exec_metrics_sum(ck_exec_t *ex, int64_t sum[], int64_t *read,
 
 void ck_exec_free(ck_exec_t *ex) {
   if (!ex) return;
+  ck_mem_account_free(ex->mem_account);
   for (int s = 0; s < ex->nsegs; s++) {
     seg_t *seg = &ex->segs[s];
     for (int p = 0; p < seg->parallelism; p++) {

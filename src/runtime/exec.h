@@ -70,6 +70,9 @@ typedef struct ck_exec_opts {
   ck_exec_ckpt_t ckpt;
   const ck_exec_report_t *report; /* NULL: embedded, this process coordinates checkpoints */
   const ck_exec_remote_t *remote; /* NULL: every subtask runs here */
+  /* The job's memory guard (base/alloc.h accounts): the bytes its subtask threads hold may not
+   * pass this; the job fails with CK_ENOMEM naming it instead (0: no limit). */
+  int64_t max_memory;
 } ck_exec_opts_t;
 
 /* Subtasks the graph runs as (snapshot directories v1/0 … v1/n-1). */

@@ -317,6 +317,35 @@ def test_a_generated_null_event_time_follows_the_same_rule(clink):
     assert sum(json.loads(l)["n"] for l in r.stdout.splitlines()) == read
 
 
+GROWING = ("CREATE TABLE g (id BIGINT, v BIGINT) WITH (connector = 'datagen', "
+           "rows = '200000000', fields.id.kind = 'sequence', fields.v.kind = 'sequence');\n"
+           "CREATE TABLE out (id BIGINT, n BIGINT) WITH (connector = 'blackhole');\n"
+           "INSERT INTO out SELECT id, COUNT(*) AS n FROM g GROUP BY id;\n")
+
+
+def test_memory_guard_fails_a_job_whose_state_grows(clink):
+    """A GROUP BY over 200 M distinct keys would grow to many GB: with --max-memory 64M the job
+    fails with the guard's message long before its input ends."""
+    t0 = time.monotonic()
+    r = clink("run", "--max-memory", "64M", "--log-level", "info", "-e", GROWING, timeout=120)
+    took = time.monotonic() - t0
+    assert r.returncode == 1, r.stderr
+    m = re.search(r"clink run: error: job memory exceeded (\d+) MiB \(limit 64 MiB\)", r.stderr)
+    assert m and int(m.group(1)) > 64, r.stderr
+    assert "hint: raise --max-memory" in r.stderr, r.stderr
+    assert summary(r.stderr)[0] == "failed"
+    assert summary(r.stderr)[1] < 50_000_000, r.stderr  # it stopped early, not at the end
+    assert took < 100, "took %.1f s" % took
+
+
+def test_memory_guard_size_is_checked(clink):
+    r = clink("run", "--max-memory", "lots", "-e", GROWING)
+    assert r.returncode == 2
+    assert "--max-memory must be a size of at least 1M, like 512M or 4G" in r.stderr, r.stderr
+    r = clink("run", "--max-memory", "none", "-e", datagen_sql(rows=3))
+    assert r.returncode == 0, r.stderr
+
+
 def test_runtime_failure_exits_1_naming_file_and_line(clink, tmp_path):
     (tmp_path / "in.json").write_text('{"id": 1}\n{"id":\n{"id": 3}\n')
     r = clink("run", "--log-level", "info", "-e",
