@@ -1307,7 +1307,6 @@ void ck_exec_metrics_sum(ck_exec_t *ex, int64_t sum[], int64_t *read,
 
 void ck_exec_free(ck_exec_t *ex) {
   if (!ex) return;
-  ck_mem_account_free(ex->mem_account);
   for (int s = 0; s < ex->nsegs; s++) {
     seg_t *seg = &ex->segs[s];
     for (int p = 0; p < seg->parallelism; p++) {
@@ -1337,5 +1336,7 @@ void ck_exec_free(ck_exec_t *ex) {
   ck_cond_fini(&ex->ckpt_cv);
   ck_mutex_fini(&ex->wr_mu);
   ck_cond_fini(&ex->wr_cv);
+  /* last: what the subtask threads allocated is freed by now, and credited to the account */
+  ck_mem_account_free(ex->mem_account);
   ck_free(ex);
 }
