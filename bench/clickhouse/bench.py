@@ -418,10 +418,9 @@ class Bench:
 
 def make_topic(brokers, topic, partitions, data_json, n):
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-    admin = AdminClient({"bootstrap.servers": brokers})
-    admin.create_topics([NewTopic(topic, num_partitions=partitions,
-                                  replication_factor=1)])[topic].result(timeout=60)
+    sys.path.insert(0, str(REPO / "scripts"))
+    from kafka_topic import create_topic  # waits until every partition has a leader
+    create_topic(brokers, topic, partitions)
     producer = Producer({"bootstrap.servers": brokers, "linger.ms": 50,
                          "batch.num.messages": 10000, "queue.buffering.max.messages": 500000,
                          "enable.idempotence": True})

@@ -44,9 +44,10 @@ import time
 from pathlib import Path
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+from kafka_topic import create_topic  # noqa: E402  (waits until every partition has a leader)
 CHANNELS = ["Google", "Facebook", "Baidu", "Apple"]
 
 
@@ -66,10 +67,6 @@ def bid(i):
     }, separators=(",", ":")).encode()
 
 
-def create_topic(brokers, topic, partitions):
-    admin = AdminClient({"bootstrap.servers": brokers})
-    fut = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
-    fut[topic].result(timeout=60)
 
 
 def prefill(brokers, topic, records, partitions):

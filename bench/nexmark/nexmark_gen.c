@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "connectors/kafka/ktopic.h"
 #include "connectors/nexmark.h"
 
 #define TIMEOUT_MS 30000
@@ -116,27 +117,15 @@ static int topic_partitions(rd_kafka_t *rk, const char *topic) {
   return n;
 }
 
+/* Creates the topic and waits until each partition's leader answers (connectors/kafka/ktopic.h):
+ * reading offsets right after creating it on a just-started broker used to fail with "Not
+ * leader for partition". */
 static void create_topic(rd_kafka_t *rk, const char *topic, int partitions) {
-  char errstr[512];
-  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof errstr);
-  if (!nt) die("could not describe topic '%s': %s", topic, errstr);
-  rd_kafka_NewTopic_set_config(nt, "retention.ms", "-1");
-  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, TIMEOUT_MS);
-  if (!ev) die("could not create topic '%s': no answer within %d ms", topic, TIMEOUT_MS);
-  const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
-  size_t cnt;
-  const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &cnt);
-  if (rd_kafka_event_error(ev))
-    die("could not create topic '%s': %s", topic, rd_kafka_event_error_string(ev));
-  if (cnt == 1 && rd_kafka_topic_result_error(tr[0]) &&
-      rd_kafka_topic_result_error(tr[0]) != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-    die("could not create topic '%s': %s", topic, rd_kafka_topic_result_error_string(tr[0]));
-  rd_kafka_event_destroy(ev);
-  rd_kafka_queue_destroy(q);
-  rd_kafka_NewTopic_destroy(nt);
-  for (int i = 0; i < 300 && topic_partitions(rk, topic) != partitions; i++) rd_kafka_poll(rk, 100);
+  static const char *const config[] = {"retention.ms", "-1"};
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (ck_kafka_topic_create(rk, topic, partitions, config, 1, true, TIMEOUT_MS, &err))
+    die("%s", err.message);
 }
 
 static void delete_topic(rd_kafka_t *rk, const char *topic) {
@@ -274,6 +263,11 @@ int main(int argc, char **argv) {
   int have = topic_partitions(prod, o.topic);
   if (have == 0 && !o.check_only) {
     create_topic(prod, o.topic, o.partitions);
+    have = topic_partitions(prod, o.topic);
+  } else if (have != 0) { /* an existing topic on a just-started broker: the same wait */
+    ck_error_t err;
+    ck_error_clear(&err);
+    if (ck_kafka_topic_wait(prod, o.topic, 0, TIMEOUT_MS, &err)) die("%s", err.message);
     have = topic_partitions(prod, o.topic);
   }
   if (have != o.partitions)

@@ -11,6 +11,7 @@
 #ifndef CK_BASE_ALLOC_H
 #define CK_BASE_ALLOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,35 @@ typedef struct ck_mem_stats {
 } ck_mem_stats_t;
 
 ck_mem_stats_t ck_mem_stats(void);
+
+/* ---- memory accounts: the job-level memory guard ----
+ * An account counts the live bytes of the blocks allocated while it was the calling thread's
+ * current account (a job's subtask threads enter its account), wherever they are freed: the
+ * block's header names its account. With a limit, an allocation that takes the account past it
+ * marks the account over its limit (sticky until the account is freed); the allocation itself
+ * still succeeds — callers never check for NULL — and the job's threads, which check
+ * ck_mem_over() at every batch, fail the job with ck_mem_over_error's message instead of
+ * growing. Up to CK_MEM_ACCOUNTS accounts exist at once; id 0 is "no account". Only memory
+ * that goes through these wrappers is counted (not librdkafka's or libpq's own). Any thread. */
+#define CK_MEM_ACCOUNTS 64
+/* A new account with limit bytes (0: none); 0 when every account is taken. */
+int ck_mem_account_new(int64_t limit);
+void ck_mem_account_free(int id);
+/* The calling thread's allocations are charged to id from now on (0: to none). */
+void ck_mem_account_enter(int id);
+int64_t ck_mem_account_live(int id);
+int64_t ck_mem_account_peak(int id);
+/* Whether the calling thread's account went past its limit. One relaxed load when it has none. */
+bool ck_mem_over(void);
+/* CK_ENOMEM: "job memory exceeded N MiB (limit L MiB)" with the hint, for the calling
+ * thread's account. */
+struct ck_error;
+int ck_mem_over_error(struct ck_error *err);
+/* The default job limit: 80% of the machine's memory or of the cgroup's limit, if lower. */
+int64_t ck_mem_default_limit(void);
+/* Parses a size: bytes, or a number with K, M, G or T (KiB, MiB… and KB, MB… mean the same
+ * powers of 1024); false when it is not one. */
+bool ck_mem_parse_size(const char *s, int64_t *out);
 
 /* A bug, not an error: print file:line and abort. */
 #define ck_assert(cond)                                                                  \

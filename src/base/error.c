@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/redact.h"
+
 const char *ck_error_name(int code) {
   switch (code) {
 #define CK_X_NAME(name, num, msg) \
@@ -39,6 +41,7 @@ static int vset(ck_error_t *err, int code, int line, int col, const char *fmt, v
   err->line = line;
   err->column = col;
   vsnprintf(err->message, sizeof err->message, fmt, ap);
+  ck_redact_inplace(err->message, sizeof err->message); /* no credential in any message */
   return code;
 }
 
@@ -64,6 +67,7 @@ void ck_error_detail(ck_error_t *err, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err->detail, sizeof err->detail, fmt, ap);
   va_end(ap);
+  ck_redact_inplace(err->detail, sizeof err->detail);
 }
 
 void ck_error_hint(ck_error_t *err, const char *fmt, ...) {
@@ -72,6 +76,7 @@ void ck_error_hint(ck_error_t *err, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err->hint, sizeof err->hint, fmt, ap);
   va_end(ap);
+  ck_redact_inplace(err->hint, sizeof err->hint);
 }
 
 void ck_error_format(const ck_error_t *err, char *out, int out_len) {

@@ -37,7 +37,8 @@
   X(CK_ESTATE,     -17,  "checkpoint state is unusable")                        \
   X(CK_EEVAL,      -18,  "could not evaluate expression")                       \
   X(CK_EINTERNAL,  -19,  "internal error")                                      \
-  X(CK_EREWIND,    -20,  "the restore point's output was not committed: restore an earlier checkpoint")
+  X(CK_EREWIND,    -20,  "the restore point's output was not committed: restore an earlier checkpoint") \
+  X(CK_ENOMEM,     -21,  "job memory limit exceeded")
 
 enum {
 #define CK_X_ENUM(name, num, msg) name = num,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/redact.h"
 
 static _Atomic int level = -1;
 static _Atomic int out_fd = 2;
@@ -44,6 +45,9 @@ void ck_log(ck_log_level_t l, const char *subsystem, const char *fmt, ...) {
   if (n < (int)sizeof line) n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
   va_end(ap);
   if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
+  line[n] = 0;
+  ck_redact_inplace(line, sizeof line - 1); /* no credential in any log line */
+  n = (int)strlen(line);
   line[n++] = '\n';
   ssize_t w = write(atomic_load(&out_fd), line, (size_t)n);
   (void)w;

@@ -9,6 +9,7 @@
 #define CK_CLI_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 typedef struct ck_cli_opt {
@@ -49,6 +50,9 @@ int ck_cli_int(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args, const char *n
                long hi, long *out);
 /* SIGINT and SIGTERM call handler; SIGPIPE is ignored (a closed socket is an error, not death). */
 void ck_cli_on_stop(void (*handler)(int));
+/* --max-memory SIZE (512M, 4G, …; 'none' or 0: no limit) into *out, default
+ * ck_mem_default_limit(); prints the usage error and returns 2 when it is not a size. */
+int ck_cli_max_memory(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args, int64_t *out);
 
 #define CK_CLI_DECLARE(id) extern const ck_cli_cmd_t ck_cli_cmd_##id
 CK_CLI_DECLARE(run);

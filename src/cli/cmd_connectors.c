@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/redact.h"
 #include "cli/cli.h"
 #include "connectors/connectors.h"
 #include "runtime/connector.h"
@@ -23,6 +24,12 @@ static const char *type_name(const ck_opt_def_t *d) {
     case CK_OPT_STRING: return "string";
   }
   return "string";
+}
+
+/* The one redaction rule (base/redact.h) says which options hold credentials. */
+#define SECRET_NOTE "(a credential: never shown in logs, errors, REST answers or stored SQL)"
+static bool secret(const ck_opt_def_t *d) {
+  return ck_redact_is_secret_name(d->name, strlen(d->name));
 }
 
 static const char *guarantee_name(ck_guarantee_t g) {
@@ -50,15 +57,17 @@ static void print_table(const char *title, const ck_opt_def_t *defs, int md) {
       md_cell(type_name(d));
       md_cell(d->default_value ? d->default_value : "");
       md_cell(d->description);
+      if (secret(d)) fputs(" " SECRET_NOTE, stdout);
       putchar('\n');
     }
     return;
   }
   printf("  %s options:\n", title);
   for (const ck_opt_def_t *d = defs; d->name; d++)
-    printf("    %-26s %-10s %s%s%s%s\n", d->name, d->type == CK_OPT_ENUM ? "enum" : type_name(d),
+    printf("    %-26s %-10s %s%s%s%s%s\n", d->name, d->type == CK_OPT_ENUM ? "enum" : type_name(d),
            d->description, d->required ? " (required)" : "",
-           d->default_value ? "; default " : "", d->default_value ? d->default_value : "");
+           d->default_value ? "; default " : "", d->default_value ? d->default_value : "",
+           secret(d) ? " " SECRET_NOTE : "");
 }
 
 static int connectors_main(int argc, char **argv) {

@@ -12,6 +12,8 @@
 #include "cli/cli.h"
 #include "cli/cluster_client.h"
 #include "cluster/coordinator.h"
+#include "cluster/http.h"
+#include "cluster/opmetrics.h"
 
 static const ck_cli_opt_t opts[] = {
     {"host", "ADDR", "address to listen on (default 127.0.0.1)"},
@@ -23,6 +25,7 @@ static const ck_cli_opt_t opts[] = {
     {"max-restarts", "N", "restarts a job may use in its lifetime before it fails (default 10)"},
     {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
     {"routes-markdown", NULL, "print the REST API's routes as a Markdown table (docs/cluster.md) and exit"},
+    {"metrics-markdown", NULL, "print the operators' metrics as a Markdown table (docs/cluster.md) and exit"},
     {NULL, NULL, NULL},
 };
 
@@ -40,6 +43,14 @@ static int coordinator_main(int argc, char **argv) {
   if (args.npositional) {
     fprintf(stderr, "clink coordinator: unexpected argument '%s'\n", args.positional[0]);
     return 2;
+  }
+  if (ck_cli_flag(cmd, &args, "metrics-markdown")) {
+    ck_buf_t md;
+    ck_buf_init(&md);
+    ck_opmetrics_markdown(&md);
+    fputs(md.data, stdout);
+    ck_buf_fini(&md);
+    return 0;
   }
   if (ck_cli_flag(cmd, &args, "routes-markdown")) {
     ck_buf_t md;

@@ -12,15 +12,18 @@
  * --fresh is given.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "base/time.h"
 #include "cli/cli.h"
 #include "cli/cluster_client.h"
@@ -28,6 +31,7 @@
 #include "checkpoint/lineage.h"
 #include "connectors/connectors.h"
 #include "runtime/exec.h"
+#include "runtime/metrics.h"
 #include "sql/parser.h"
 #include "sql/planner.h"
 
@@ -38,7 +42,9 @@ static const ck_cli_opt_t opts[] = {
     {"checkpoint-dir", "DIR", "take checkpoints into DIR, and resume from them when run again"},
     {"checkpoint-interval-ms", "MS", "time between checkpoints (default 1000)"},
     {"fresh", NULL, "ignore the checkpoints in --checkpoint-dir and start the job over"},
+    {"max-memory", "SIZE", "fail a job whose memory passes SIZE (512M, 4G; 'none': no limit; default 80% of the machine's or the cgroup's memory)"},
     {"max-restarts", "N", "with checkpoints, restart from the last one after a failure up to N times (default 3)"},
+    {"progress-interval-ms", "MS", "log a progress line with the live counters this often (default 10000; 0: never)"},
     {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
     {"coordinator-host", "HOST", "submit the job to this cluster coordinator instead of running it here"},
     {"coordinator-port", "PORT", "the coordinator's control port (default 6123)"},
@@ -56,9 +62,39 @@ static void on_interrupt(int sig) {
   if (ex) ck_exec_stop(ex);
 }
 
+static const char *file_kind(mode_t m) {
+  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* Reads a script: a regular file, or standard input for "-". Anything else (a directory, a
+ * device like /dev/zero, a FIFO) is refused before reading: it could block or never end. The
+ * file is opened without blocking, so a FIFO without a writer does not hang the open. */
 int ck_cli_read_file(const char *path, ck_buf_t *out, ck_error_t *err) {
-  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-  if (!f) return ck_error_set(err, CK_EIO, "could not open '%s': %s", path, strerror(errno));
+  FILE *f = stdin;
+  if (strcmp(path, "-") != 0) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return ck_error_set(err, CK_EIO, "could not open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+      int e = errno;
+      close(fd);
+      return ck_error_set(err, CK_EIO, "could not read '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      close(fd);
+      ck_error_set(err, CK_EIO, "could not read '%s': it is %s, not a regular file", path,
+                   file_kind(st.st_mode));
+      ck_error_hint(err, "give the path of a SQL file, or '-' to read the script from standard input");
+      return CK_EIO;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    f = fdopen(fd, "rb");
+    if (!f) {
+      close(fd);
+      return ck_error_set(err, CK_EIO, "could not open '%s': %s", path, strerror(errno));
+    }
+  }
   char chunk[65536];
   size_t n;
   while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) ck_buf_append(out, chunk, n);
@@ -96,6 +132,71 @@ static int begin_lineage(const char *dir, const ck_graph_t *graph, int paralleli
   return 0;
 }
 
+/* ---- the progress line: the live counters (runtime/metrics.h) every --progress-interval-ms */
+
+typedef struct progress {
+  ck_exec_t *ex;
+  int64_t interval_ms;
+  ck_mutex_t mu;
+  ck_cond_t cv;
+  bool stop;
+  ck_thread_t thread;
+} progress_t;
+
+/* "12 records read, 10 written, 2 late records dropped, …": the summed counters, each with
+ * its phrase from the metrics table. */
+static void progress_text(ck_exec_t *ex, ck_buf_t *out) {
+  int64_t sum[CK_OPM_COUNT], read, written;
+  ck_exec_metrics_sum(ex, sum, &read, &written);
+  ck_buf_printf(out, "%lld records read, %lld written", (long long)read, (long long)written);
+  for (int m = 0; m < CK_OPM_COUNT; m++)
+    if (ck_op_metric_defs[m].phrase)
+      ck_buf_printf(out, ", %lld %s", (long long)sum[m], ck_op_metric_defs[m].phrase);
+}
+
+static void *progress_main(void *arg) {
+  progress_t *pg = arg;
+  ck_mutex_lock(&pg->mu);
+  for (int64_t next = ck_mono_ms() + pg->interval_ms; !pg->stop;) {
+    if (!ck_cond_wait_until(&pg->cv, &pg->mu, next) || ck_mono_ms() >= next) {
+      ck_buf_t b;
+      ck_buf_init(&b);
+      progress_text(pg->ex, &b);
+      CK_LOG_INFO("job", "progress: %s", b.data);
+      ck_buf_fini(&b);
+      next += pg->interval_ms;
+    }
+  }
+  ck_mutex_unlock(&pg->mu);
+  return NULL;
+}
+
+static void progress_start(progress_t *pg, ck_exec_t *ex, int64_t interval_ms) {
+  memset(pg, 0, sizeof *pg);
+  pg->ex = ex;
+  pg->interval_ms = interval_ms;
+  if (interval_ms <= 0) return;
+  ck_mutex_init(&pg->mu);
+  ck_cond_init(&pg->cv);
+  if (ck_thread_start(&pg->thread, "progress", progress_main, pg)) {
+    ck_cond_fini(&pg->cv);
+    ck_mutex_fini(&pg->mu);
+    pg->interval_ms = 0;
+  }
+}
+
+static void progress_stop(progress_t *pg) {
+  if (pg->interval_ms <= 0) return;
+  ck_mutex_lock(&pg->mu);
+  pg->stop = true;
+  ck_cond_signal(&pg->cv);
+  ck_mutex_unlock(&pg->mu);
+  ck_thread_join(&pg->thread);
+  ck_cond_fini(&pg->cv);
+  ck_mutex_fini(&pg->mu);
+  pg->interval_ms = 0;
+}
+
 /* A failure a restart from the last checkpoint can get past (an I/O error, a connection). */
 static bool restartable(const ck_error_t *err) {
   return err->retriable || err->code == CK_EIO || err->code == CK_ECONNECT ||
@@ -130,7 +231,9 @@ static int run_main(int argc, char **argv) {
   const char *filename = inline_sql ? "<-e>" : args.positional[0];
   if (inline_sql) ck_buf_puts(&sql, inline_sql);
   else if (ck_cli_read_file(filename, &sql, &err)) {
-    fprintf(stderr, "clink run: %s\n", err.message);
+    char msg[2048];
+    ck_error_format(&err, msg, sizeof msg);
+    fprintf(stderr, "clink run: %s\n", msg);
     ck_buf_fini(&sql);
     return 1;
   }
@@ -198,6 +301,10 @@ static int run_main(int argc, char **argv) {
   }
 
   ck_exec_opts_t eopts = {.job_name = filename};
+  if (ck_cli_max_memory(cmd, &args, &eopts.max_memory)) {
+    rc = 2;
+    goto out;
+  }
   const char *ckpt_dir = ck_cli_get(cmd, &args, "checkpoint-dir");
   bool fresh = ck_cli_flag(cmd, &args, "fresh");
   if (fresh && !ckpt_dir) {
@@ -227,6 +334,11 @@ static int run_main(int argc, char **argv) {
 
   ck_cli_on_stop(on_interrupt);
 
+  long progress_ms = 10000;
+  if (ck_cli_int(cmd, &args, "progress-interval-ms", 0, 86400000, &progress_ms)) {
+    rc = 2;
+    goto out;
+  }
   long max_restarts = 3;
   if (ck_cli_int(cmd, &args, "max-restarts", 0, 1000, &max_restarts)) {
     rc = 2;
@@ -237,7 +349,10 @@ static int run_main(int argc, char **argv) {
     if (rc) break;
     running = ex;
     if (interrupts) ck_exec_stop(ex); /* a Ctrl-C that came before there was a job to stop */
+    progress_t pg;
+    progress_start(&pg, ex, progress_ms);
     rc = ck_exec_wait(ex, &err);
+    progress_stop(&pg);
     running = NULL;
     if (rc == CK_EREWIND && ckpt_dir && eopts.ckpt.restore_id > 0) {
       /* a sink found that the restore point's commit was lost (a kill between COMPLETED and
@@ -272,10 +387,11 @@ static int run_main(int argc, char **argv) {
   }
   if (ex) {
     ck_exec_totals_t tot = ck_exec_totals(ex);
-    CK_LOG_INFO("job", "%s: %lld records read, %lld written, %lld late records dropped, %lld undecodable records skipped, %lld checkpoints",
+    CK_LOG_INFO("job", "%s: %lld records read, %lld written, %lld late records dropped, %lld undecodable records skipped, %lld records without event time skipped, %lld checkpoints",
                 rc ? "failed" : interrupts ? "stopped" : "finished", (long long)tot.source_records,
                 (long long)tot.sink_records, (long long)tot.late_dropped,
-                (long long)tot.decode_skipped, (long long)tot.checkpoints_completed);
+                (long long)tot.decode_skipped, (long long)tot.no_event_time,
+                (long long)tot.checkpoints_completed);
     /* a bounded job that consumed its input runs afresh next time */
     if (!rc && ckpt_dir && tot.input_ended && !interrupts) rc = ck_lineage_clean_finish(ckpt_dir, &err);
   }

@@ -18,6 +18,7 @@ static const ck_cli_opt_t opts[] = {
     {"id", "NAME", "this worker's name (default worker-<pid>)"},
     {"host", "ADDR", "address for this worker's data and HTTP ports (default 127.0.0.1)"},
     {"http-port", "PORT", "serve /api/v1/health here (0 picks a free port; default: none)"},
+    {"max-memory", "SIZE", "fail each job whose memory on this worker passes SIZE (512M, 4G; 'none': no limit; default 80% of the machine's or the cgroup's memory)"},
     {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
     {NULL, NULL, NULL},
 };
@@ -52,6 +53,7 @@ static int worker_main(int argc, char **argv) {
   o.slots = (int)slots;
   o.id = ck_cli_get(cmd, &args, "id");
   o.host = ck_cli_get(cmd, &args, "host");
+  if (ck_cli_max_memory(cmd, &args, &o.max_memory)) return 2;
   if (ck_cli_apply_log_level(cmd, &args)) return 2;
   ck_cli_on_stop(on_signal);
   ck_error_t err;

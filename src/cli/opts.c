@@ -7,6 +7,7 @@
 
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/alloc.h"
 #include "cli/cli.h"
 
 static const char *dash(const char *name) { return strlen(name) == 1 ? "-" : "--"; }
@@ -121,6 +122,22 @@ int ck_cli_int(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args, const char *n
     return 2;
   }
   *out = n;
+  return 0;
+}
+
+int ck_cli_max_memory(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args, int64_t *out) {
+  const char *v = ck_cli_get(cmd, args, "max-memory");
+  *out = ck_mem_default_limit();
+  if (!v) return 0;
+  if (!strcmp(v, "0") || !strcmp(v, "none")) {
+    *out = 0;
+    return 0;
+  }
+  if (!ck_mem_parse_size(v, out) || *out < (1 << 20)) {
+    fprintf(stderr, "clink %s: --max-memory must be a size of at least 1M, like 512M or 4G (or "
+            "'none'), not '%s'\n", cmd->name, v);
+    return 2;
+  }
   return 0;
 }
 

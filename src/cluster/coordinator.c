@@ -29,13 +29,16 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/redact.h"
 #include "base/thread.h"
 #include "base/time.h"
 #include "checkpoint/coord.h"
 #include "checkpoint/lineage.h"
 #include "cluster/http.h"
 #include "cluster/jobplan.h"
+#include "cluster/opmetrics.h"
 #include "cluster/proto.h"
+#include "runtime/metrics.h"
 #include "sql/planner.h"
 
 #define LOG_WATCH "coordinator.watchdog"
@@ -169,16 +172,23 @@ static void manifest_path(const co_t *co, int64_t id, char *out, size_t n) {
   snprintf(out, n, "%s/jobs/job-%lld.manifest", co->o.ha_dir, (long long)id);
 }
 
-/* The job's manifest: what a coordinator taking over needs to run it again. */
+/* The job's manifest: what a coordinator taking over needs to run it again. The SQL is stored
+ * redacted (base/redact.h): a credential written inline never reaches the disk. Such a job
+ * ("redacted 1") cannot be run again from its manifest; recover_jobs fails it, saying why. */
 static void save_manifest(co_t *co, const job_t *job) {
   if (!co->o.ha_dir) return;
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  bool redacted = ck_redact_sql(job->sql, strlen(job->sql), &sql, NULL);
   ck_buf_t b;
   ck_buf_init(&b);
-  ck_buf_printf(&b, "clink-job 1\nid %lld\nparallelism %d\nstatus %s\nattempt %d\nname ",
-                (long long)job->id, job->parallelism, status_names[job->status], job->attempt);
+  ck_buf_printf(&b, "clink-job 1\nid %lld\nparallelism %d\nstatus %s\nattempt %d\n%sname ",
+                (long long)job->id, job->parallelism, status_names[job->status], job->attempt,
+                redacted ? "redacted 1\n" : "");
   ck_buf_puts(&b, job->name);
   ck_buf_puts(&b, "\nsql\n");
-  ck_buf_puts(&b, job->sql);
+  ck_buf_puts(&b, sql.data);
+  ck_buf_fini(&sql);
   char path[PATH_MAX];
   manifest_path(co, job->id, path, sizeof path);
   ck_error_t err;
@@ -536,6 +546,28 @@ static int cancel_job(co_t *co, int64_t id, ck_error_t *err) {
   return 0;
 }
 
+/* Rewrites a manifest with status FAILED, so no later takeover tries the job again. */
+static void mark_unrecoverable(co_t *co, const char *path) {
+  char *text = read_text(path); /* whole: the caller's copy was cut at its SQL */
+  const char *st = text ? strstr(text, "\nstatus ") : NULL;
+  if (!st) {
+    ck_free(text);
+    return;
+  }
+  const char *eol = strchr(st + 1, '\n');
+  ck_buf_t b;
+  ck_buf_init(&b);
+  ck_buf_append(&b, text, (size_t)(st - text));
+  ck_buf_puts(&b, "\nstatus FAILED");
+  if (eol) ck_buf_puts(&b, eol);
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (write_durable(path, b.data, b.len, &err)) CK_LOG_ERR(LOG_CO, "%s", err.message);
+  ck_buf_fini(&b);
+  ck_free(text);
+  (void)co;
+}
+
 /* Loads the jobs a previous coordinator left in the HA directory. */
 static void recover_jobs(co_t *co) {
   char dir[PATH_MAX];
@@ -571,6 +603,15 @@ static void recover_jobs(co_t *co) {
     bool done = !strcmp(status, "FINISHED") || !strcmp(status, "FAILED") ||
                 !strcmp(status, "CANCELLED");
     if (done) {
+      ck_free(text);
+      continue;
+    }
+    if (strstr(text, "\nredacted 1\n")) { /* its credentials were never stored */
+      CK_LOG_ERR(LOG_CO, "could not recover job %lld ('%s'): its SQL holds credentials, which "
+                 "the HA manifest does not keep; submit it again, giving them through "
+                 "password_env (read where the job runs) so a takeover can rerun it", id,
+                 name + 6);
+      mark_unrecoverable(co, path);
       ck_free(text);
       continue;
     }
@@ -1237,6 +1278,16 @@ static void r_metrics(void *ctx, const ck_http_req_t *req, const char *const *pa
   for (int j = 0; j < co->njobs; j++)
     ck_buf_printf(b, "clink_job_restarts{job=\"%lld\"} %d\n", (long long)co->jobs[j]->id,
                   co->jobs[j]->attempt);
+  /* per operator and subtask, from the workers' last heartbeats (runtime/metrics.h) */
+  for (int m = 0; m < CK_OPM_COUNT; m++) {
+    ck_opmetrics_prom_header(b, m);
+    for (int j = 0; j < co->njobs; j++)
+      for (int i = 0; i < co->jobs[j]->nparts; i++) {
+        worker_t *w = find_worker(co, co->jobs[j]->parts[i].worker);
+        ck_opmetrics_prom_samples(b, m, co->jobs[j]->id, w ? w->id : "",
+                                  co->jobs[j]->parts[i].metrics);
+      }
+  }
 }
 
 const ck_http_route_t ck_coordinator_routes[] = {
@@ -1244,7 +1295,7 @@ const ck_http_route_t ck_coordinator_routes[] = {
     {"GET", "/api/v1/jobs", false, r_jobs, "every job: id, name, status, error_count, restarts, guarantee"},
     {"POST", "/api/v1/jobs/sql", false, r_submit, "submit {\"sql\":…, \"name\":…, \"parallelism\":…}; 201 {\"id\":…}"},
     {"GET", "/api/v1/jobs/:id", false, r_job, "one job, with its last error and its workers"},
-    {"GET", "/api/v1/jobs/:id/operators", false, r_operators, "records in/out, watermark, backpressure per operator and subtask"},
+    {"GET", "/api/v1/jobs/:id/operators", false, r_operators, "per operator and subtask: records in/out, late, skipped, without event time, watermark, backpressure"},
     {"GET", "/api/v1/jobs/:id/checkpoints", false, r_checkpoints, "latest completed/confirmed, in flight, recent checkpoints"},
     {"POST", "/api/v1/jobs/:id/cancel", false, r_cancel, "cancel the job"},
     {"GET", "/api/v1/workers", false, r_workers, "registered workers, slots, heartbeats"},

@@ -247,6 +247,7 @@ static void on_deploy(wk_t *wk, ck_proto_reader_t *r) {
     eo.ckpt.fingerprint = fingerprint;
     eo.report = &d->report;
     eo.remote = &d->remote;
+    eo.max_memory = wk->o.max_memory;
     rc = ck_exec_new(d->plan.graph, &eo, &d->ex, &err);
   }
   ck_free(sql);

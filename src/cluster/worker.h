@@ -22,6 +22,7 @@
 #define CK_CLUSTER_WORKER_H
 
 #include <signal.h>
+#include <stdint.h>
 
 #include "base/error.h"
 
@@ -32,6 +33,7 @@ typedef struct ck_worker_opts {
   const char *id;        /* default worker-<pid> */
   const char *host;      /* the address peers reach this worker's data port at (127.0.0.1) */
   int http_port;         /* -1: no HTTP; 0: any free port */
+  int64_t max_memory;    /* each deployment's memory guard (ck_exec_opts_t); 0: none */
 } ck_worker_opts_t;
 
 int ck_worker_main(const ck_worker_opts_t *opts, volatile sig_atomic_t *stop, ck_error_t *err);

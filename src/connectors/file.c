@@ -88,6 +88,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "connectors/connectors.h"
+#include "connectors/event_time.h"
 #include "connectors/format.h"
 #include "connectors/util.h"
 #include "runtime/connector.h"
@@ -220,6 +221,7 @@ typedef struct file_src {
   bool multiline;
   bool skip_errors;
   int64_t skipped;
+  ck_event_time_check_t etime; /* event_time_null */
   file_part_t *parts;
   int nparts;
   int cur;          /* the file being read */
@@ -447,6 +449,7 @@ static int file_src_open(ck_source_t *src, ck_error_t *err) {
   if (rc) return rc;
   const char *policy = ck_opt_str(opts, ck_source_common_options, "on_decode_error");
   fs->skip_errors = policy && strcmp(policy, "skip") == 0;
+  ck_event_time_check_init(&fs->etime, &src->ctx);
   const char *path = ck_options_get(opts, "path");
   if (!path) return ck_error_set(err, CK_EOPTION, "the file connector needs option 'path'");
   char **files;
@@ -536,6 +539,16 @@ static int file_src_poll(ck_source_t *src, ck_batch_t *batch, int max_rows, int 
       fs->skipped++;
       log_skip(fs, part->path, line, derr->message);
       ck_error_clear(derr);
+    } else if ((rc = ck_event_time_check_row(&fs->etime, batch, derr)) < 0) {
+      ck_error_set(err, CK_EDECODE, "record at %s:%lld %s", part->path, (long long)line,
+                   derr->message);
+      ck_error_hint(err, "event_time_null = 'skip' counts and skips such records instead");
+      ck_error_clear(derr);
+      return CK_EDECODE;
+    } else if (rc == 0) {
+      if (fs->etime.skipped <= FILE_SKIP_LOG_FIRST || fs->etime.skipped % 10000 == 0)
+        CK_LOG_WARN("source.file", "skipped record at %s:%lld (%lld so far): %s", part->path,
+                    (long long)line, (long long)fs->etime.skipped, "it has no event time");
     } else {
       rows++;
     }
@@ -714,6 +727,7 @@ static int file_src_restore(ck_source_t *src, const void *data, size_t len, ck_e
 }
 
 static int64_t file_src_skipped(ck_source_t *src) { return src_impl(src)->skipped; }
+static int64_t file_src_time_skipped(ck_source_t *src) { return src_impl(src)->etime.skipped; }
 
 static void file_src_close(ck_source_t *src) {
   file_src_t *fs = src->impl;
@@ -730,7 +744,7 @@ static void file_src_close(ck_source_t *src) {
 
 static const ck_source_ops_t file_source_ops = {
     file_src_open,    file_src_npartitions, file_src_poll,  file_src_snapshot,
-    file_src_restore,    file_src_skipped,     file_src_close,
+    file_src_restore,    file_src_skipped,     file_src_close, file_src_time_skipped,
 };
 
 /* ====================================================================== sink ====== */

@@ -777,6 +777,7 @@ static int process_windows(ck_agg_t *agg, const ck_batch_t *b, ck_error_t *err) 
   const ck_window_spec_t *ws = &agg->spec->window;
   const ck_col_t *tcol = &b->cols[ws->time_col];
   for (size_t row = 0; row < b->nrows; row++) {
+    if (ck_mem_over()) return ck_mem_over_error(err); /* a record may open many windows */
     int64_t ts;
     if (!read_time(tcol, row, &ts)) {
       agg->op->metrics.late_dropped++;

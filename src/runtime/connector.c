@@ -41,6 +41,10 @@ const ck_opt_def_t ck_source_common_options[] = {
      "a partition with no records for this long stops holding the watermark back (0: never)"},
     {"on_decode_error", CK_OPT_ENUM, "fail", "fail|skip", false,
      "a record that cannot be decoded stops the job (fail) or is counted and skipped (skip)"},
+    {"event_time_null", CK_OPT_ENUM, "fail", "fail|skip", false,
+     "a record whose event_time_column is missing or NULL stops the job, naming the record "
+     "(fail), or is counted as a record without event time and skipped (skip); it is never "
+     "counted as late"},
     {NULL, 0, NULL, NULL, false, NULL},
 };
 

@@ -71,6 +71,8 @@ typedef struct ck_source_ops {
   /* Records skipped under on_decode_error='skip' so far (a metric). */
   int64_t (*skipped)(ck_source_t *src);
   void (*close)(ck_source_t *src);
+  /* Optional. Records skipped under event_time_null='skip' so far (a metric of its own). */
+  int64_t (*time_skipped)(ck_source_t *src);
 } ck_source_ops_t;
 
 struct ck_source {

@@ -39,6 +39,7 @@
 #include "checkpoint/coord.h"
 #include "checkpoint/fault.h"
 #include "checkpoint/store.h"
+#include "runtime/metrics.h"
 
 typedef enum msg_kind { MSG_BATCH, MSG_WATERMARK, MSG_IDLE, MSG_BARRIER, MSG_END } msg_kind_t;
 
@@ -100,7 +101,8 @@ struct task {
   uint8_t *sender_idle;
   int64_t wm;       /* last watermark delivered into the chain */
   int rr;           /* rebalance cursor */
-  int64_t sink_records, source_records, skipped;
+  int64_t sink_records, source_records, skipped, time_skipped;
+  int64_t no_time;  /* runtime check: rows without event time a source produced, skipped */
   ck_thread_t thread;
   /* checkpoints */
   int index;                  /* in the job: snapshot directory v1/<index> */
@@ -121,6 +123,8 @@ struct task {
   _Atomic int64_t rows_out;   /* rows the chain's last stage passed on (exchange or sink) */
   _Atomic int64_t blocked_ns; /* time spent waiting on a full channel or for credit */
   _Atomic int64_t wm_pub;     /* the watermark, published */
+  _Atomic int64_t *late_pub;  /* per stage: its late_dropped, published after each call */
+  _Atomic int64_t skipped_pub, time_skipped_pub; /* the source's, published after each poll */
 };
 
 struct ck_exec {
@@ -157,6 +161,7 @@ struct ck_exec {
   _Atomic int64_t final_id;   /* the checkpoint taken once every source is done reading */
   atomic_int done;            /* every subtask has exited */
   atomic_int stopped_sources; /* sources that stopped because of ck_exec_stop */
+  int mem_account;            /* its subtask threads' allocations (0: none) */
 };
 
 /* ---------------------------------------------------------------- channels */
@@ -262,6 +267,10 @@ static int exchange_control(task_t *t, msg_kind_t kind, int64_t value);
 
 /* Delivers a batch to stage i of the chain (or past its end, to the exchange). Takes it. */
 static int deliver_batch(task_t *t, int i, ck_batch_t *batch, ck_error_t *err) {
+  if (ck_mem_over()) { /* the memory guard: at every batch, on every subtask thread */
+    ck_batch_free(batch);
+    return ck_mem_over_error(err);
+  }
   if (i >= t->nstages) return exchange_batch(t, batch, err);
   const ck_node_t *n = stage_node(t, i);
   int rc = 0;
@@ -273,6 +282,7 @@ static int deliver_batch(task_t *t, int i, ck_batch_t *batch, ck_error_t *err) {
     t->sink_records += (int64_t)batch->nrows;
   } else {
     rc = t->ops[i].ops->process(&t->ops[i], batch, err);
+    atomic_store_explicit(&t->late_pub[i], t->ops[i].metrics.late_dropped, memory_order_relaxed);
   }
   ck_batch_free(batch);
   return rc;
@@ -284,7 +294,9 @@ static int deliver_watermark(task_t *t, int i, int64_t wm, ck_error_t *err) {
   const ck_node_t *n = stage_node(t, i);
   if (n->kind == CK_NODE_SINK) return 0;
   t->ops[i].metrics.watermark = wm;
-  return t->ops[i].ops->watermark(&t->ops[i], wm, err);
+  int rc = t->ops[i].ops->watermark(&t->ops[i], wm, err);
+  atomic_store_explicit(&t->late_pub[i], t->ops[i].metrics.late_dropped, memory_order_relaxed);
+  return rc;
 }
 
 static int stage_out_batch(void *ctx, ck_batch_t *batch, ck_error_t *err) {
@@ -649,8 +661,18 @@ static int open_task(task_t *t, ck_error_t *err) {
   return 0;
 }
 
+/* The source's skip counters, into the task and its published copies (source thread). */
+static void publish_source_counts(task_t *t) {
+  if (!t->source_open) return;
+  if (t->source.ops->skipped) t->skipped = t->source.ops->skipped(&t->source);
+  t->time_skipped = t->no_time;
+  if (t->source.ops->time_skipped) t->time_skipped += t->source.ops->time_skipped(&t->source);
+  atomic_store_explicit(&t->skipped_pub, t->skipped, memory_order_relaxed);
+  atomic_store_explicit(&t->time_skipped_pub, t->time_skipped, memory_order_relaxed);
+}
+
 static void close_task(task_t *t) {
-  if (t->source_open && t->source.ops->skipped) t->skipped = t->source.ops->skipped(&t->source);
+  publish_source_counts(t);
   for (int i = 0; i < t->nstages; i++)
     if (t->ops[i].ops) t->ops[i].ops->close(&t->ops[i]), t->ops[i].ops = NULL;
   if (t->source_open) t->source.ops->close(&t->source), t->source_open = false;
@@ -679,6 +701,38 @@ static int finish_task(task_t *t, ck_error_t *err) {
   return exchange_control(t, MSG_END, 0);
 }
 
+
+/* event_time_null for sources that do not check it themselves (the file and kafka connectors
+ * do, naming the record): a row whose event time is NULL is skipped and counted (skip) or
+ * fails the job naming the table and partition (fail). Source thread. */
+static int drop_rows_without_time(task_t *t, const ck_conn_spec_t *spec, int part, bool skip,
+                                  ck_batch_t **batch, ck_error_t *err) {
+  const ck_col_t *c = &(*batch)->cols[spec->event_time_col];
+  size_t n = (*batch)->nrows, missing = 0;
+  if (!c->validity) return 0;
+  for (size_t i = 0; i < n; i++) missing += !ck_col_valid(c, i);
+  if (!missing) return 0;
+  const char *col = spec->schema.names[spec->event_time_col];
+  if (!skip) {
+    ck_error_set(err, CK_EDECODE, "a record of table '%s' (partition %d of subtask %d) has no "
+                 "event time: its event_time_column '%s' is NULL", spec->table, part, t->subtask,
+                 col);
+    ck_error_hint(err, "event_time_null = 'skip' counts and skips such records instead");
+    return CK_EDECODE;
+  }
+  uint8_t *keep = ck_malloc(n ? n : 1);
+  for (size_t i = 0; i < n; i++) keep[i] = ck_col_valid(c, i);
+  ck_batch_t *kept = ck_batch_filter(*batch, keep);
+  ck_free(keep);
+  ck_batch_free(*batch);
+  *batch = kept;
+  t->no_time += (int64_t)missing;
+  if (t->no_time == (int64_t)missing || t->no_time % 10000 < (int64_t)missing)
+    CK_LOG_WARN("job", "table '%s': skipped %lld records without event time so far (column '%s' "
+                "is NULL)", spec->table, (long long)t->no_time, col);
+  return 0;
+}
+
 static int run_source(task_t *t, ck_error_t *err) {
   struct ck_exec *ex = t->ex;
   const ck_node_t *n = stage_node(t, 0);
@@ -696,12 +750,18 @@ static int run_source(task_t *t, ck_error_t *err) {
   int ncols = spec->schema.ncols;
   size_t *str_room = ck_calloc((size_t)(ncols ? ncols : 1), sizeof *str_room);
   bool event_time = spec->event_time_col >= 0;
+  const char *null_policy = ck_opt_str(&spec->options, ck_source_common_options, "event_time_null");
+  bool skip_no_time = null_policy && strcmp(null_policy, "skip") == 0;
   if (event_time && nparts == 0) {
     rc = exchange_control(t, MSG_IDLE, 0); /* nothing to read here: never hold others back */
     idle_sent = true;
   }
   while (!rc) {
     if (atomic_load(&ex->failed)) break;
+    if (ck_mem_over()) {
+      rc = ck_mem_over_error(err);
+      break;
+    }
     if (atomic_load(&ex->stop)) {
       atomic_fetch_add(&ex->stopped_sources, 1);
       break;
@@ -730,6 +790,12 @@ static int run_source(task_t *t, ck_error_t *err) {
       break;
     }
     now = ck_mono_ms();
+    publish_source_counts(t);
+    if (r == CK_SRC_DATA && event_time &&
+        (rc = drop_rows_without_time(t, spec, part, skip_no_time, &batch, err))) {
+      ck_batch_free(batch);
+      break;
+    }
     if (r == CK_SRC_DATA) {
       ck_batch_seal(batch);
       t->source_records += (int64_t)batch->nrows;
@@ -930,6 +996,7 @@ static int run_receiver(task_t *t, ck_error_t *err) {
 
 static void *task_main(void *arg) {
   task_t *t = arg;
+  ck_mem_account_enter(t->ex->mem_account); /* the job's memory guard counts this thread */
   ck_error_t err;
   ck_error_clear(&err);
   int rc = open_task(t, &err);
@@ -937,6 +1004,7 @@ static void *task_main(void *arg) {
   if (!rc) rc = finish_task(t, &err);
   if (rc) task_fail(t, rc, &err);
   close_task(t);
+  ck_mem_account_enter(0);
   return NULL;
 }
 
@@ -1007,6 +1075,9 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
   if (opts) ex->opts = *opts;
   if (ex->opts.channel_capacity <= 0) ex->opts.channel_capacity = 16;
   if (!ex->opts.job_name) ex->opts.job_name = "clink";
+  if (ex->opts.max_memory > 0 && !(ex->mem_account = ck_mem_account_new(ex->opts.max_memory)))
+    CK_LOG_WARN("job", "%s: no memory account is free (%d jobs in this process): the job runs "
+                "without its memory guard", ex->opts.job_name, CK_MEM_ACCOUNTS - 1);
   ck_mutex_init(&ex->err_mu);
   ck_mutex_init(&ex->ckpt_mu);
   ck_cond_init(&ex->ckpt_cv);
@@ -1050,6 +1121,7 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
       t->ops = ck_calloc((size_t)t->nstages, sizeof *t->ops);
       t->stages = ck_calloc((size_t)t->nstages, sizeof *t->stages);
       t->rows_in = ck_calloc((size_t)t->nstages, sizeof *t->rows_in);
+      t->late_pub = ck_calloc((size_t)t->nstages, sizeof *t->late_pub);
       for (int i = 0; i < t->nstages; i++) t->stages[i] = (stage_t){t, i};
       t->has_source = first->kind == CK_NODE_SOURCE;
       t->has_sink = graph->nodes[seg->last].kind == CK_NODE_SINK;
@@ -1153,6 +1225,7 @@ int ck_exec_wait(ck_exec_t *ex, ck_error_t *err) {
       ex->totals.sink_records += t->sink_records;
       for (int i = 0; i < t->nstages; i++) ex->totals.late_dropped += t->ops[i].metrics.late_dropped;
       ex->totals.decode_skipped += t->skipped;
+      ex->totals.no_event_time += t->time_skipped;
     }
   atomic_store(&ex->done, 1);
   if (ex->checkpointing) {
@@ -1181,35 +1254,73 @@ int ck_exec_wait(ck_exec_t *ex, ck_error_t *err) {
 
 ck_exec_totals_t ck_exec_totals(const ck_exec_t *ex) { return ex->totals; }
 
+/* Stage i of task t's values, by the metrics table's ids; has[id] false when it has none (a
+ * watermark before the first). Any thread. */
+static void stage_metrics(task_t *t, int i, int64_t v[CK_OPM_COUNT], bool has[CK_OPM_COUNT]) {
+  const ck_node_t *n = stage_node(t, i);
+  for (int m = 0; m < CK_OPM_COUNT; m++) v[m] = 0, has[m] = true;
+  int64_t in = atomic_load_explicit(&t->rows_in[i], memory_order_relaxed);
+  int64_t outr = i + 1 < t->nstages ? atomic_load_explicit(&t->rows_in[i + 1], memory_order_relaxed)
+                 : n->kind == CK_NODE_SINK ? in
+                                           : atomic_load_explicit(&t->rows_out, memory_order_relaxed);
+  if (n->kind == CK_NODE_SOURCE) in = outr; /* read from the outside */
+  v[CK_OPM_RECORDS_IN] = in;
+  v[CK_OPM_RECORDS_OUT] = outr;
+  v[CK_OPM_LATE_DROPPED] = atomic_load_explicit(&t->late_pub[i], memory_order_relaxed);
+  if (n->kind == CK_NODE_SOURCE) {
+    v[CK_OPM_DECODE_SKIPPED] = atomic_load_explicit(&t->skipped_pub, memory_order_relaxed);
+    v[CK_OPM_NO_EVENT_TIME] = atomic_load_explicit(&t->time_skipped_pub, memory_order_relaxed);
+  }
+  v[CK_OPM_WATERMARK] = atomic_load_explicit(&t->wm_pub, memory_order_relaxed);
+  has[CK_OPM_WATERMARK] = v[CK_OPM_WATERMARK] != CK_WATERMARK_MIN;
+  v[CK_OPM_BACKPRESSURE_MS] = atomic_load_explicit(&t->blocked_ns, memory_order_relaxed) / 1000000;
+}
+
 void ck_exec_metrics_json(ck_exec_t *ex, ck_buf_t *out) {
   ck_buf_putc(out, '[');
   bool first = true;
   for (int k = 0; k < ex->ntasks; k++) {
     task_t *t = ex->all[k];
     if (!t->local) continue;
-    int64_t wm = atomic_load_explicit(&t->wm_pub, memory_order_relaxed);
-    int64_t blocked_ms = atomic_load_explicit(&t->blocked_ns, memory_order_relaxed) / 1000000;
     for (int i = 0; i < t->nstages; i++) {
       const ck_node_t *n = stage_node(t, i);
-      int64_t in = atomic_load_explicit(&t->rows_in[i], memory_order_relaxed);
-      int64_t outr = i + 1 < t->nstages
-                         ? atomic_load_explicit(&t->rows_in[i + 1], memory_order_relaxed)
-                     : n->kind == CK_NODE_SINK
-                         ? in
-                         : atomic_load_explicit(&t->rows_out, memory_order_relaxed);
-      if (n->kind == CK_NODE_SOURCE) in = outr; /* read from the outside */
+      int64_t v[CK_OPM_COUNT];
+      bool has[CK_OPM_COUNT];
+      stage_metrics(t, i, v, has);
       if (!first) ck_buf_putc(out, ',');
       first = false;
       ck_buf_printf(out, "{\"node\":%d,\"name\":", n->id);
       ck_buf_put_json_str(out, n->name, strlen(n->name));
-      ck_buf_printf(out, ",\"subtask\":%d,\"task\":%d,\"records_in\":%lld,\"records_out\":%lld,"
-                    "\"watermark\":", t->subtask, t->index, (long long)in, (long long)outr);
-      if (wm == CK_WATERMARK_MIN) ck_buf_puts(out, "null");
-      else ck_buf_printf(out, "%lld", (long long)wm);
-      ck_buf_printf(out, ",\"backpressure_ms\":%lld}", (long long)blocked_ms);
+      ck_buf_printf(out, ",\"subtask\":%d,\"task\":%d", t->subtask, t->index);
+      for (int m = 0; m < CK_OPM_COUNT; m++) {
+        ck_buf_printf(out, ",\"%s\":", ck_op_metric_defs[m].key);
+        if (has[m]) ck_buf_printf(out, "%lld", (long long)v[m]);
+        else ck_buf_puts(out, "null");
+      }
+      ck_buf_putc(out, '}');
     }
   }
   ck_buf_putc(out, ']');
+}
+
+void ck_exec_metrics_sum(ck_exec_t *ex, int64_t sum[], int64_t *read,
+                         int64_t *written) {
+  for (int m = 0; m < CK_OPM_COUNT; m++) sum[m] = 0;
+  *read = *written = 0;
+  for (int k = 0; k < ex->ntasks; k++) {
+    task_t *t = ex->all[k];
+    if (!t->local) continue;
+    for (int i = 0; i < t->nstages; i++) {
+      int64_t v[CK_OPM_COUNT];
+      bool has[CK_OPM_COUNT];
+      stage_metrics(t, i, v, has);
+      for (int m = 0; m < CK_OPM_COUNT; m++)
+        if (ck_op_metric_defs[m].phrase) sum[m] += v[m];
+      const ck_node_t *n = stage_node(t, i);
+      if (n->kind == CK_NODE_SOURCE) *read += v[CK_OPM_RECORDS_OUT];
+      if (n->kind == CK_NODE_SINK) *written += v[CK_OPM_RECORDS_IN];
+    }
+  }
 }
 
 void ck_exec_free(ck_exec_t *ex) {
@@ -1226,6 +1337,7 @@ void ck_exec_free(ck_exec_t *ex) {
       ck_free(t->ops);
       ck_free(t->stages);
       ck_free(t->rows_in);
+      ck_free(t->late_pub);
       ck_free(t->sender_wm);
       ck_free(t->sender_idle);
       ck_free(t->blocked);
@@ -1242,5 +1354,7 @@ void ck_exec_free(ck_exec_t *ex) {
   ck_cond_fini(&ex->ckpt_cv);
   ck_mutex_fini(&ex->wr_mu);
   ck_cond_fini(&ex->wr_cv);
+  /* last: what the subtask threads allocated is freed by now, and credited to the account */
+  ck_mem_account_free(ex->mem_account);
   ck_free(ex);
 }

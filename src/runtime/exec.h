@@ -70,6 +70,9 @@ typedef struct ck_exec_opts {
   ck_exec_ckpt_t ckpt;
   const ck_exec_report_t *report; /* NULL: embedded, this process coordinates checkpoints */
   const ck_exec_remote_t *remote; /* NULL: every subtask runs here */
+  /* The job's memory guard (base/alloc.h accounts): the bytes its subtask threads hold may not
+   * pass this; the job fails with CK_ENOMEM naming it instead (0: no limit). */
+  int64_t max_memory;
 } ck_exec_opts_t;
 
 /* Subtasks the graph runs as (snapshot directories v1/0 … v1/n-1). */
@@ -98,9 +101,12 @@ void ck_exec_complete(ck_exec_t *ex, int64_t id);
 /* A message from another process for local task dest_task (see ck_exec_remote_t). */
 void ck_exec_deliver(ck_exec_t *ex, int dest_task, int sender, int kind, int64_t value,
                      ck_batch_t *batch, void *link);
-/* Per operator and subtask of this process, as a JSON array: node, name, subtask, task,
- * records_in, records_out, watermark, backpressure_ms. Any thread, while running. */
+/* Per operator and subtask of this process, as a JSON array: node, name, subtask, task, then
+ * every metric of runtime/metrics.h's table under its key. Any thread, while running. */
 void ck_exec_metrics_json(ck_exec_t *ex, ck_buf_t *out);
+/* Live sums over this process's subtasks, by runtime/metrics.h's ids (only metrics with a
+ * summary phrase are summed), and the records sources read and sinks took. Any thread. */
+void ck_exec_metrics_sum(ck_exec_t *ex, int64_t sum[], int64_t *read, int64_t *written);
 int ck_exec_wait(ck_exec_t *ex, ck_error_t *err);
 void ck_exec_free(ck_exec_t *ex);
 
@@ -110,6 +116,7 @@ typedef struct ck_exec_totals {
   int64_t sink_records;
   int64_t late_dropped;
   int64_t decode_skipped;
+  int64_t no_event_time;   /* records without event time skipped (event_time_null='skip') */
   int64_t checkpoints_completed;
   int64_t last_checkpoint; /* id of the newest completed checkpoint, 0 if none */
   int64_t last_triggered;  /* the highest checkpoint id this execution handed out */

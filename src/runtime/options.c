@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/redact.h"
 
 const char *ck_options_get(const ck_options_t *opts, const char *key) {
   for (int i = 0; opts && i < opts->n; i++)
@@ -61,6 +62,8 @@ static bool enum_has(const char *choices, const char *v) {
 
 int ck_options_validate(const ck_options_t *opts, const ck_opt_def_t *const *tables,
                         int ntables, const char *what, ck_error_t *err) {
+  /* every credential the options hold is masked wherever it shows up later (base/redact.h) */
+  for (int i = 0; i < opts->n; i++) ck_redact_remember_option(opts->keys[i], opts->values[i]);
   for (int i = 0; i < opts->n; i++) {
     const char *key = opts->keys[i], *val = opts->values[i];
     const ck_opt_def_t *d = NULL;

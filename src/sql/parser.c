@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/redact.h"
 
 typedef enum tok_kind {
   T_EOF, T_IDENT, T_QIDENT, T_INT, T_NUMBER, T_STRING,
@@ -999,83 +1000,74 @@ int ck_sql_parse(const char *sql, ck_arena_t *arena, ck_script_t *out, ck_error_
   return 0;
 }
 
-/* A copy of line[0..n) with the quoted values of secret-looking options (password, secret,
- * token) replaced by ***, so an error pointing at that line never shows a credential. */
-static char *mask_secrets(const char *line, size_t n, int *col) {
-  char *out = ck_strndup(line, n);
-  static const char *const words[] = {"password", "secret", "token"};
-  for (size_t i = 0; i < n; i++) {
-    for (size_t w = 0; w < CK_ARRAY_LEN(words); w++) {
-      size_t wl = strlen(words[w]);
-      if (i + wl > n || strncasecmp(out + i, words[w], wl) != 0) continue;
-      size_t j = i + wl;
-      while (j < n && (isalnum((unsigned char)out[j]) || out[j] == '_' || out[j] == '\'' ||
-                       out[j] == '"' || out[j] == '.'))
-        j++;
-      while (j < n && out[j] == ' ') j++;
-      if (j >= n || out[j] != '=') continue;
-      j++;
-      while (j < n && out[j] == ' ') j++;
-      if (j >= n || out[j] != '\'') continue;
-      size_t k = j + 1;
-      while (k < n && out[k] != '\'') k++;
-      if (k - j - 1 >= 3) {
-        size_t removed = (k - j - 1) - 3;
-        memset(out + j + 1, '*', 3);
-        memmove(out + j + 4, out + k, n - k + 1);
-        n -= removed;
-        if (*col > (int)k) *col -= (int)removed; /* keep the caret under the same token */
-      } else {
-        memset(out + j + 1, '*', k - j - 1);
-      }
-    }
-  }
-  return out;
+/* Appends text with every credential masked (base/redact.h). */
+static void put_redacted(ck_buf_t *out, const char *text) {
+  ck_redact_text(text, strlen(text), out);
 }
 
 void ck_sql_render_error(const char *sql, const char *filename, const ck_error_t *err,
                          ck_buf_t *out) {
+  /* The script redacted first (base/redact.h: line breaks are kept, the caret follows its
+   * token, and every credential it holds is remembered), so neither the excerpt nor a message
+   * quoting a token of it ever shows one. */
+  ck_buf_t red;
+  ck_buf_init(&red);
+  const char *p = NULL;
+  size_t at = 0;
+  if (sql) {
+    p = sql;
+    for (int l = 1; l < err->line && p && *p; l++)
+      if ((p = strchr(p, '\n'))) p++;
+    at = p ? (size_t)(p - sql) + (size_t)(err->column > 0 ? err->column - 1 : 0) : 0;
+    ck_redact_sql(sql, strlen(sql), &red, &at);
+  }
   const char *msg = err->message[0] ? err->message : ck_error_default(err->code);
   if (err->line > 0)
-    ck_buf_printf(out, "%s:%d:%d: error: %s\n", filename ? filename : "<sql>", err->line,
-                  err->column, msg);
+    ck_buf_printf(out, "%s:%d:%d: error: ", filename ? filename : "<sql>", err->line,
+                  err->column);
   else
-    ck_buf_printf(out, "error: %s\n", msg);
-  if (err->line > 0 && sql) {
-    const char *p = sql;
-    for (int l = 1; l < err->line && *p; l++) {
-      p = strchr(p, '\n');
-      if (!p) break;
-      p++;
-    }
-    if (p) {
-      size_t n = strcspn(p, "\n");
-      char gutter[16];
-      int gw = snprintf(gutter, sizeof gutter, "%d", err->line);
-      int col = err->column - 1;
-      char *shown = mask_secrets(p, n, &col);
-      ck_buf_printf(out, " %s | %s\n %*s | ", gutter, shown, gw, "");
-      p = shown;
-      n = strlen(shown);
-      for (int i = 0; i < col && (size_t)i < n; i++) ck_buf_putc(out, p[i] == '\t' ? '\t' : ' ');
-      /* underline the token at the column */
-      size_t len = 1;
-      const char *t = p + col;
-      if ((size_t)col < n) {
-        if (isalnum((unsigned char)*t) || *t == '_') {
-          len = 0;
-          while ((size_t)col + len < n && (isalnum((unsigned char)t[len]) || t[len] == '_')) len++;
-        } else if (*t == '\'') {
-          len = 1;
-          while ((size_t)col + len < n && t[len] != '\'') len++;
-          if ((size_t)col + len < n) len++;
-        }
-      }
-      for (size_t i = 0; i < len; i++) ck_buf_putc(out, '^');
-      ck_buf_putc(out, '\n');
-      ck_free(shown);
-    }
+    ck_buf_puts(out, "error: ");
+  put_redacted(out, msg);
+  ck_buf_putc(out, '\n');
+  p = NULL;
+  if (err->line > 0 && red.data) { /* the same line of the redacted text */
+    p = red.data;
+    for (int l = 1; l < err->line && p; l++)
+      if ((p = strchr(p, '\n'))) p++;
   }
-  if (err->detail[0]) ck_buf_printf(out, "detail: %s\n", err->detail);
-  if (err->hint[0]) ck_buf_printf(out, "hint: %s\n", err->hint);
+  if (p) {
+    size_t n = strcspn(p, "\n");
+    char gutter[16];
+    int gw = snprintf(gutter, sizeof gutter, "%d", err->line);
+    size_t ls = (size_t)(p - red.data);
+    int col = at >= ls && at <= ls + n ? (int)(at - ls) : err->column - 1;
+    ck_buf_printf(out, " %s | %.*s\n %*s | ", gutter, (int)n, p, gw, "");
+    for (int i = 0; i < col && (size_t)i < n; i++) ck_buf_putc(out, p[i] == '\t' ? '\t' : ' ');
+    /* underline the token at the column */
+    size_t len = 1;
+    const char *t = p + col;
+    if ((size_t)col < n) {
+      if (isalnum((unsigned char)*t) || *t == '_') {
+        len = 0;
+        while ((size_t)col + len < n && (isalnum((unsigned char)t[len]) || t[len] == '_')) len++;
+      } else if (*t == '\'') {
+        len = 1;
+        while ((size_t)col + len < n && t[len] != '\'') len++;
+        if ((size_t)col + len < n) len++;
+      }
+    }
+    for (size_t i = 0; i < len; i++) ck_buf_putc(out, '^');
+    ck_buf_putc(out, '\n');
+  }
+  ck_buf_fini(&red);
+  if (err->detail[0]) {
+    ck_buf_puts(out, "detail: ");
+    put_redacted(out, err->detail);
+    ck_buf_putc(out, '\n');
+  }
+  if (err->hint[0]) {
+    ck_buf_puts(out, "hint: ");
+    put_redacted(out, err->hint);
+    ck_buf_putc(out, '\n');
+  }
 }

@@ -17,6 +17,7 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/redact.h"
 
 typedef struct table {
   const ck_stmt_t *st;
@@ -1157,7 +1158,11 @@ void ck_graph_describe(const ck_graph_t *graph, ck_buf_t *out) {
             for (int b = 0; b < c->options.n; b++) rank += strcmp(c->options.keys[b], c->options.keys[a]) < 0;
             if (rank == pass) best = c->options.keys[a], bi = a;
           }
-          if (best) ck_buf_printf(out, " %s=%s", best, c->options.values[bi]);
+          if (best) { /* credentials masked: the text holds none, and rotating one keeps the
+                       * job's checkpoints (base/redact.h) */
+            ck_buf_printf(out, " %s=", best);
+            ck_redact_option(best, c->options.values[bi], out);
+          }
         }
         break;
       }

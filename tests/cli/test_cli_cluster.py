@@ -13,6 +13,21 @@ def run(clink_bin, *args):
     return subprocess.run([clink_bin, *args], capture_output=True, text=True, timeout=30, env=_env())
 
 
+def test_docs_metrics_table_is_generated_from_the_code(clink_bin):
+    """The operators' metrics: one table in the code feeds the operators route, /metrics, the
+    embedded progress line and this page."""
+    r = run(clink_bin, "coordinator", "--metrics-markdown")
+    assert r.returncode == 0, r.stderr
+    doc = (REPO / "docs" / "cluster.md").read_text()
+    m = re.search(r"<!-- metrics:begin -->\n(.*?)<!-- metrics:end -->", doc, re.S)
+    assert m, "docs/cluster.md has no metrics block"
+    assert m.group(1) == r.stdout, ("docs/cluster.md's metrics table differs from `clink "
+                                    "coordinator --metrics-markdown`; paste the new output "
+                                    "between the markers")
+    for key in ("late_dropped", "decode_skipped", "no_event_time"):
+        assert "| `%s` | `clink_operator_%s_total` | counter |" % (key, key) in r.stdout
+
+
 def test_docs_route_table_is_generated_from_the_code(clink_bin):
     r = run(clink_bin, "coordinator", "--routes-markdown")
     assert r.returncode == 0, r.stderr

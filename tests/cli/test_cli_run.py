@@ -224,6 +224,31 @@ def test_bad_sql_in_a_file_names_line_and_column(clink, tmp_path):
     assert "[job]" not in r.stderr  # nothing started
 
 
+@pytest.mark.parametrize("kind", ["char-device", "directory", "fifo"])
+def test_a_script_that_is_not_a_regular_file_is_refused_at_once(clink, tmp_path, kind):
+    """/dev/zero never ends and a FIFO without a writer blocks the open: both used to hang."""
+    if kind == "char-device":
+        path = "/dev/zero"
+    elif kind == "directory":
+        path = str(tmp_path)
+    else:
+        path = str(tmp_path / "script.fifo")
+        os.mkfifo(path)
+    want = {"char-device": "a character device", "directory": "a directory", "fifo": "a FIFO"}
+    r = clink("run", path, timeout=10)
+    assert r.returncode == 1, r.stderr
+    assert "could not read '%s': it is %s, not a regular file" % (path, want[kind]) in r.stderr, \
+        r.stderr
+    assert "hint: give the path of a SQL file, or '-'" in r.stderr, r.stderr
+    assert r.stdout == ""
+
+
+def test_a_script_on_standard_input_still_runs(clink):
+    r = clink("run", "-", input=datagen_sql(rows=3))
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(line)["id"] for line in r.stdout.splitlines()] == [0, 1, 2]
+
+
 def test_syntax_error_names_line_and_column(clink):
     r = clink("run", "-e", "SELEC 1")
     assert r.returncode == 1
@@ -237,6 +262,88 @@ def test_unknown_with_option_names_its_position_and_the_closest(clink):
     assert r.returncode == 1
     assert re.search(r"<-e>:1:\d+: error: unknown option 'rowz'", r.stderr), r.stderr
     assert "did you mean 'rows'?" in r.stderr
+
+
+TIMELESS = ('{"id": 1, "ts": 1000}\n{"id": 2}\n{"id": 3, "ts": null}\n{"id": 4, "ts": 1500}\n'
+            '{"id": 5, "ts": 2500}\n')
+
+
+def timeless_sql(source, policy):
+    extra = ", event_time_null = '%s'" % policy if policy else ""
+    return ("CREATE TABLE f (id BIGINT, ts BIGINT) WITH (%s, event_time_column = 'ts'%s);\n"
+            "SELECT TUMBLE_START(ts, INTERVAL '1' SECOND) AS w, COUNT(*) AS n FROM f\n"
+            "GROUP BY TUMBLE(ts, INTERVAL '1' SECOND);" % (source, extra))
+
+
+def test_a_record_without_event_time_fails_the_job_naming_its_line(clink, tmp_path):
+    """A missing or NULL event time used to be counted among the late records and dropped."""
+    (tmp_path / "in.json").write_text(TIMELESS)
+    r = clink("run", "--log-level", "info", "-e",
+              timeless_sql("connector = 'file', path = 'in.json'", None))
+    assert r.returncode == 1, r.stderr
+    assert ("record at in.json:2 has no event time: its event_time_column 'ts' is missing or "
+            "NULL") in r.stderr, r.stderr
+    assert "hint: event_time_null = 'skip' counts and skips such records instead" in r.stderr
+
+
+def test_records_without_event_time_are_skipped_and_counted_on_their_own(clink, tmp_path):
+    (tmp_path / "in.json").write_text(TIMELESS)
+    r = clink("run", "--log-level", "info", "-e",
+              timeless_sql("connector = 'file', path = 'in.json'", "skip"))
+    assert r.returncode == 0, r.stderr
+    assert sorted((json.loads(l)["w"], json.loads(l)["n"]) for l in r.stdout.splitlines()) == \
+        [(1000, 2), (2000, 1)]
+    line = [l for l in r.stderr.splitlines() if "[job] finished" in l]
+    assert line, r.stderr
+    assert " 0 late records dropped" in line[0], line[0]
+    assert " 2 records without event time skipped" in line[0], line[0]
+
+
+def test_a_generated_null_event_time_follows_the_same_rule(clink):
+    """Sources that do not check it themselves (datagen) are checked by the runtime."""
+    gen = ("connector = 'datagen', rows = '200', fields.id.kind = 'sequence', "
+           "fields.ts.kind = 'sequence', fields.ts.null_rate = '0.5'")
+    r = clink("run", "--log-level", "info", "-e", timeless_sql(gen, None))
+    assert r.returncode == 1, r.stderr
+    assert "a record of table 'f' (partition 0 of subtask 0) has no event time" in r.stderr
+    r = clink("run", "--log-level", "info", "-e", timeless_sql(gen, "skip"))
+    assert r.returncode == 0, r.stderr
+    line = [l for l in r.stderr.splitlines() if "[job] finished" in l][0]
+    m = re.search(r"(\d+) records read, .* 0 late records dropped, .* (\d+) records without "
+                  r"event time skipped", line)
+    assert m, line
+    read, skipped = int(m.group(1)), int(m.group(2))
+    assert read + skipped == 200 and 0 < skipped < 200, line
+    assert sum(json.loads(l)["n"] for l in r.stdout.splitlines()) == read
+
+
+GROWING = ("CREATE TABLE g (id BIGINT, v BIGINT) WITH (connector = 'datagen', "
+           "rows = '200000000', fields.id.kind = 'sequence', fields.v.kind = 'sequence');\n"
+           "CREATE TABLE out (id BIGINT, n BIGINT) WITH (connector = 'blackhole');\n"
+           "INSERT INTO out SELECT id, COUNT(*) AS n FROM g GROUP BY id;\n")
+
+
+def test_memory_guard_fails_a_job_whose_state_grows(clink):
+    """A GROUP BY over 200 M distinct keys would grow to many GB: with --max-memory 64M the job
+    fails with the guard's message long before its input ends."""
+    t0 = time.monotonic()
+    r = clink("run", "--max-memory", "64M", "--log-level", "info", "-e", GROWING, timeout=120)
+    took = time.monotonic() - t0
+    assert r.returncode == 1, r.stderr
+    m = re.search(r"clink run: error: job memory exceeded (\d+) MiB \(limit 64 MiB\)", r.stderr)
+    assert m and int(m.group(1)) > 64, r.stderr
+    assert "hint: raise --max-memory" in r.stderr, r.stderr
+    assert summary(r.stderr)[0] == "failed"
+    assert summary(r.stderr)[1] < 50_000_000, r.stderr  # it stopped early, not at the end
+    assert took < 100, "took %.1f s" % took
+
+
+def test_memory_guard_size_is_checked(clink):
+    r = clink("run", "--max-memory", "lots", "-e", GROWING)
+    assert r.returncode == 2
+    assert "--max-memory must be a size of at least 1M, like 512M or 4G" in r.stderr, r.stderr
+    r = clink("run", "--max-memory", "none", "-e", datagen_sql(rows=3))
+    assert r.returncode == 0, r.stderr
 
 
 def test_runtime_failure_exits_1_naming_file_and_line(clink, tmp_path):

@@ -99,9 +99,9 @@ class Cluster:
                  "the coordinator's health")
         return self.coordinator
 
-    def start_worker(self, wid, slots=1, env=None):
+    def start_worker(self, wid, slots=1, env=None, extra=()):
         args = [CLINK, "worker", "--coordinator-host", "127.0.0.1", "--coordinator-port",
-                str(self.port), "--slots", str(slots), "--id", wid]
+                str(self.port), "--slots", str(slots), "--id", wid, *extra]
         self.workers[wid] = Proc(args, self.dir / f"{wid}.log", dict(self.env, **(env or {})))
         wait_for(lambda: any(w["id"] == wid and w["status"] == "REGISTERED"
                              for w in self.get("/api/v1/workers")[1].get("workers", [])),

@@ -28,6 +28,7 @@ Covered:
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -322,6 +323,98 @@ def test_malformed_record_skipped_and_counted(kafka_brokers, malformed_topic):
     line = finished_line(proc)
     assert "19 records read" in line and " 1 undecodable records skipped" in line, line
     assert "partition 1 offset 5" in proc.stderr, proc.stderr  # the sample in the log
+
+
+@pytest.fixture(scope="module")
+def timeless_topic(kafka_brokers, run_id):
+    """One partition: ts 1000, no ts at offset 1, ts null at offset 2, ts 1500, ts 2500."""
+    topic = "kc_timeless_%s" % run_id
+    create_topic(kafka_brokers, topic, 1)
+    produce(kafka_brokers, topic, [(0, None, v) for v in (
+        '{"id":1,"ts":1000}', '{"id":2}', '{"id":3,"ts":null}', '{"id":4,"ts":1500}',
+        '{"id":5,"ts":2500}')])
+    return topic
+
+
+def timeless_sql(brokers, topic, policy):
+    return """
+      CREATE TABLE t (id BIGINT, ts BIGINT) WITH (connector = 'kafka', brokers = '%s',
+        topic = '%s', auto_offset_reset = 'earliest', scan.bounded = 'latest',
+        event_time_column = 'ts'%s);
+      SELECT TUMBLE_START(ts, INTERVAL '1' SECOND) AS w, COUNT(*) AS n FROM t
+      GROUP BY TUMBLE(ts, INTERVAL '1' SECOND)
+    """ % (brokers, topic, ", event_time_null = '%s'" % policy if policy else "")
+
+
+def test_record_without_event_time_fails_by_default_naming_it(kafka_brokers, timeless_topic):
+    """It used to be counted as a late record and dropped."""
+    proc = clink_run(timeless_sql(kafka_brokers, timeless_topic, None))
+    assert proc.returncode == 1, proc.stderr
+    assert ("record at topic '%s' partition 0 offset 1 has no event time: its "
+            "event_time_column 'ts' is missing or NULL" % timeless_topic in proc.stderr), \
+        proc.stderr
+    assert "event_time_null = 'skip'" in proc.stderr
+
+
+def test_record_without_event_time_skipped_and_counted_apart_from_late(kafka_brokers,
+                                                                       timeless_topic):
+    proc = ok(clink_run(timeless_sql(kafka_brokers, timeless_topic, "skip")))
+    assert sorted((r["w"], r["n"]) for r in rows(proc)) == [(1000, 2), (2000, 1)]
+    line = finished_line(proc)
+    assert " 0 late records dropped" in line, line
+    assert " 2 records without event time skipped" in line, line
+
+
+def test_embedded_progress_line_shows_live_counters(kafka_brokers, unique):
+    """The counters used to appear only in the final '[job] finished' line: now a running
+    job's '[job] progress:' line has them (every --progress-interval-ms)."""
+    import threading
+    topic = unique("progress")
+    create_topic(kafka_brokers, topic, 1)
+    produce(kafka_brokers, topic, [(0, None, '{"id":%d,"ts":%d}' % (i, 1000 * i))
+                                   for i in range(1, 11)])
+    proc = subprocess.Popen(
+        [CLINK, "run", "--progress-interval-ms", "200", "-e", """
+          CREATE TABLE t (id BIGINT, ts BIGINT) WITH (connector = 'kafka', brokers = '%s',
+            topic = '%s', auto_offset_reset = 'earliest', event_time_column = 'ts',
+            on_decode_error = 'skip', event_time_null = 'skip');
+          SELECT TUMBLE_START(ts, INTERVAL '1' SECOND) AS w, COUNT(*) AS n FROM t
+          GROUP BY TUMBLE(ts, INTERVAL '1' SECOND)""" % (kafka_brokers, topic)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, CLINK_LOG_LEVEL="info"))
+    out, err = [], []
+    readers = [threading.Thread(target=lambda f, acc: acc.extend(iter(f.readline, "")),
+                                args=(f, acc), daemon=True)
+               for f, acc in ((proc.stdout, out), (proc.stderr, err))]
+    for r in readers:
+        r.start()
+    try:
+        # the window starting at 9000 fired: the watermark passed 10000
+        wait_until("the window at 9000", lambda: any('"w":9000' in l for l in out) or
+                   proc.poll() is not None, timeout=DEADLINE_S)
+        assert proc.poll() is None, "".join(err)
+        produce(kafka_brokers, topic, [(0, None, v) for v in (
+            '{"id":101,"ts":100}', '{"oops', '{"id":201}', '{"id":102,"ts":200}',
+            '{"id":202,"ts":null}', '{"id":', '{"id":103,"ts":300}', '{"id":203}',
+            '{"id":204,"ts":null}', '{"id":11,"ts":11000}')])
+        want = ("3 late records dropped, 2 undecodable records skipped, "
+                "4 records without event time skipped")
+        line = wait_until("a progress line with the counters", lambda: next(
+            (l for l in list(err) if l.startswith("[job] progress:") and want in l), None),
+            timeout=DEADLINE_S)
+        assert proc.poll() is None, "".join(err)  # still running
+        assert re.search(r"progress: 1[0-9] records read", line), line
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=DEADLINE_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for r in readers:
+        r.join(10)
+    assert proc.returncode == 0, "".join(err)
+    fin = [l for l in err if l.startswith("[job] stopped")]
+    assert fin and want in fin[0], "".join(err)
 
 
 # ------------------------------------------------------------------------------ 5: failures

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/error.h"
 #include "base/thread.h"
 
 static ck_mem_stats_t delta(ck_mem_stats_t before) {
@@ -175,6 +176,98 @@ static void test_alloc_ck_assert_aborts(void **state) {
   ck_assert(1 + 1 == 2); /* a true assertion returns */
 }
 
+/* ---- memory accounts (the job-level memory guard) ---- */
+
+static void *free_on_other_thread(void *p) {
+  ck_free(p); /* this thread has no account: the block still credits its own */
+  return NULL;
+}
+
+static void test_account_counts_its_threads_blocks_wherever_freed(void **state) {
+  int id = ck_mem_account_new(0);
+  assert_true(id > 0);
+  char *before = ck_malloc(10); /* not charged: no account entered yet */
+  ck_mem_account_enter(id);
+  char *a = ck_malloc(1000);
+  assert_int_equal(ck_mem_account_live(id), 1000);
+  a = ck_realloc(a, 3000);
+  assert_int_equal(ck_mem_account_live(id), 3000);
+  ck_mem_account_enter(0);
+  char *b = ck_malloc(50); /* not charged either */
+  assert_int_equal(ck_mem_account_live(id), 3000);
+  ck_thread_t th;
+  assert_int_equal(ck_thread_start(&th, "freer", free_on_other_thread, a), 0);
+  ck_thread_join(&th);
+  assert_int_equal(ck_mem_account_live(id), 0);
+  assert_int_equal(ck_mem_account_peak(id), 3000);
+  ck_free(before);
+  ck_free(b);
+  ck_mem_account_free(id);
+}
+
+static void test_account_over_its_limit_is_flagged_not_refused(void **state) {
+  int id = ck_mem_account_new(1 << 20);
+  assert_true(id > 0);
+  ck_mem_account_enter(id);
+  char *small = ck_malloc(1000);
+  assert_false(ck_mem_over());
+  char *big = ck_malloc((1 << 20) + 1); /* past the limit: still a usable block */
+  memset(big, 1, (1 << 20) + 1);
+  assert_true(ck_mem_over());
+  ck_error_t err;
+  ck_error_clear(&err);
+  assert_int_equal(ck_mem_over_error(&err), CK_ENOMEM);
+  assert_non_null(strstr(err.message, "job memory exceeded 2 MiB (limit 1 MiB)"));
+  assert_non_null(strstr(err.hint, "raise --max-memory"));
+  ck_free(big);
+  assert_true(ck_mem_over()); /* sticky: the job is failing */
+  ck_free(small);
+  ck_mem_account_enter(0);
+  assert_false(ck_mem_over());
+  ck_mem_account_free(id);
+  /* a fresh account starts clean */
+  int again = ck_mem_account_new(1 << 20);
+  ck_mem_account_enter(again);
+  assert_false(ck_mem_over());
+  ck_mem_account_enter(0);
+  ck_mem_account_free(again);
+}
+
+static void test_accounts_run_out_and_come_back(void **state) {
+  int ids[CK_MEM_ACCOUNTS];
+  int n = 0;
+  while (n < CK_MEM_ACCOUNTS && (ids[n] = ck_mem_account_new(0)) > 0) n++;
+  assert_int_equal(n, CK_MEM_ACCOUNTS - 1); /* id 0 is "none" */
+  assert_int_equal(ck_mem_account_new(0), 0);
+  ck_mem_account_free(ids[3]);
+  assert_int_equal(ck_mem_account_new(0), ids[3]);
+  for (int i = 0; i < n; i++) ck_mem_account_free(ids[i]);
+}
+
+static void test_sizes_parse_and_default_limit(void **state) {
+  int64_t v = 0;
+  assert_true(ck_mem_parse_size("512M", &v));
+  assert_int_equal(v, 512LL << 20);
+  assert_true(ck_mem_parse_size("4GiB", &v));
+  assert_int_equal(v, 4LL << 30);
+  assert_true(ck_mem_parse_size("1.5g", &v));
+  assert_int_equal(v, 3LL << 29);
+  assert_true(ck_mem_parse_size("1048576", &v));
+  assert_int_equal(v, 1048576);
+  assert_true(ck_mem_parse_size("64KB", &v));
+  assert_int_equal(v, 64 << 10);
+  assert_false(ck_mem_parse_size("", &v));
+  assert_false(ck_mem_parse_size("12Q", &v));
+  assert_false(ck_mem_parse_size("-5M", &v));
+  assert_false(ck_mem_parse_size("M", &v));
+  assert_false(ck_mem_parse_size("5Mx", &v));
+  assert_false(ck_mem_parse_size("0", &v));
+  /* 80% of the machine's memory (or the cgroup's limit): more than nothing, less than all */
+  int64_t def = ck_mem_default_limit();
+  assert_true(def > (64LL << 20));
+  assert_true(def < (int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alloc_malloc_free_counts_exact),
@@ -187,6 +280,10 @@ int main(void) {
       cmocka_unit_test(test_alloc_counters_exact_across_threads),
       cmocka_unit_test(test_alloc_size_overflow_aborts),
       cmocka_unit_test(test_alloc_ck_assert_aborts),
+      cmocka_unit_test(test_account_counts_its_threads_blocks_wherever_freed),
+      cmocka_unit_test(test_account_over_its_limit_is_flagged_not_refused),
+      cmocka_unit_test(test_accounts_run_out_and_come_back),
+      cmocka_unit_test(test_sizes_parse_and_default_limit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

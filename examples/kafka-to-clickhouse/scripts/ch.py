@@ -24,7 +24,9 @@ def counts():
 
 
 def reset(init_sql):
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts"))
+    from kafka_topic import create_topic  # waits until every partition has a leader
     admin = AdminClient({"bootstrap.servers": os.environ["CLINK_KAFKA_BROKERS"]})
     if "readings" in admin.list_topics(timeout=10).topics:
         admin.delete_topics(["readings"])["readings"].result(30)
@@ -36,7 +38,7 @@ def reset(init_sql):
     deadline = time.monotonic() + 30
     while True:
         try:
-            admin.create_topics([NewTopic("readings", 1, 1)])["readings"].result(30)
+            create_topic(os.environ["CLINK_KAFKA_BROKERS"], "readings", 1, timeout=30)
             break
         except Exception as e:  # the deletion may still be settling on the broker
             if time.monotonic() > deadline:

@@ -69,6 +69,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/time.h"
+#include "connectors/event_time.h"
 #include "connectors/format.h"
 #include "connectors/kafka/kafka.h"
 #include "connectors/kafka/kfetch.h"
@@ -105,6 +106,7 @@ typedef struct kafka_src {
   ck_decoder_t *dec; /* NULL for 'raw' */
   bool skip_errors, bounded;
   int64_t skipped, tombstones;
+  ck_event_time_check_t etime; /* event_time_null */
   kafka_part_t *parts;
   int nparts, ndone;
   int ntopic;      /* partitions the topic has */
@@ -271,6 +273,7 @@ static int src_open(ck_source_t *src, ck_error_t *err) {
   }
   const char *policy = ck_opt_str(opts, ck_source_common_options, "on_decode_error");
   ks->skip_errors = policy && strcmp(policy, "skip") == 0;
+  ck_event_time_check_init(&ks->etime, &src->ctx);
   ks->bounded = strcmp(ck_opt_str(opts, defs, "scan.bounded"), "latest") == 0;
   bool earliest = strcmp(ck_opt_str(opts, defs, "auto_offset_reset"), "earliest") == 0;
 
@@ -474,7 +477,19 @@ static int handle_rec(kafka_src_t *ks, kafka_part_t *p, int64_t offset, const ch
     return 0;
   }
   p->next = offset + 1;
-  return 1;
+  if ((rc = ck_event_time_check_row(&ks->etime, batch, derr)) < 0) {
+    ck_error_set(err, CK_EDECODE, "record at topic '%s' partition %d offset %lld %s",
+                 ks->kc.topic, (int)p->partition, (long long)offset, derr->message);
+    ck_error_hint(err, "event_time_null = 'skip' counts and skips such records instead");
+    ck_error_clear(derr);
+    p->next = offset; /* the position stays at the record, as for a decode error */
+    return CK_EDECODE;
+  }
+  if (rc == 0 && (ks->etime.skipped <= KAFKA_SKIP_LOG_FIRST || ks->etime.skipped % 10000 == 0))
+    CK_LOG_WARN(CK_KAFKA_LOG, "table '%s': skipped record at topic '%s' partition %d offset "
+                "%lld (%lld so far): it has no event time", ks->kc.table, ks->kc.topic,
+                (int)p->partition, (long long)offset, (long long)ks->etime.skipped);
+  return rc;
 }
 
 /* One message of partition p: a row appended (1), nothing (0), or an error. */
@@ -789,6 +804,10 @@ static int64_t kafka_src_skipped(ck_source_t *src) {
   return src->impl ? ((kafka_src_t *)src->impl)->skipped : 0;
 }
 
+static int64_t kafka_src_time_skipped(ck_source_t *src) {
+  return src->impl ? ((kafka_src_t *)src->impl)->etime.skipped : 0;
+}
+
 static int kafka_src_npartitions(ck_source_t *src) { return src_impl(src)->nparts; }
 
 static void kafka_src_close(ck_source_t *src) {
@@ -831,5 +850,6 @@ const ck_source_ops_t ck_kafka_source_ops = {
     .snapshot = kafka_src_snapshot,
     .restore = kafka_src_restore,
     .skipped = kafka_src_skipped,
+    .time_skipped = kafka_src_time_skipped,
     .close = kafka_src_close,
 };
