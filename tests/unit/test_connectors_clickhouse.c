@@ -1054,7 +1054,8 @@ static void test_sink_type_rules(void **state) {
   expect_rule("TIMESTAMP", "Date", false, "milliseconds");
   expect_rule("TIMESTAMP", "DateTime64(0)", false, "milliseconds");
   expect_rule("VARCHAR", "Array(String)", false, "composite");
-  expect_rule("VARCHAR", "UUID", false, "does not write");
+  expect_rule("VARCHAR", "UUID", false, NULL);
+  expect_rule("BIGINT", "UUID", false, "only VARCHAR");
   expect_rule("DOUBLE", "String", false, "only VARCHAR");
   expect_rule("TIMESTAMP", "Int32", true, NULL); /* checked: range-checked per value */
   /* an unknown column, with a hint; a MATERIALIZED one */
