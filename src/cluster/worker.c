@@ -404,7 +404,10 @@ static void on_http(void *ctx, const ck_http_req_t *req, ck_http_resp_t *resp) {
 
 /* ================================================================ the loop */
 
-static int session(wk_t *wk, volatile sig_atomic_t *stop) {
+/* One connection to the coordinator: 0 when it ended (register again), -1 when it could not
+ * be made, 1 with fatal set when the coordinator refused this worker for good (its REPLY says
+ * CK_EEXISTS: the id is a live worker's; CK_EINVAL: the token). */
+static int session(wk_t *wk, volatile sig_atomic_t *stop, ck_error_t *fatal) {
   ck_error_t err;
   ck_error_clear(&err);
   int fd;
@@ -419,11 +422,26 @@ static int session(wk_t *wk, volatile sig_atomic_t *stop) {
   ck_proto_put_str(&p, wk->o.host);
   ck_proto_put_u32(&p, (uint32_t)(wk->http ? ck_http_port(wk->http) : 0));
   ck_proto_put_u32(&p, (uint32_t)getpid());
+  ck_proto_put_str(&p, wk->o.token);
   ck_proto_frame_t f;
   int rc = ck_proto_call(&wk->conn, CK_PROTO_REGISTER, &p, 10000, &f, &err);
   ck_buf_fini(&p);
-  if (!rc && f.type != CK_PROTO_REGISTERED)
+  if (!rc && f.type == CK_PROTO_REPLY) {
+    int why = (int)(int32_t)ck_proto_u32(&f.body);
+    (void)ck_proto_i64(&f.body);
+    char *text = ck_proto_str(&f.body);
+    rc = ck_error_set(&err, CK_EPROTO, "the coordinator refused the registration: %s", text);
+    if (why == CK_EEXISTS || why == CK_EINVAL) {
+      ck_error_set(fatal, why, "the coordinator at %s:%d refused this worker: %s",
+                   wk->o.coordinator_host, wk->o.coordinator_port, text);
+      ck_free(text);
+      ck_proto_conn_fini(&wk->conn);
+      return 1;
+    }
+    ck_free(text);
+  } else if (!rc && f.type != CK_PROTO_REGISTERED) {
     rc = ck_error_set(&err, CK_EPROTO, "the coordinator refused the registration");
+  }
   if (!rc && f.epoch < wk->epoch)
     rc = ck_error_set(&err, CK_EPROTO, "a coordinator of epoch %llu, older than %llu",
                       (unsigned long long)f.epoch, (unsigned long long)wk->epoch);
@@ -498,7 +516,12 @@ int ck_worker_main(const ck_worker_opts_t *opts, volatile sig_atomic_t *stop, ck
                   ck_http_port(wk->http));
     int64_t logged = 0;
     while (!*stop) {
-      if (session(wk, stop) == 0) continue;
+      int src = session(wk, stop, err);
+      if (src == 0) continue;
+      if (src > 0) {
+        rc = err->code ? err->code : CK_EINVAL;
+        break;
+      }
       int64_t now = ck_mono_ms();
       if (now - logged > 10000) {
         CK_LOG_INFO(LOG_W, "waiting for the coordinator at %s:%d", wk->o.coordinator_host,
