@@ -1792,6 +1792,39 @@ static bool host_is_loopback(const char *host) {
   return all;
 }
 
+ck_coordinator_t *ck_coordinator_detached_new(const ck_coordinator_opts_t *opts) {
+  co_t *co = ck_calloc(1, sizeof *co);
+  co->o = *opts;
+  if (!co->o.host) co->o.host = "127.0.0.1";
+  if (co->o.max_restarts <= 0) co->o.max_restarts = 10;
+  if (co->o.heartbeat_ms <= 0) co->o.heartbeat_ms = 500;
+  if (co->o.missed_heartbeats <= 0) co->o.missed_heartbeats = 3;
+  if (co->o.auth_token && !*co->o.auth_token) co->o.auth_token = NULL;
+  co->o.ha_dir = NULL;
+  co->listen_fd = co->lock_fd = -1;
+  co->next_job_id = co->epoch = 1;
+  co->started_ms = ck_mono_ms();
+  ck_mutex_init(&co->mu);
+  ck_mutex_init(&co->plan_mu);
+  co->refuse_writes = !co->o.auth_token && !host_is_loopback(co->o.host);
+  co->guard = (ck_http_guard_t){.token = co->o.auth_token, .refuse_writes = co->refuse_writes,
+                                .json_writes = true};
+  return co;
+}
+
+void ck_coordinator_detached_http(ck_coordinator_t *co, const ck_http_req_t *req,
+                                  ck_http_resp_t *resp) {
+  on_http(co, req, resp);
+}
+
+void ck_coordinator_detached_free(ck_coordinator_t *co) {
+  if (!co) return;
+  free_all(co);
+  ck_mutex_fini(&co->plan_mu);
+  ck_mutex_fini(&co->mu);
+  ck_free(co);
+}
+
 int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t *stop,
                         ck_error_t *err) {
   co_t *co = ck_calloc(1, sizeof *co);

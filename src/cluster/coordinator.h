@@ -49,6 +49,18 @@ typedef struct ck_coordinator_opts {
   const char *auth_token;      /* CLINK_AUTH_TOKEN: every route but health needs it */
 } ck_coordinator_opts_t;
 
+/*
+ * A coordinator with no sockets, no threads and no HA directory, whose REST handler is called
+ * directly: for the REST fuzz target (fuzz/rest_request.c) and tests. Jobs it accepts are
+ * planned and kept (no worker ever registers, so none deploys). Single-threaded use only.
+ */
+typedef struct co ck_coordinator_t;
+ck_coordinator_t *ck_coordinator_detached_new(const ck_coordinator_opts_t *opts);
+/* Answers one request as the REST server would (guard, routes, handlers). */
+void ck_coordinator_detached_http(ck_coordinator_t *co, const ck_http_req_t *req,
+                                  ck_http_resp_t *resp);
+void ck_coordinator_detached_free(ck_coordinator_t *co);
+
 /* Runs until *stop becomes non-zero (SIGINT/SIGTERM). Returns 0 or an error (could not
  * listen, could not take the HA directory). */
 int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t *stop,
