@@ -27,6 +27,7 @@
 
 #define LOG_W "worker"
 #define MAX_DEPS 64
+#define ID_WAIT_MS 5000 /* how long a worker whose id is taken keeps trying to register */
 
 typedef struct wk wk_t;
 
@@ -514,15 +515,29 @@ int ck_worker_main(const ck_worker_opts_t *opts, volatile sig_atomic_t *stop, ck
     if (wk->http)
       CK_LOG_INFO(LOG_W, "%s: health on http://%s:%d/api/v1/health", wk->o.id, wk->o.host,
                   ck_http_port(wk->http));
-    int64_t logged = 0;
+    int64_t logged = 0, taken_since = 0;
     while (!*stop) {
       int src = session(wk, stop, err);
-      if (src == 0) continue;
+      if (src == 0) {
+        taken_since = 0;
+        continue;
+      }
+      int64_t now = ck_mono_ms();
+      if (src > 0 && err->code == CK_EEXISTS && (!taken_since || now - taken_since < ID_WAIT_MS)) {
+        /* our id is a live worker's: perhaps our own previous run, on a host that died
+         * without closing its connection; the coordinator notices within three heartbeats */
+        if (!taken_since) {
+          CK_LOG_WARN(LOG_W, "%s; trying again for %d s in case it is this worker's previous "
+                      "run", err->message, ID_WAIT_MS / 1000);
+          taken_since = now;
+        }
+        ck_error_clear(err);
+        src = -1;
+      }
       if (src > 0) {
         rc = err->code ? err->code : CK_EINVAL;
         break;
       }
-      int64_t now = ck_mono_ms();
       if (now - logged > 10000) {
         CK_LOG_INFO(LOG_W, "waiting for the coordinator at %s:%d", wk->o.coordinator_host,
                     wk->o.coordinator_port);

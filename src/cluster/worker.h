@@ -11,8 +11,10 @@
  *
  * A lost coordinator connection cancels everything this worker runs (nothing may commit
  * without a coordinator), then it registers again, with the coordinator's restart or its
- * successor. A registration the coordinator refuses with a reason (an id another live worker
- * has, a wrong token) ends the worker with that reason: retrying could not help. Frames of a coordinator epoch older than the newest seen are dropped.
+ * successor. A registration the coordinator refuses with a reason ends the worker with that
+ * reason: a wrong token at once; an id another live worker has after trying for 5 s (it may
+ * be this worker's own previous run on a host that died without closing its connection,
+ * which the coordinator declares lost after three missed heartbeats). Frames of a coordinator epoch older than the newest seen are dropped.
  *
  * Threads: the control thread (connect, read frames, reap ended deployments), a heartbeat
  * thread, each deployment's executor threads plus one waiter, the net's threads, and
