@@ -352,3 +352,26 @@ def test_ha_manifests_are_private_and_hold_any_name_and_sql(cluster, tmp_path):
     assert job["status"] == "FINISHED", job
     check(out, 1, rows)
     assert stat.S_IMODE(manifest.stat().st_mode) == 0o600
+
+
+def test_a_format_1_manifest_of_an_older_version_is_recovered_and_rewritten(cluster, tmp_path):
+    c = cluster()
+    (c.ha / "jobs").mkdir(parents=True)
+    rows = 2000
+    sql, out = write_job(tmp_path, rows=rows, rate=20000)
+    old = c.ha / "jobs" / "job-7.manifest"
+    old.write_text(f"clink-job 1\nid 7\nparallelism 1\nstatus RUNNING\nattempt 2\nname legacy\n"
+                   f"sql\n{sql.read_text()}")
+    old.chmod(0o644)
+    c.start_coordinator(ha=True)
+    wait_for(lambda: "job_id=7 recovered from the HA directory" in c.coordinator.text(), 20,
+             "the recovery")
+    job = c.job(7)
+    assert job["name"] == "legacy" and job["restarts"] == 2, job
+    c.start_worker("w1")
+    assert c.wait_status(7, {"FINISHED", "FAILED"})["status"] == "FINISHED"
+    check(out, 1, rows)
+    text = old.read_text()
+    assert text.startswith("clink-job 2\n") and "\nstatus FINISHED\n" in text, text[:200]
+    assert f"\nsql {len(sql.read_text().encode())}\n" in text
+    assert stat.S_IMODE(old.stat().st_mode) == 0o600
