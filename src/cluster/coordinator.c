@@ -1373,6 +1373,7 @@ static job_t *route_job(co_t *co, const char *const *params, ck_http_resp_t *res
   return job;
 }
 
+/* Called without co->mu (on_http): reads only what is fixed before the server starts. */
 static void r_health(void *ctx, const ck_http_req_t *req, const char *const *params,
                      ck_http_resp_t *resp) {
   co_t *co = ctx;
@@ -1734,12 +1735,15 @@ const ck_http_route_t ck_coordinator_routes[] = {
 const size_t ck_coordinator_nroutes = sizeof ck_coordinator_routes / sizeof *ck_coordinator_routes;
 
 /* libmicrohttpd's threads (one per connection): every route runs under co->mu, except that
- * r_submit releases it while it plans. */
+ * r_submit releases it while it plans, and health, which reads only the epoch (fixed before
+ * the server starts), takes no lock: it answers even while the control loop is held up. */
 static void on_http(void *ctx, const ck_http_req_t *req, ck_http_resp_t *resp) {
   co_t *co = ctx;
-  ck_mutex_lock(&co->mu);
+  bool health = req->path && !strcmp(req->path, "/api/v1/health") &&
+                !ck_http_method_writes(req->method);
+  if (!health) ck_mutex_lock(&co->mu);
   ck_http_dispatch(ck_coordinator_routes, ck_coordinator_nroutes, &co->guard, co, req, resp);
-  ck_mutex_unlock(&co->mu);
+  if (!health) ck_mutex_unlock(&co->mu);
 }
 
 /* ================================================================ the loop */
