@@ -250,6 +250,7 @@ static int take_ha_dir(co_t *co, ck_error_t *err) {
   if (co->lock_fd < 0)
     return ck_error_set(err, CK_EIO, "could not open the leader lock '%s': %s", path,
                         strerror(errno));
+  (void)fchmod(co->lock_fd, 0600); /* one left by an older version may be 0644 */
   if (flock(co->lock_fd, LOCK_EX | LOCK_NB)) {
     CK_LOG_INFO(LOG_CO, "another coordinator holds the leader lock '%s': standing by", path);
     if (flock(co->lock_fd, LOCK_EX))
@@ -566,7 +567,7 @@ static int check_job_name(const char *name, ck_error_t *err) {
       return CK_EINVAL;
     }
     if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-      ck_error_set(err, CK_EINVAL, "could not accept the job name: character %zu is the "
+      ck_error_set(err, CK_EINVAL, "could not accept the job name: byte %zu is the "
                    "control character U+%04X", i + 1, cp);
       ck_error_hint(err, "A job name is shown in logs and stored in manifests: give one of "
                          "printable characters, without line breaks or tabs.");
