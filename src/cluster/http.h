@@ -4,18 +4,21 @@
  *
  * What it is. ck_http_start binds a listening socket on bind_host:port and runs one
  * libmicrohttpd daemon with a listening thread and a thread per connection (over poll()).
- * Each request is collected whole — method, path, raw query string, Authorization header and
- * the body (capped at CK_HTTP_MAX_BODY, beyond it the answer is 413 and the handler is not
- * called) — then handed to one handler function, which fills a ck_http_resp_t; the layer sends
- * it with its Content-Type. The REST API's handler is normally ck_http_dispatch over a
+ * Each request is collected whole — method, path, raw query string, Authorization and
+ * Content-Type headers and the body (capped at CK_HTTP_MAX_BODY, beyond it the answer is 413
+ * and the handler is not called; always followed by a NUL, but body_len is its length) —
+ * then handed to one handler function, which fills a ck_http_resp_t; the layer sends it with
+ * its Content-Type. The REST API's handler is normally ck_http_dispatch over a
  * ck_http_route_t table: the one table of routes (STYLE habit 8), from which the dispatcher,
- * the 404/405/401 answers and the Markdown reference (ck_http_routes_markdown) all come.
+ * the 404/405/401/403/415 answers (ck_http_guard_t: token, refused writes, JSON for writes)
+ * and the Markdown reference (ck_http_routes_markdown) all come.
  *
  * Threads. The handler runs on the thread of the request's connection, never on the thread
  * that called ck_http_start, and requests of different connections run at the same time (a
  * slow handler delays only its own client). Whatever the handler reads that other threads
- * write (coordinator state, job tables) it must read under that state's lock. ck_http_start, ck_http_port and ck_http_stop are called by the owning thread;
- * ck_http_stop joins the polling thread, so once it returns the handler is not running and
+ * write (coordinator state, job tables) it must read under that state's lock. ck_http_start,
+ * ck_http_port and ck_http_stop are called by the owning thread; ck_http_stop joins the
+ * polling and connection threads, so once it returns the handler is not running and
  * will not run again — ctx may then be freed. The dispatcher, ck_http_error,
  * ck_http_param_id and ck_http_routes_markdown touch only their arguments: any thread.
  *
