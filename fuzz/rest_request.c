@@ -36,7 +36,10 @@
  *     build-fuzz/src/connectors/libck_connectors.a build-fuzz/src/runtime/libck_runtime.a \
  *     build-fuzz/src/checkpoint/libck_checkpoint.a build-fuzz/src/base/libck_base.a \
  *     -lmicrohttpd -lrdkafka -lpq -llz4 -lz -lzstd -lsnappy -lm -lpthread -o rest_request
- *   ./rest_request -max_len=8192 -rss_limit_mb=2048 fuzz/corpus/rest_request
+ *   mkdir -p /tmp/fuzz-rest/corpus
+ *   ./rest_request -max_len=8192 -rss_limit_mb=2048 -timeout=30 /tmp/fuzz-rest/corpus \
+ *     fuzz/corpus/rest_request
+ * (new inputs go to the first directory; the second is the seed corpus, read only).
  */
 #include <stdbool.h>
 #include <stddef.h>
