@@ -152,7 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       .host = (setup & 2) ? "0.0.0.0" : "127.0.0.1",
       .port = 0,
       .http_port = -1,
-      .checkpoint_dir = "/tmp/clink-fuzz-rest-request", /* never written: nothing deploys */
+      .checkpoint_dir = "/tmp/clink-fuzz-rest-request", /* never made: nothing deploys */
       .auth_token = token ? TOKEN : NULL,
   };
   ck_coordinator_t *co = ck_coordinator_detached_new(&o);
