@@ -343,7 +343,8 @@ static void http_on_log(void *cls, const char *fmt, va_list ap) {
  * CONN_KEEP connections, a new one shuts down (the socket stays open until libmicrohttpd
  * closes it, so its number cannot be reused under us) the connection waiting longest that
  * no handler is answering: clients that hold connections open without finishing a request
- * cannot starve the health check or anyone else.
+ * cannot starve the health check or anyone else. (An entry whose socket libmicrohttpd has
+ * closed but not yet reported shares its number with the new connection at most: skipped.)
  */
 static void http_on_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
                          enum MHD_ConnectionNotificationCode toe) {
@@ -364,7 +365,7 @@ static void http_on_conn(void *cls, struct MHD_Connection *conn, void **socket_c
     if (live > CONN_KEEP) {
       http_conn_t *victim = NULL;
       for (http_conn_t *c = http->conns; c; c = c->next)
-        if (c != hc && !c->busy && !c->evicted && c->fd >= 0 &&
+        if (c != hc && !c->busy && !c->evicted && c->fd >= 0 && c->fd != hc->fd &&
             (!victim || c->since < victim->since))
           victim = c;
       if (victim) {
