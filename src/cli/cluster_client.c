@@ -33,8 +33,14 @@ int ck_cli_cluster_call(const char *host, int port, int type, const ck_buf_t *pa
   }
   ck_proto_conn_t c;
   ck_proto_conn_init(&c, fd);
+  /* every request starts with the token (CLINK_AUTH_TOKEN; "" when unset) */
+  ck_buf_t req;
+  ck_buf_init(&req);
+  ck_proto_put_str(&req, getenv("CLINK_AUTH_TOKEN"));
+  if (payload && payload->len) ck_buf_append(&req, payload->data, payload->len);
   ck_proto_frame_t f;
-  rc = ck_proto_call(&c, type, payload, 30000, &f, &err);
+  rc = ck_proto_call(&c, type, &req, 30000, &f, &err);
+  ck_buf_fini(&req);
   if (!rc && f.type != CK_PROTO_REPLY)
     rc = ck_error_set(&err, CK_EPROTO, "the coordinator answered with %s",
                       ck_proto_type_name(f.type));

@@ -14,7 +14,8 @@
 int ck_cli_port(const char *cmd, const char *opt, const char *v, bool allow_zero, int *out);
 
 /* Sends one request and waits for the REPLY: returns the coordinator's rc (0 ok, negative
- * error) with its value and text, or a connection error (text says why). */
+ * error) with its value and text, or a connection error (text says why). The request's
+ * first field, the token, is added here from CLINK_AUTH_TOKEN: payload holds the rest. */
 int ck_cli_cluster_call(const char *host, int port, int type, const ck_buf_t *payload,
                         int64_t *value, ck_buf_t *text);
 

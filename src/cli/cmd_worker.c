@@ -54,6 +54,7 @@ static int worker_main(int argc, char **argv) {
   o.id = ck_cli_get(cmd, &args, "id");
   o.host = ck_cli_get(cmd, &args, "host");
   if (ck_cli_max_memory(cmd, &args, &o.max_memory)) return 2;
+  o.token = getenv("CLINK_AUTH_TOKEN");
   if (ck_cli_apply_log_level(cmd, &args)) return 2;
   ck_cli_on_stop(on_signal);
   ck_error_t err;

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -44,7 +45,11 @@
 #define LOG_WATCH "coordinator.watchdog"
 #define LOG_RESTART "coordinator.restart"
 #define LOG_CO "coordinator"
-#define MAX_CONNS 256
+#define MAX_CONNS 1024        /* registered workers plus MAX_UNREGISTERED others */
+#define MAX_UNREGISTERED 32   /* connections that are not a registered worker (CLI, anyone) */
+#define HANDSHAKE_MS 5000     /* a new connection's first frame must be whole within this */
+#define CLI_IDLE_MS 30000     /* a CLI connection silent this long is closed */
+#define MAX_PLANNING 8        /* control-port submissions being planned at once */
 #define CANCEL_WAIT_MS 15000
 
 typedef enum {
@@ -67,7 +72,11 @@ typedef enum { CONN_NEW, CONN_WORKER, CONN_CLI } conn_kind_t;
 typedef struct conn {
   ck_proto_conn_t pc;
   conn_kind_t kind;
-  int worker; /* CONN_WORKER: its number */
+  int worker;          /* CONN_WORKER: its number */
+  int64_t opened_ms;   /* accepted */
+  int64_t last_ms;     /* its last whole frame (opened_ms before the first) */
+  bool planning;       /* a planner thread will answer its SUBMIT: do not free it */
+  bool closed;         /* taken out of conns while planning: the planner frees it */
 } conn_t;
 
 typedef struct worker {
@@ -114,9 +123,14 @@ typedef struct job {
   int64_t restart_at;     /* a restart not before (backoff) */
 } job_t;
 
+typedef struct planner planner_t;
+
 typedef struct co {
   ck_coordinator_opts_t o;
   ck_mutex_t mu;
+  ck_mutex_t plan_mu;   /* one plan at a time (never held with mu) */
+  bool refuse_writes;   /* a non-loopback bind without a token: no submit/cancel */
+  ck_http_guard_t guard;
   uint64_t epoch;
   int64_t deploy_seq;
   int listen_fd;
@@ -129,18 +143,23 @@ typedef struct co {
   int64_t next_job_id;
   int lock_fd;
   ck_http_t *http;
+  planner_t *planners[MAX_PLANNING];
+  int nplanners;
   int64_t started_ms, last_tick;
   int64_t checkpoints_completed_total, restarts_total, workers_lost_total;
 } co_t;
 
 /* ================================================================ HA: epoch, manifests */
 
+/* Writes path durably (temporary name, fsync, rename, fsync the directory), mode 0600: the
+ * files of the HA directory hold job definitions, credentials included. */
 static int write_durable(const char *path, const char *data, size_t n, ck_error_t *err) {
   char tmp[PATH_MAX + 8];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return ck_error_set(err, CK_EIO, "could not write '%s': %s", tmp, strerror(errno));
-  bool ok = write(fd, data, n) == (ssize_t)n && fsync(fd) == 0;
+  /* a leftover temporary file keeps its old mode through O_TRUNC */
+  bool ok = fchmod(fd, 0600) == 0 && write(fd, data, n) == (ssize_t)n && fsync(fd) == 0;
   close(fd);
   if (!ok || rename(tmp, path))
     return ck_error_set(err, CK_EIO, "could not write '%s': %s", path, strerror(errno));
@@ -155,7 +174,7 @@ static int write_durable(const char *path, const char *data, size_t n, ck_error_
   return 0;
 }
 
-static char *read_text(const char *path) {
+static char *read_text(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   ck_buf_t b;
@@ -164,7 +183,9 @@ static char *read_text(const char *path) {
   size_t n;
   while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) ck_buf_append(&b, chunk, n);
   fclose(f);
-  if (!b.data) ck_buf_reserve(&b, 0), b.data[0] = 0;
+  ck_buf_reserve(&b, 0);
+  b.data[b.len] = 0;
+  if (len) *len = b.len;
   return ck_buf_detach(&b);
 }
 
@@ -172,9 +193,15 @@ static void manifest_path(const co_t *co, int64_t id, char *out, size_t n) {
   snprintf(out, n, "%s/jobs/job-%lld.manifest", co->o.ha_dir, (long long)id);
 }
 
-/* The job's manifest: what a coordinator taking over needs to run it again. The SQL is stored
- * redacted (base/redact.h): a credential written inline never reaches the disk. Such a job
- * ("redacted 1") cannot be run again from its manifest; recover_jobs fails it, saying why. */
+/*
+ * The job's manifest: what a coordinator taking over needs to run it again. Format 2: lines
+ * "clink-job 2", "id N", "parallelism N", "status S", "attempt N", "redacted 1" when the SQL
+ * held a credential, then "name <bytes>\n" followed by exactly that many bytes and a newline,
+ * and "sql <bytes>\n" likewise — so no content of the name or the SQL can move a field.
+ * Written 0600 in a 0700 directory. The SQL is stored redacted (base/redact.h): a credential
+ * written inline never reaches the disk. Such a job cannot be run again from its manifest;
+ * recover_jobs fails it, saying why.
+ */
 static void save_manifest(co_t *co, const job_t *job) {
   if (!co->o.ha_dir) return;
   ck_buf_t sql;
@@ -182,12 +209,14 @@ static void save_manifest(co_t *co, const job_t *job) {
   bool redacted = ck_redact_sql(job->sql, strlen(job->sql), &sql, NULL);
   ck_buf_t b;
   ck_buf_init(&b);
-  ck_buf_printf(&b, "clink-job 1\nid %lld\nparallelism %d\nstatus %s\nattempt %d\n%sname ",
+  ck_buf_printf(&b, "clink-job 2\nid %lld\nparallelism %d\nstatus %s\nattempt %d\n%s",
                 (long long)job->id, job->parallelism, status_names[job->status], job->attempt,
                 redacted ? "redacted 1\n" : "");
+  ck_buf_printf(&b, "name %zu\n", strlen(job->name));
   ck_buf_puts(&b, job->name);
-  ck_buf_puts(&b, "\nsql\n");
-  ck_buf_puts(&b, sql.data);
+  ck_buf_printf(&b, "\nsql %zu\n", sql.len);
+  ck_buf_append(&b, sql.data, sql.len);
+  ck_buf_putc(&b, '\n');
   ck_buf_fini(&sql);
   char path[PATH_MAX];
   manifest_path(co, job->id, path, sizeof path);
@@ -198,16 +227,37 @@ static void save_manifest(co_t *co, const job_t *job) {
   ck_buf_fini(&b);
 }
 
+/* A directory of the HA directory: created 0700, or narrowed to 0700 when it exists. */
+static int private_dir(const char *path, ck_error_t *err) {
+  if (mkdir(path, 0700) && errno != EEXIST)
+    return ck_error_set(err, CK_EIO, "could not create the HA directory '%s': %s", path,
+                        strerror(errno));
+  struct stat st;
+  if (stat(path, &st) || !S_ISDIR(st.st_mode))
+    return ck_error_set(err, CK_EIO, "could not use the HA directory '%s': it is not a "
+                        "directory", path);
+  if ((st.st_mode & 077) && chmod(path, st.st_mode & 0700)) {
+    ck_error_set(err, CK_EIO, "could not make the HA directory '%s' private (mode 0700): %s",
+                 path, strerror(errno));
+    ck_error_hint(err, "It holds job definitions with their credentials; run the coordinator "
+                       "as the directory's owner or give it a directory of its own.");
+    return CK_EIO;
+  }
+  return 0;
+}
+
 static int take_ha_dir(co_t *co, ck_error_t *err) {
   char path[PATH_MAX];
-  mkdir(co->o.ha_dir, 0755);
+  int rc = private_dir(co->o.ha_dir, err);
   snprintf(path, sizeof path, "%s/jobs", co->o.ha_dir);
-  mkdir(path, 0755);
+  if (!rc) rc = private_dir(path, err);
+  if (rc) return rc;
   snprintf(path, sizeof path, "%s/leader.lock", co->o.ha_dir);
-  co->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  co->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (co->lock_fd < 0)
     return ck_error_set(err, CK_EIO, "could not open the leader lock '%s': %s", path,
                         strerror(errno));
+  (void)fchmod(co->lock_fd, 0600); /* one left by an older version may be 0644 */
   if (flock(co->lock_fd, LOCK_EX | LOCK_NB)) {
     CK_LOG_INFO(LOG_CO, "another coordinator holds the leader lock '%s': standing by", path);
     if (flock(co->lock_fd, LOCK_EX))
@@ -215,13 +265,13 @@ static int take_ha_dir(co_t *co, ck_error_t *err) {
                           strerror(errno));
   }
   snprintf(path, sizeof path, "%s/epoch", co->o.ha_dir);
-  char *text = read_text(path);
+  char *text = read_text(path, NULL);
   uint64_t epoch = text ? strtoull(text, NULL, 10) : 0;
   ck_free(text);
   co->epoch = epoch + 1;
   char num[32];
   int n = snprintf(num, sizeof num, "%llu\n", (unsigned long long)co->epoch);
-  int rc = write_durable(path, num, (size_t)n, err);
+  rc = write_durable(path, num, (size_t)n, err);
   if (rc) return rc;
   CK_LOG_INFO(LOG_CO, "leader of HA directory '%s' with epoch %llu", co->o.ha_dir,
               (unsigned long long)co->epoch);
@@ -489,46 +539,121 @@ static void worker_lost(co_t *co, worker_t *w, const char *why) {
   }
 }
 
-/* Submits a job: plans it (refusing bad SQL with its position), states its guarantee. */
-static int submit(co_t *co, const char *name, const char *sql, int parallelism, int64_t *id,
-                  ck_error_t *err) {
+/*
+ * A job name is shown in logs, the REST API and `clink list`, and stored in the HA manifest:
+ * 1 to CK_JOB_NAME_MAX bytes of valid UTF-8 without control characters (C0, DEL, C1), so it
+ * can neither forge a log line nor move a field of the manifest. Returns 0, or CK_EINVAL
+ * with err saying what is wrong and where.
+ */
+#define CK_JOB_NAME_MAX 128
+static int check_job_name(const char *name, ck_error_t *err) {
+  size_t n = strlen(name);
+  if (n > CK_JOB_NAME_MAX) {
+    ck_error_set(err, CK_EINVAL, "could not accept the job name: it is %zu bytes long, the "
+                 "limit is %d", n, CK_JOB_NAME_MAX);
+    ck_error_hint(err, "Give a shorter --name.");
+    return CK_EINVAL;
+  }
+  const unsigned char *p = (const unsigned char *)name;
+  for (size_t i = 0; i < n;) {
+    unsigned c = p[i];
+    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+               : (c & 0xf8) == 0xf0 ? 4 : 0;
+    unsigned cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; k++) {
+      ok = (p[i + k] & 0xc0) == 0x80;
+      cp = cp << 6 | (p[i + k] & 0x3f);
+    }
+    static const unsigned min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (ok) ok = cp >= min_cp[len] && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff);
+    if (!ok) {
+      ck_error_set(err, CK_EINVAL, "could not accept the job name: byte %zu is not valid "
+                   "UTF-8", i + 1);
+      ck_error_hint(err, "Give a --name of printable characters.");
+      return CK_EINVAL;
+    }
+    if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+      ck_error_set(err, CK_EINVAL, "could not accept the job name: byte %zu is the "
+                   "control character U+%04X", i + 1, cp);
+      ck_error_hint(err, "A job name is shown in logs and stored in manifests: give one of "
+                         "printable characters, without line breaks or tabs.");
+      return CK_EINVAL;
+    }
+    i += len;
+  }
+  return 0;
+}
+
+/*
+ * A submission's first half: checks the name and parallelism and plans the SQL (refusing bad
+ * SQL with its position) into a new job with no id. Touches no coordinator state: runs
+ * WITHOUT co->mu (plan-time checks may wait on the network), one at a time under plan_mu
+ * (the planner is not known to be reentrant). *out is the caller's until add_job.
+ */
+static int plan_job(co_t *co, const char *name, const char *sql, int parallelism, job_t **out,
+                    ck_error_t *err) {
+  *out = NULL;
   if (parallelism < 1 || parallelism > 4096)
     return ck_error_set(err, CK_EINVAL, "parallelism must be from 1 to 4096, not %d",
                         parallelism);
+  if (name && *name && check_job_name(name, err)) return CK_EINVAL;
   job_t *job = ck_calloc(1, sizeof *job);
   char fname[256];
   snprintf(fname, sizeof fname, "%s", name && *name ? name : "<submitted>");
+  ck_mutex_lock(&co->plan_mu);
   int rc = ck_jobplan_init(&job->plan, sql, fname, parallelism, 128, err);
+  ck_mutex_unlock(&co->plan_mu);
   if (rc) {
     ck_free(job);
     return rc;
   }
-  job->id = co->next_job_id++;
   job->parallelism = parallelism;
   size_t n = strlen(sql);
   job->sql = ck_malloc(n + 1);
   memcpy(job->sql, sql, n + 1);
-  char defname[64];
-  snprintf(defname, sizeof defname, "job-%lld", (long long)job->id);
-  const char *nm = name && *name ? name : defname;
-  job->name = ck_malloc(strlen(nm) + 1);
-  memcpy(job->name, nm, strlen(nm) + 1);
-  snprintf(job->dir, sizeof job->dir, "%s/job-%lld", co->o.checkpoint_dir, (long long)job->id);
+  if (name && *name) {
+    job->name = ck_malloc(strlen(name) + 1);
+    memcpy(job->name, name, strlen(name) + 1);
+  }
   ck_buf_t g;
   ck_buf_init(&g);
   ck_graph_guarantee(job->plan.graph, true, &g);
   job->guarantee = ck_buf_detach(&g);
   job->status = JOB_CREATED;
+  *out = job;
+  return 0;
+}
+
+/* The second half, under co->mu: gives the job its id, states its guarantee, deploys it. */
+static int64_t add_job(co_t *co, job_t *job) {
+  job->id = co->next_job_id++;
+  if (!job->name) {
+    char defname[64];
+    snprintf(defname, sizeof defname, "job-%lld", (long long)job->id);
+    job->name = ck_malloc(strlen(defname) + 1);
+    memcpy(job->name, defname, strlen(defname) + 1);
+  }
+  snprintf(job->dir, sizeof job->dir, "%s/job-%lld", co->o.checkpoint_dir, (long long)job->id);
   co->jobs = ck_realloc(co->jobs, sizeof *co->jobs * (size_t)(co->njobs + 1));
   co->jobs[co->njobs++] = job;
   CK_LOG_INFO("coordinator.guarantee", "job_id=%lld job delivery guarantee: %s",
               (long long)job->id, job->guarantee);
   CK_LOG_INFO(LOG_CO, "job_id=%lld submitted: '%s', parallelism %d, %d task(s)",
-              (long long)job->id, job->name, parallelism, job->plan.ntasks);
+              (long long)job->id, job->name, job->parallelism, job->plan.ntasks);
   save_manifest(co, job);
   deploy(co, job);
-  *id = job->id;
-  return 0;
+  return job->id;
+}
+
+/* Both halves at once, under co->mu: only for recovering jobs at start, before any worker
+ * or client is served. */
+static int submit(co_t *co, const char *name, const char *sql, int parallelism, int64_t *id,
+                  ck_error_t *err) {
+  job_t *job;
+  int rc = plan_job(co, name, sql, parallelism, &job, err);
+  if (!rc) *id = add_job(co, job);
+  return rc;
 }
 
 static int cancel_job(co_t *co, int64_t id, ck_error_t *err) {
@@ -548,7 +673,7 @@ static int cancel_job(co_t *co, int64_t id, ck_error_t *err) {
 
 /* Rewrites a manifest with status FAILED, so no later takeover tries the job again. */
 static void mark_unrecoverable(co_t *co, const char *path) {
-  char *text = read_text(path); /* whole: the caller's copy was cut at its SQL */
+  char *text = read_text(path, NULL); /* whole: the caller's copy was cut in place */
   const char *st = text ? strstr(text, "\nstatus ") : NULL;
   if (!st) {
     ck_free(text);
@@ -568,6 +693,71 @@ static void mark_unrecoverable(co_t *co, const char *path) {
   (void)co;
 }
 
+/* A manifest line "<key> <value>\n" at *p: the value's start (and *p moves past the line),
+ * or NULL. */
+static char *manifest_line(char **p, const char *end, const char *key) {
+  size_t k = strlen(key);
+  char *nl = memchr(*p, '\n', (size_t)(end - *p));
+  if (!nl || (size_t)(nl - *p) <= k || strncmp(*p, key, k) || (*p)[k] != ' ') return NULL;
+  *nl = 0;
+  char *v = *p + k + 1;
+  *p = nl + 1;
+  return v;
+}
+
+/* A field "<key> <length>\n<length bytes>\n": the bytes, NUL-terminated in place. */
+static char *manifest_field(char **p, const char *end, const char *key) {
+  char *v = manifest_line(p, end, key);
+  if (!v) return NULL;
+  char *e;
+  unsigned long long n = strtoull(v, &e, 10);
+  if (e == v || *e || n >= (unsigned long long)(end - *p)) return NULL;
+  char *field = *p;
+  if (field[n] != '\n' || memchr(field, 0, (size_t)n)) return NULL;
+  field[n] = 0;
+  *p = field + n + 1;
+  return field;
+}
+
+/* Reads a manifest (format 2, or the line-based format 1 of older versions) in place. */
+static int parse_manifest(char *text, size_t len, int *par, int *attempt, char *status,
+                          bool *redacted, const char **name, const char **sql) {
+  char *end = text + len, *p = text, *v;
+  *redacted = false;
+  if (len > 12 && !strncmp(text, "clink-job 1\n", 12)) { /* the SQL ran to the end */
+    char *sqlp = strstr(text, "\nsql\n"), *namep = strstr(text, "\nname ");
+    if (!sqlp || !namep || namep > sqlp) return -1;
+    if ((v = strstr(text, "\nparallelism ")) && v < sqlp) *par = atoi(v + 13);
+    if ((v = strstr(text, "\nattempt ")) && v < sqlp) *attempt = atoi(v + 9);
+    if ((v = strstr(text, "\nstatus ")) && v < sqlp) sscanf(v + 8, "%31s", status);
+    if ((v = strstr(text, "\nredacted 1\n")) && v < sqlp) *redacted = true;
+    *sqlp = 0;
+    char *nl = strchr(namep + 6, '\n');
+    if (nl) *nl = 0;
+    *name = namep + 6;
+    *sql = sqlp + 5;
+    return 0;
+  }
+  if (!(v = manifest_line(&p, end, "clink-job")) || strcmp(v, "2")) return -1;
+  if (!manifest_line(&p, end, "id")) return -1;
+  if (!(v = manifest_line(&p, end, "parallelism"))) return -1;
+  *par = atoi(v);
+  if (!(v = manifest_line(&p, end, "status"))) return -1;
+  snprintf(status, 32, "%s", v);
+  if (!(v = manifest_line(&p, end, "attempt"))) return -1;
+  *attempt = atoi(v);
+  char *q = p;
+  if ((v = manifest_line(&q, end, "redacted")) && !strcmp(v, "1")) {
+    *redacted = true;
+    p = q;
+  } else if (v) {
+    return -1;
+  }
+  if (!(*name = manifest_field(&p, end, "name"))) return -1;
+  if (!(*sql = manifest_field(&p, end, "sql"))) return -1;
+  return p == end ? 0 : -1;
+}
+
 /* Loads the jobs a previous coordinator left in the HA directory. */
 static void recover_jobs(co_t *co) {
   char dir[PATH_MAX];
@@ -581,24 +771,19 @@ static void recover_jobs(co_t *co) {
     if (sscanf(e->d_name, "job-%lld.%15s", &id, tail) != 2 || strcmp(tail, "manifest")) continue;
     char path[PATH_MAX + 300];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    char *text = read_text(path);
+    size_t len = 0;
+    char *text = read_text(path, &len);
     if (!text) continue;
+    (void)chmod(path, 0600); /* one written by an older version may be 0644 */
     int par = 1, attempt = 0;
     char status[32] = "";
-    char *sql = strstr(text, "\nsql\n");
-    char *name = strstr(text, "\nname ");
-    char *p;
-    if ((p = strstr(text, "\nparallelism "))) par = atoi(p + 13);
-    if ((p = strstr(text, "\nattempt "))) attempt = atoi(p + 9);
-    if ((p = strstr(text, "\nstatus "))) sscanf(p + 8, "%31s", status);
-    if (!sql || !name || strncmp(text, "clink-job 1\n", 12)) {
+    const char *name = NULL, *sql = NULL;
+    bool redacted = false;
+    if (parse_manifest(text, len, &par, &attempt, status, &redacted, &name, &sql)) {
       CK_LOG_WARN(LOG_CO, "ignoring the unreadable job manifest '%s'", path);
       ck_free(text);
       continue;
     }
-    *sql = 0;
-    char *nl = strchr(name + 6, '\n');
-    if (nl) *nl = 0;
     if (id >= co->next_job_id) co->next_job_id = id + 1;
     bool done = !strcmp(status, "FINISHED") || !strcmp(status, "FAILED") ||
                 !strcmp(status, "CANCELLED");
@@ -606,11 +791,11 @@ static void recover_jobs(co_t *co) {
       ck_free(text);
       continue;
     }
-    if (strstr(text, "\nredacted 1\n")) { /* its credentials were never stored */
+    if (redacted) { /* its credentials were never stored */
       CK_LOG_ERR(LOG_CO, "could not recover job %lld ('%s'): its SQL holds credentials, which "
                  "the HA manifest does not keep; submit it again, giving them through "
                  "password_env (read where the job runs) so a takeover can rerun it", id,
-                 name + 6);
+                 name);
       mark_unrecoverable(co, path);
       ck_free(text);
       continue;
@@ -621,7 +806,7 @@ static void recover_jobs(co_t *co) {
     ck_error_t err;
     ck_error_clear(&err);
     co->o.max_restarts += 0;
-    if (submit(co, name + 6, sql + 5, par, &got, &err)) {
+    if (submit(co, name, sql, par, &got, &err)) {
       CK_LOG_ERR(LOG_CO, "could not recover job %lld: %s", id, err.message);
     } else {
       job_t *job = find_job(co, got);
@@ -822,34 +1007,160 @@ static void reply(conn_t *c, int rc, int64_t value, const char *text) {
 
 static void jobs_json(co_t *co, ck_buf_t *out);
 
+/*
+ * The first field of every CLI frame is the token. True when the request may go on; false
+ * when it was answered with the refusal: a token that differs from CLINK_AUTH_TOKEN (when
+ * the coordinator has one), or a state-changing request (writes) on a coordinator that
+ * refuses them (a non-loopback address without a token).
+ */
+static bool cli_allowed(co_t *co, conn_t *c, ck_proto_reader_t *r, bool writes) {
+  size_t n;
+  char *tok = ck_proto_strn(r, &n);
+  bool ok = false;
+  if (r->bad)
+    reply(c, CK_EPROTO, 0, "a malformed request frame (from an older clink?)");
+  else if (co->o.auth_token && !ck_http_token_equal(tok, n, co->o.auth_token))
+    reply(c, CK_EINVAL, 0, n ? "could not accept the request: the token is not valid for this "
+                               "cluster; set CLINK_AUTH_TOKEN to the coordinator's"
+                             : "could not accept the request: this coordinator needs a token; "
+                               "set CLINK_AUTH_TOKEN to the coordinator's");
+  else if (writes && co->refuse_writes)
+    reply(c, CK_EINVAL, 0, "could not accept the request: this coordinator listens on a "
+                           "non-loopback address without a token, so it refuses to submit or "
+                           "cancel jobs; start it with CLINK_AUTH_TOKEN set (and the same "
+                           "variable here), or bind it to 127.0.0.1");
+  else
+    ok = true;
+  ck_free(tok);
+  return ok;
+}
+
+/* A control-port SUBMIT being planned on its own thread (plan_job), then added under co->mu
+ * and answered on its connection. */
+struct planner {
+  co_t *co;
+  conn_t *c;
+  char *name, *sql;
+  int par;
+  ck_thread_t th;
+  bool done; /* under co->mu: the control loop may join it */
+};
+
+static void *planner_main(void *arg) {
+  planner_t *pl = arg;
+  co_t *co = pl->co;
+  ck_error_t err;
+  ck_error_clear(&err);
+  job_t *job = NULL;
+  int rc = plan_job(co, pl->name, pl->sql, pl->par, &job, &err);
+  ck_mutex_lock(&co->mu);
+  int64_t id = rc ? 0 : add_job(co, job);
+  conn_t *c = pl->c;
+  c->planning = false;
+  if (c->closed) { /* the client went away meanwhile; the job stays submitted */
+    ck_proto_conn_fini(&c->pc);
+    ck_free(c);
+  } else {
+    c->last_ms = ck_mono_ms();
+    reply(c, rc, id, rc ? err.message : job->guarantee);
+  }
+  pl->done = true;
+  ck_mutex_unlock(&co->mu);
+  return NULL;
+}
+
+static void planner_free(planner_t *pl) {
+  ck_thread_join(&pl->th);
+  ck_free(pl->name);
+  ck_free(pl->sql);
+  ck_free(pl);
+}
+
+/* Under co->mu: joins the planners that are done (all of them when wait: at the end). */
+static void reap_planners(co_t *co, bool wait) {
+  for (int i = 0; i < co->nplanners;) {
+    planner_t *pl = co->planners[i];
+    if (!pl->done && wait) {
+      ck_mutex_unlock(&co->mu);
+      struct pollfd none;
+      (void)poll(&none, 0, 20);
+      ck_mutex_lock(&co->mu);
+      continue;
+    }
+    if (!pl->done) {
+      i++;
+      continue;
+    }
+    co->planners[i] = co->planners[--co->nplanners];
+    planner_free(pl);
+  }
+}
+
 static void on_cli_frame(co_t *co, conn_t *c, ck_proto_frame_t *f) {
   ck_proto_reader_t *r = &f->body;
   ck_error_t err;
   ck_error_clear(&err);
-  if (f->type == CK_PROTO_SUBMIT) {
-    char *name = ck_proto_str(r), *sql = ck_proto_str(r);
+  if (c->planning) {
+    reply(c, CK_EPROTO, 0, "one request at a time: the SUBMIT on this connection is still "
+                           "being planned");
+  } else if (f->type == CK_PROTO_SUBMIT) {
+    if (!cli_allowed(co, c, r, true)) return;
+    size_t name_len, sql_len;
+    char *name = ck_proto_strn(r, &name_len), *sql = ck_proto_strn(r, &sql_len);
     int par = (int)ck_proto_u32(r);
-    int64_t id = 0;
-    int rc = r->bad ? ck_error_set(&err, CK_EPROTO, "a malformed SUBMIT frame")
-                    : submit(co, name, sql, par, &id, &err);
-    job_t *job = rc ? NULL : find_job(co, id);
-    reply(c, rc, id, rc ? err.message : job->guarantee);
-    ck_free(name);
-    ck_free(sql);
+    const char *bad = r->bad ? "could not accept the job: a malformed SUBMIT frame"
+                    : name_len != strlen(name) ? "could not accept the job: its name holds a "
+                                                 "NUL character"
+                    : sql_len != strlen(sql) ? "could not accept the job: its SQL holds a NUL "
+                                               "character"
+                    : co->nplanners >= MAX_PLANNING ? "could not accept the job now: the "
+                                                      "coordinator is planning 8 jobs already; "
+                                                      "submit it again in a moment"
+                    : NULL;
+    if (bad) {
+      reply(c, CK_EINVAL, 0, bad);
+      ck_free(name);
+      ck_free(sql);
+      return;
+    }
+    planner_t *pl = ck_calloc(1, sizeof *pl);
+    *pl = (planner_t){.co = co, .c = c, .name = name, .sql = sql, .par = par};
+    c->planning = true;
+    if (ck_thread_start(&pl->th, "ck-planner", planner_main, pl)) {
+      c->planning = false;
+      reply(c, CK_EINTERNAL, 0, "could not start a thread to plan the job");
+      ck_free(name);
+      ck_free(sql);
+      ck_free(pl);
+      return;
+    }
+    co->planners[co->nplanners++] = pl;
   } else if (f->type == CK_PROTO_LIST) {
+    if (!cli_allowed(co, c, r, false)) return;
     ck_buf_t b;
     ck_buf_init(&b);
     jobs_json(co, &b);
     reply(c, 0, co->njobs, b.data);
     ck_buf_fini(&b);
   } else if (f->type == CK_PROTO_CANCEL_JOB) {
+    if (!cli_allowed(co, c, r, true)) return;
     int64_t id = ck_proto_i64(r);
-    int rc = cancel_job(co, id, &err);
+    int rc = r->bad ? ck_error_set(&err, CK_EPROTO, "a malformed CANCEL_JOB frame")
+                    : cancel_job(co, id, &err);
     reply(c, rc, id, rc ? err.message : "cancelling");
   } else {
     reply(c, CK_EPROTO, 0, "unexpected frame");
   }
 }
+
+/* The connection of a registered worker has been closed by its peer (a kill closes it at once,
+ * but its end of stream may still be unread in this round of the loop). */
+static bool conn_hung_up(const conn_t *c) {
+  struct pollfd pfd = {.fd = c->pc.fd, .events = POLLIN | POLLRDHUP};
+  return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static void close_conn(co_t *co, int i, const char *why);
 
 static void on_register(co_t *co, conn_t *c, ck_proto_frame_t *f) {
   ck_proto_reader_t *r = &f->body;
@@ -857,20 +1168,55 @@ static void on_register(co_t *co, conn_t *c, ck_proto_frame_t *f) {
   int slots = (int)ck_proto_u32(r);
   char *host = ck_proto_str(r);
   int http_port = (int)ck_proto_u32(r), pid = (int)ck_proto_u32(r);
+  size_t tok_len;
+  char *tok = ck_proto_strn(r, &tok_len);
+  bool tok_ok = !co->o.auth_token || ck_http_token_equal(tok, tok_len, co->o.auth_token);
+  ck_free(tok);
   if (r->bad || slots < 1 || !*id) {
     ck_free(id);
     ck_free(host);
     reply(c, CK_EPROTO, 0, "a malformed REGISTER frame");
     return;
   }
-  /* a worker id registering again replaces its lost (or stale) self */
+  if (!tok_ok) {
+    CK_LOG_WARN(LOG_CO, "refused a worker registration with a wrong or missing token (pid %d)",
+                pid);
+    ck_free(id);
+    ck_free(host);
+    reply(c, CK_EINVAL, 0, "the token is not valid for this cluster: start the worker with "
+                           "CLINK_AUTH_TOKEN set to the coordinator's");
+    return;
+  }
+  if (check_job_name(id, &(ck_error_t){0})) {
+    ck_free(id);
+    ck_free(host);
+    reply(c, CK_EINVAL, 0, "a worker id must be printable UTF-8 of at most 128 bytes");
+    return;
+  }
+  /* A worker id belongs to one live worker: a second one is refused (never the first
+   * deposed: it would keep running its subtasks, unsupervised). A registered worker whose
+   * connection has closed is lost now, and its id is free again. */
   for (int i = 0; i < co->nworkers; i++) {
     worker_t *old = co->workers[i];
-    if (old->alive && !strcmp(old->id, id)) {
-      if (old->conn) old->conn->kind = CONN_NEW, old->conn->worker = -1;
-      worker_lost(co, old, "registered again");
-      old->conn = NULL;
+    if (!old->alive || strcmp(old->id, id)) continue;
+    if (old->conn && conn_hung_up(old->conn)) {
+      for (int k = 0; k < co->nconns; k++)
+        if (co->conns[k] == old->conn) {
+          close_conn(co, k, "the peer closed the connection");
+          break;
+        }
+      continue;
     }
+    char msg[512];
+    snprintf(msg, sizeof msg, "a worker with the id '%s' is already registered and alive (pid "
+             "%d, registered %lld s ago): give every worker its own --id", id, old->pid,
+             (long long)((ck_mono_ms() - old->registered_at) / 1000));
+    CK_LOG_WARN(LOG_CO, "refused a second worker '%s' (pid %d): the id belongs to the live "
+                "worker of pid %d", id, pid, old->pid);
+    ck_free(id);
+    ck_free(host);
+    reply(c, CK_EEXISTS, 0, msg);
+    return;
   }
   worker_t *w = ck_calloc(1, sizeof *w);
   w->num = co->nworkers;
@@ -886,6 +1232,7 @@ static void on_register(co_t *co, conn_t *c, ck_proto_frame_t *f) {
   co->workers[co->nworkers++] = w;
   c->kind = CONN_WORKER;
   c->worker = w->num;
+  c->pc.max_frame = c->pc.max_submit = 0; /* a registered worker's heartbeats may be large */
   ck_buf_t p;
   ck_buf_init(&p);
   ck_proto_put_u32(&p, (uint32_t)w->num);
@@ -905,15 +1252,82 @@ static void close_conn(co_t *co, int i, const char *why) {
       w->conn = NULL;
     }
   }
+  co->conns[i] = co->conns[--co->nconns];
+  if (c->planning) { /* its planner answers, sees closed, and frees it */
+    c->closed = true;
+    shutdown(c->pc.fd, SHUT_RDWR);
+    return;
+  }
   ck_proto_conn_fini(&c->pc);
   ck_free(c);
-  co->conns[i] = co->conns[--co->nconns];
+}
+
+/* Counts the connections that are not a registered worker's. */
+static int unregistered(const co_t *co) {
+  int n = 0;
+  for (int i = 0; i < co->nconns; i++) n += co->conns[i]->kind != CONN_WORKER;
+  return n;
+}
+
+/*
+ * Control loop: accepts what is waiting (at most 64 a round). A registered worker's
+ * connection is never refused or evicted for others: at most MAX_UNREGISTERED connections
+ * that are not one (the CLI, workers before REGISTER, anyone) are kept; a new one past that
+ * evicts the oldest of them not waiting for a plan. New connections read frames of at most
+ * CK_PROTO_MAX_UNREGISTERED bytes (SUBMIT: CK_PROTO_MAX_SUBMIT) until they register.
+ */
+static void accept_conns(co_t *co) {
+  for (int round = 0; round < 64 && co->nconns < MAX_CONNS; round++) {
+    int fd = accept4(co->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return; /* EAGAIN: nothing more waits (the listening socket is non-blocking) */
+    if (unregistered(co) >= MAX_UNREGISTERED) {
+      int oldest = -1;
+      for (int i = 0; i < co->nconns; i++) {
+        const conn_t *o = co->conns[i];
+        if (o->kind != CONN_WORKER && !o->planning &&
+            (oldest < 0 || o->last_ms < co->conns[oldest]->last_ms))
+          oldest = i;
+      }
+      if (oldest < 0) {
+        close(fd);
+        continue;
+      }
+      CK_LOG_DEBUG(LOG_CO, "%d connections are not registered workers: closing the one idle "
+                   "longest for a new one", MAX_UNREGISTERED);
+      close_conn(co, oldest, "evicted for a newer connection");
+    }
+    int one = 1; /* control frames are small and latency matters: no Nagle */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    conn_t *c = ck_calloc(1, sizeof *c);
+    ck_proto_conn_init(&c->pc, fd);
+    c->pc.max_frame = CK_PROTO_MAX_UNREGISTERED;
+    c->pc.max_submit = CK_PROTO_MAX_SUBMIT;
+    c->kind = CONN_NEW;
+    c->worker = -1;
+    c->opened_ms = c->last_ms = ck_mono_ms();
+    co->conns[co->nconns++] = c;
+  }
+}
+
+/* Control loop: closes connections that sent no whole frame within HANDSHAKE_MS of being
+ * accepted, and CLI connections silent for CLI_IDLE_MS (workers have heartbeats). */
+static void expire_conns(co_t *co, int64_t now) {
+  for (int i = 0; i < co->nconns;) {
+    const conn_t *c = co->conns[i];
+    bool late = !c->planning &&
+                ((c->kind == CONN_NEW && now - c->opened_ms > HANDSHAKE_MS) ||
+                 (c->kind == CONN_CLI && now - c->last_ms > CLI_IDLE_MS));
+    if (late) close_conn(co, i, c->kind == CONN_NEW ? "no request within the handshake time"
+                                                    : "idle");
+    else i++;
+  }
 }
 
 /* ================================================================ timers */
 
 static void tick(co_t *co) {
   int64_t now = ck_mono_ms();
+  expire_conns(co, now);
   int64_t limit = (int64_t)co->o.heartbeat_ms * co->o.missed_heartbeats;
   /* this loop itself was held up (a submission's plan-time checks reach out to ClickHouse):
    * heartbeats that arrived meanwhile are still unread, which is not the workers' fault */
@@ -1008,6 +1422,7 @@ static job_t *route_job(co_t *co, const char *const *params, ck_http_resp_t *res
   return job;
 }
 
+/* Called without co->mu (on_http): reads only what is fixed before the server starts. */
 static void r_health(void *ctx, const ck_http_req_t *req, const char *const *params,
                      ck_http_resp_t *resp) {
   co_t *co = ctx;
@@ -1104,102 +1519,173 @@ static void r_workers(void *ctx, const ck_http_req_t *req, const char *const *pa
   ck_buf_puts(&resp->body, "]}");
 }
 
-/* A tiny reader for the submit body: {"sql": "...", "name": "...", "parallelism": 2}. */
-static const char *json_skip_ws(const char *p) {
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-  return p;
+/*
+ * A tiny reader for the submit body: {"sql": "...", "name": "...", "parallelism": 2}. Every
+ * read is bounded by the body's length (json_t.end), never by a NUL: a body may be empty, hold
+ * NULs, or stop in the middle of a token.
+ */
+typedef struct json {
+  const char *p, *end, *start;
+} json_t;
+
+static void json_skip_ws(json_t *j) {
+  while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+    j->p++;
 }
 
-static const char *json_string(const char *p, ck_buf_t *out) {
-  if (*p != '"') return NULL;
-  for (p++; *p && *p != '"'; p++) {
-    if (*p != '\\') {
-      ck_buf_putc(out, *p);
+static int json_peek(const json_t *j) { return j->p < j->end ? (unsigned char)*j->p : -1; }
+
+static int json_hex4(json_t *j, unsigned *v) {
+  if (j->end - j->p < 4) return -1;
+  *v = 0;
+  for (int i = 0; i < 4; i++) {
+    char h = j->p[i];
+    int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+          : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    *v = *v * 16 + (unsigned)d;
+  }
+  j->p += 4;
+  return 0;
+}
+
+static void json_put_utf8(ck_buf_t *out, unsigned v) {
+  if (v < 0x80) {
+    ck_buf_putc(out, (char)v);
+  } else if (v < 0x800) {
+    ck_buf_putc(out, (char)(0xc0 | (v >> 6)));
+    ck_buf_putc(out, (char)(0x80 | (v & 0x3f)));
+  } else if (v < 0x10000) {
+    ck_buf_putc(out, (char)(0xe0 | (v >> 12)));
+    ck_buf_putc(out, (char)(0x80 | ((v >> 6) & 0x3f)));
+    ck_buf_putc(out, (char)(0x80 | (v & 0x3f)));
+  } else {
+    ck_buf_putc(out, (char)(0xf0 | (v >> 18)));
+    ck_buf_putc(out, (char)(0x80 | ((v >> 12) & 0x3f)));
+    ck_buf_putc(out, (char)(0x80 | ((v >> 6) & 0x3f)));
+    ck_buf_putc(out, (char)(0x80 | (v & 0x3f)));
+  }
+}
+
+/* A JSON string into out (NUL-terminated). 0, or -1 with why: malformed, or a NUL character
+ * in it (the SQL and names are C strings: a NUL would silently end them). */
+static int json_string(json_t *j, ck_buf_t *out, char *why, size_t whylen) {
+  if (json_peek(j) != '"') return snprintf(why, whylen, "expected a JSON string"), -1;
+  for (j->p++; j->p < j->end && *j->p != '"'; j->p++) {
+    size_t at = (size_t)(j->p - j->start);
+    if (*j->p == 0)
+      return snprintf(why, whylen, "a NUL byte at offset %zu of the body, inside a string", at),
+             -1;
+    if (*j->p != '\\') {
+      ck_buf_putc(out, *j->p);
       continue;
     }
-    p++;
-    switch (*p) {
+    if (++j->p == j->end) break;
+    switch (*j->p) {
       case 'n': ck_buf_putc(out, '\n'); break;
       case 't': ck_buf_putc(out, '\t'); break;
       case 'r': ck_buf_putc(out, '\r'); break;
       case 'b': ck_buf_putc(out, '\b'); break;
       case 'f': ck_buf_putc(out, '\f'); break;
+      case '"': case '\\': case '/': ck_buf_putc(out, *j->p); break;
       case 'u': {
-        unsigned v = 0;
-        for (int i = 1; i <= 4; i++) {
-          char h = p[i];
-          if (!h) return NULL;
-          v = v * 16 + (unsigned)(h >= 'a' ? h - 'a' + 10 : h >= 'A' ? h - 'A' + 10 : h - '0');
+        j->p++;
+        unsigned v, lo;
+        if (json_hex4(j, &v))
+          return snprintf(why, whylen, "a \\u escape at offset %zu needs four hex digits", at),
+                 -1;
+        if (v >= 0xd800 && v < 0xdc00) { /* a surrogate pair */
+          if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u')
+            return snprintf(why, whylen, "an unpaired surrogate \\u%04x at offset %zu", v, at),
+                   -1;
+          j->p += 2;
+          if (json_hex4(j, &lo) || lo < 0xdc00 || lo > 0xdfff)
+            return snprintf(why, whylen, "an unpaired surrogate \\u%04x at offset %zu", v, at),
+                   -1;
+          v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
+        } else if (v >= 0xdc00 && v < 0xe000) {
+          return snprintf(why, whylen, "an unpaired surrogate \\u%04x at offset %zu", v, at), -1;
         }
-        p += 4;
-        if (v < 0x80) ck_buf_putc(out, (char)v);
-        else if (v < 0x800) {
-          ck_buf_putc(out, (char)(0xc0 | (v >> 6)));
-          ck_buf_putc(out, (char)(0x80 | (v & 0x3f)));
-        } else {
-          ck_buf_putc(out, (char)(0xe0 | (v >> 12)));
-          ck_buf_putc(out, (char)(0x80 | ((v >> 6) & 0x3f)));
-          ck_buf_putc(out, (char)(0x80 | (v & 0x3f)));
-        }
+        if (v == 0)
+          return snprintf(why, whylen, "a NUL character (\\u0000) at offset %zu of the body, "
+                          "inside a string", at), -1;
+        json_put_utf8(out, v);
+        j->p--; /* the loop steps past the last hex digit */
         break;
       }
-      case 0: return NULL;
-      default: ck_buf_putc(out, *p);
+      default:
+        return snprintf(why, whylen, "an invalid escape '\\%c' at offset %zu",
+                        *j->p >= 0x20 && *j->p < 0x7f ? *j->p : '?', at), -1;
     }
   }
-  if (*p != '"') return NULL;
-  if (!out->data) ck_buf_reserve(out, 0), out->data[0] = 0;
-  return p + 1;
+  if (j->p >= j->end) return snprintf(why, whylen, "an unterminated string"), -1;
+  j->p++;
+  ck_buf_reserve(out, 0);
+  out->data[out->len] = 0;
+  return 0;
 }
 
-static int parse_submit(const char *body, ck_buf_t *sql, ck_buf_t *name, int *par,
+static int parse_submit(const char *body, size_t len, ck_buf_t *sql, ck_buf_t *name, int *par,
                         char *why, size_t whylen) {
-  const char *p = json_skip_ws(body);
-  if (*p != '{') return snprintf(why, whylen, "the body must be a JSON object"), -1;
-  p = json_skip_ws(p + 1);
-  while (*p && *p != '}') {
+  json_t j = {body, body + len, body};
+  char sub[160];
+  json_skip_ws(&j);
+  if (json_peek(&j) != '{')
+    return snprintf(why, whylen, "the body must be a JSON object%s",
+                    len ? "" : " (it is empty)"), -1;
+  j.p++;
+  json_skip_ws(&j);
+  while (json_peek(&j) != '}') {
     ck_buf_t key;
     ck_buf_init(&key);
-    p = json_string(p, &key);
-    if (!p) {
+    if (json_string(&j, &key, sub, sizeof sub)) {
       ck_buf_fini(&key);
-      return snprintf(why, whylen, "malformed JSON: expected a quoted key"), -1;
+      return snprintf(why, whylen, "malformed JSON: expected a quoted key (%s)", sub), -1;
     }
-    p = json_skip_ws(p);
-    if (*p != ':') {
+    json_skip_ws(&j);
+    if (json_peek(&j) != ':') {
       ck_buf_fini(&key);
       return snprintf(why, whylen, "malformed JSON: expected ':'"), -1;
     }
-    p = json_skip_ws(p + 1);
+    j.p++;
+    json_skip_ws(&j);
     if (!strcmp(key.data, "sql") || !strcmp(key.data, "name")) {
       ck_buf_t *dst = key.data[0] == 's' ? sql : name;
       ck_buf_reset(dst);
-      p = json_string(p, dst);
-      if (!p) {
-        snprintf(why, whylen, "'%s' must be a JSON string", key.data);
+      if (json_string(&j, dst, sub, sizeof sub)) {
+        snprintf(why, whylen, "'%s' must be a JSON string: %s", key.data, sub);
         ck_buf_fini(&key);
         return -1;
       }
     } else if (!strcmp(key.data, "parallelism")) {
-      char *end;
-      long v = strtol(p, &end, 10);
-      if (end == p || v < 1 || v > 4096) {
+      long v = 0;
+      int digits = 0;
+      while (j.p < j.end && *j.p >= '0' && *j.p <= '9' && digits < 6)
+        v = v * 10 + (*j.p++ - '0'), digits++;
+      if (!digits || v < 1 || v > 4096 || (j.p < j.end && *j.p >= '0' && *j.p <= '9')) {
         ck_buf_fini(&key);
         return snprintf(why, whylen, "'parallelism' must be a whole number from 1 to 4096"), -1;
       }
       *par = (int)v;
-      p = end;
     } else {
-      snprintf(why, whylen, "unknown field '%s' (expected sql, name, parallelism)", key.data);
+      snprintf(why, whylen, "unknown field '%.64s' (expected sql, name, parallelism)",
+               key.data);
       ck_buf_fini(&key);
       return -1;
     }
     ck_buf_fini(&key);
-    p = json_skip_ws(p);
-    if (*p == ',') p = json_skip_ws(p + 1);
-    else if (*p != '}') return snprintf(why, whylen, "malformed JSON: expected ',' or '}'"), -1;
+    json_skip_ws(&j);
+    if (json_peek(&j) == ',') j.p++, json_skip_ws(&j);
+    else if (json_peek(&j) != '}')
+      return snprintf(why, whylen, json_peek(&j) < 0 ? "malformed JSON: unterminated object"
+                                                     : "malformed JSON: expected ',' or '}'"),
+             -1;
   }
-  if (*p != '}') return snprintf(why, whylen, "malformed JSON: unterminated object"), -1;
+  j.p++;
+  json_skip_ws(&j);
+  if (j.p != j.end)
+    return snprintf(why, whylen, "malformed JSON: something follows the object at offset %zu",
+                    (size_t)(j.p - j.start)), -1;
   if (!sql->len) return snprintf(why, whylen, "the body needs a non-empty \"sql\""), -1;
   return 0;
 }
@@ -1212,17 +1698,21 @@ static void r_submit(void *ctx, const ck_http_req_t *req, const char *const *par
   ck_buf_init(&name);
   int par = 1;
   char why[256];
-  if (parse_submit(req->body, &sql, &name, &par, why, sizeof why)) {
+  if (parse_submit(req->body, req->body_len, &sql, &name, &par, why, sizeof why)) {
     ck_http_error(resp, 400, "%s", why);
   } else {
     ck_error_t err;
     ck_error_clear(&err);
-    int64_t id;
-    if (submit(co, name.data, sql.data, par, &id, &err)) {
+    job_t *job;
+    /* called with co->mu held (on_http): planning may wait on the network, never under it */
+    ck_mutex_unlock(&co->mu);
+    int rc = plan_job(co, name.data, sql.data, par, &job, &err);
+    ck_mutex_lock(&co->mu);
+    if (rc) {
       ck_http_error(resp, 400, "%s", err.message);
     } else {
+      int64_t id = add_job(co, job);
       resp->status = 201;
-      job_t *job = find_job(co, id);
       ck_buf_printf(&resp->body, "{\"id\":%lld,\"guarantee\":", (long long)id);
       ck_buf_put_json_str(&resp->body, job->guarantee, strlen(job->guarantee));
       ck_buf_putc(&resp->body, '}');
@@ -1303,12 +1793,16 @@ const ck_http_route_t ck_coordinator_routes[] = {
 };
 const size_t ck_coordinator_nroutes = sizeof ck_coordinator_routes / sizeof *ck_coordinator_routes;
 
+/* libmicrohttpd's threads (one per connection): every route runs under co->mu, except that
+ * r_submit releases it while it plans, and health, which reads only the epoch (fixed before
+ * the server starts), takes no lock: it answers even while the control loop is held up. */
 static void on_http(void *ctx, const ck_http_req_t *req, ck_http_resp_t *resp) {
   co_t *co = ctx;
-  ck_mutex_lock(&co->mu);
-  ck_http_dispatch(ck_coordinator_routes, ck_coordinator_nroutes, co->o.auth_token, co, req,
-                   resp);
-  ck_mutex_unlock(&co->mu);
+  bool health = req->path && !strcmp(req->path, "/api/v1/health") &&
+                !ck_http_method_writes(req->method);
+  if (!health) ck_mutex_lock(&co->mu);
+  ck_http_dispatch(ck_coordinator_routes, ck_coordinator_nroutes, &co->guard, co, req, resp);
+  if (!health) ck_mutex_unlock(&co->mu);
 }
 
 /* ================================================================ the loop */
@@ -1340,6 +1834,60 @@ static void free_all(co_t *co) {
   if (co->lock_fd >= 0) close(co->lock_fd);
 }
 
+/* True when every address host names is a loopback one (127.0.0.0/8, ::1, ::ffff:127.x). */
+static bool host_is_loopback(const char *host) {
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+  if (getaddrinfo(host, NULL, &hints, &ai) || !ai) return false;
+  bool all = true;
+  for (struct addrinfo *a = ai; a; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      uint32_t v = ntohl(((struct sockaddr_in *)a->ai_addr)->sin_addr.s_addr);
+      all &= (v >> 24) == 127;
+    } else if (a->ai_family == AF_INET6) {
+      const struct in6_addr *v6 = &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr;
+      all &= IN6_IS_ADDR_LOOPBACK(v6) ||
+             (IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127);
+    } else {
+      all = false;
+    }
+  }
+  freeaddrinfo(ai);
+  return all;
+}
+
+ck_coordinator_t *ck_coordinator_detached_new(const ck_coordinator_opts_t *opts) {
+  co_t *co = ck_calloc(1, sizeof *co);
+  co->o = *opts;
+  if (!co->o.host) co->o.host = "127.0.0.1";
+  if (co->o.max_restarts <= 0) co->o.max_restarts = 10;
+  if (co->o.heartbeat_ms <= 0) co->o.heartbeat_ms = 500;
+  if (co->o.missed_heartbeats <= 0) co->o.missed_heartbeats = 3;
+  if (co->o.auth_token && !*co->o.auth_token) co->o.auth_token = NULL;
+  co->o.ha_dir = NULL;
+  co->listen_fd = co->lock_fd = -1;
+  co->next_job_id = co->epoch = 1;
+  co->started_ms = ck_mono_ms();
+  ck_mutex_init(&co->mu);
+  ck_mutex_init(&co->plan_mu);
+  co->refuse_writes = !co->o.auth_token && !host_is_loopback(co->o.host);
+  co->guard = (ck_http_guard_t){.token = co->o.auth_token, .refuse_writes = co->refuse_writes,
+                                .json_writes = true};
+  return co;
+}
+
+void ck_coordinator_detached_http(ck_coordinator_t *co, const ck_http_req_t *req,
+                                  ck_http_resp_t *resp) {
+  on_http(co, req, resp);
+}
+
+void ck_coordinator_detached_free(ck_coordinator_t *co) {
+  if (!co) return;
+  free_all(co);
+  ck_mutex_fini(&co->plan_mu);
+  ck_mutex_fini(&co->mu);
+  ck_free(co);
+}
+
 int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t *stop,
                         ck_error_t *err) {
   co_t *co = ck_calloc(1, sizeof *co);
@@ -1354,12 +1902,22 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
   co->epoch = 1;
   co->started_ms = ck_mono_ms();
   ck_mutex_init(&co->mu);
+  ck_mutex_init(&co->plan_mu);
   mkdir(co->o.checkpoint_dir, 0755);
   int rc = co->o.ha_dir ? take_ha_dir(co, err) : 0;
   if (!rc) rc = ck_sock_listen(co->o.host, co->o.port, &co->listen_fd, err);
+  if (!rc) (void)fcntl(co->listen_fd, F_SETFL, fcntl(co->listen_fd, F_GETFL) | O_NONBLOCK);
+  co->refuse_writes = !co->o.auth_token && !host_is_loopback(co->o.host);
+  co->guard = (ck_http_guard_t){.token = co->o.auth_token, .refuse_writes = co->refuse_writes,
+                                .json_writes = true};
   if (!rc && co->o.http_port >= 0)
     rc = ck_http_start(co->o.host, co->o.http_port, on_http, co, &co->http, err);
   if (rc) goto out;
+  if (co->refuse_writes)
+    CK_LOG_WARN(LOG_CO, "listening on %s, which is not a loopback address, without "
+                "CLINK_AUTH_TOKEN: submitting and cancelling jobs is refused (REST 403, and on "
+                "the control port) until the coordinator is started with a token; reading "
+                "state and registering workers still work", co->o.host);
   CK_LOG_INFO(LOG_CO, "listening on %s:%d (control) and %s:%d (REST API), checkpoints in '%s'",
               co->o.host, ck_sock_port(co->listen_fd), co->o.host,
               co->http ? ck_http_port(co->http) : -1, co->o.checkpoint_dir);
@@ -1373,7 +1931,8 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
     ck_mutex_lock(&co->mu);
     int n = co->nconns;
     conn_t *polled[MAX_CONNS];
-    pfds[0] = (struct pollfd){.fd = co->listen_fd, .events = POLLIN};
+    pfds[0] = (struct pollfd){.fd = co->listen_fd,
+                              .events = co->nconns < MAX_CONNS ? POLLIN : 0};
     for (int i = 0; i < n; i++) {
       polled[i] = co->conns[i];
       pfds[i + 1] = (struct pollfd){.fd = co->conns[i]->pc.fd, .events = POLLIN};
@@ -1381,20 +1940,7 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
     ck_mutex_unlock(&co->mu);
     int pr = poll(pfds, (nfds_t)n + 1, 50);
     ck_mutex_lock(&co->mu);
-    if (pr > 0 && (pfds[0].revents & POLLIN)) {
-      int fd = accept4(co->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-      if (fd >= 0 && co->nconns < MAX_CONNS) {
-        int one = 1; /* control frames are small and latency matters: no Nagle */
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        conn_t *c = ck_calloc(1, sizeof *c);
-        ck_proto_conn_init(&c->pc, fd);
-        c->kind = CONN_NEW;
-        c->worker = -1;
-        co->conns[co->nconns++] = c;
-      } else if (fd >= 0) {
-        close(fd);
-      }
-    }
+    if (pr > 0 && (pfds[0].revents & POLLIN)) accept_conns(co);
     for (int k = 0; pr > 0 && k < n; k++) {
       if (!pfds[k + 1].revents) continue;
       int i = -1;
@@ -1408,6 +1954,7 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
       ck_proto_frame_t f;
       int got;
       while (!fr && (got = ck_proto_next(&c->pc, &f, &e)) == 1) {
+        c->last_ms = ck_mono_ms();
         if (c->kind == CONN_NEW) {
           if (f.type == CK_PROTO_REGISTER) on_register(co, c, &f);
           else c->kind = CONN_CLI;
@@ -1419,16 +1966,26 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
         }
       }
       if (!fr && got < 0) fr = got;
-      if (fr) close_conn(co, i, e.message[0] ? e.message : "connection closed");
+      if (fr) /* its index may have moved: a frame's handling can close other connections */
+        for (int x = 0; x < co->nconns; x++)
+          if (co->conns[x] == c) {
+            close_conn(co, x, e.message[0] ? e.message : "connection closed");
+            break;
+          }
     }
     tick(co);
+    reap_planners(co, false);
     ck_mutex_unlock(&co->mu);
   }
   CK_LOG_INFO(LOG_CO, "stopping");
+  ck_mutex_lock(&co->mu);
+  reap_planners(co, true); /* a submission being planned is answered first */
+  ck_mutex_unlock(&co->mu);
   /* jobs keep their checkpoints; workers cancel their work when the connection goes */
 out:
   if (co->http) ck_http_stop(co->http);
   free_all(co);
+  ck_mutex_fini(&co->plan_mu);
   ck_mutex_fini(&co->mu);
   ck_free(co);
   return rc;

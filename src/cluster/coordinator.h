@@ -20,8 +20,16 @@
  * started after a kill recovers every job that had not ended and restarts it from its last
  * checkpoint.
  *
- * Threads: the control loop (one thread: accept, read frames, timers) and libmicrohttpd's
- * thread for the REST API; both hold the coordinator's mutex while they touch its state.
+ * Who may do what (docs/security.md): with CLINK_AUTH_TOKEN, every REST route but health and
+ * every CLI frame and REGISTER need the token; without one on a non-loopback address, nothing
+ * that changes state is served. A worker id belongs to one live worker (a second REGISTER with
+ * it is refused). Connections that are not registered workers are bounded in number, frame
+ * size and idle time, so none of them can lock out a worker or the CLI.
+ *
+ * Threads: the control loop (one thread: accept, read frames, timers), libmicrohttpd's threads
+ * for the REST API (one per connection), and a planner thread per control-port SUBMIT; all
+ * hold the coordinator's mutex while they touch its state, and none holds it while planning
+ * (plan-time checks may wait on the network): planning is serialised by a mutex of its own.
  */
 #ifndef CK_CLUSTER_COORDINATOR_H
 #define CK_CLUSTER_COORDINATOR_H
@@ -46,8 +54,21 @@ typedef struct ck_coordinator_opts {
   int max_restarts;            /* per job, lifetime (default 10) */
   int heartbeat_ms;            /* expected from workers (default 500) */
   int missed_heartbeats;       /* this many missed → worker lost (default 3) */
-  const char *auth_token;      /* CLINK_AUTH_TOKEN: every route but health needs it */
+  const char *auth_token;      /* CLINK_AUTH_TOKEN: every route but health, every CLI frame
+                                  and REGISTER need it */
 } ck_coordinator_opts_t;
+
+/*
+ * A coordinator with no sockets, no threads and no HA directory, whose REST handler is called
+ * directly: for the REST fuzz target (fuzz/rest_request.c) and tests. Jobs it accepts are
+ * planned and kept (no worker ever registers, so none deploys). Single-threaded use only.
+ */
+typedef struct co ck_coordinator_t;
+ck_coordinator_t *ck_coordinator_detached_new(const ck_coordinator_opts_t *opts);
+/* Answers one request as the REST server would (guard, routes, handlers). */
+void ck_coordinator_detached_http(ck_coordinator_t *co, const ck_http_req_t *req,
+                                  ck_http_resp_t *resp);
+void ck_coordinator_detached_free(ck_coordinator_t *co);
 
 /* Runs until *stop becomes non-zero (SIGINT/SIGTERM). Returns 0 or an error (could not
  * listen, could not take the HA directory). */

@@ -14,14 +14,28 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/thread.h"
+#include "base/time.h"
 
 #define LOG_SUB "http"
-#define CONN_TIMEOUT_S 30u /* an idle or stalled client is dropped after this */
-#define CONN_LIMIT 64u     /* concurrent connections; more are refused at accept */
+#define CONN_TIMEOUT_S 10u /* a client silent this long is dropped */
+#define CONN_LIMIT 256u    /* libmicrohttpd's hard limit; more are refused at accept */
+#define CONN_KEEP 64       /* past this many, a new connection evicts the longest-waiting one */
 #define MAX_SEGS 32        /* path segments the dispatcher looks at; more: no route */
+
+/* One TCP connection, from libmicrohttpd's "started" to its "closed" notification. */
+typedef struct http_conn {
+  struct http_conn *prev, *next;
+  int fd;
+  int64_t since;  /* opened, or its last answer sent */
+  bool busy;      /* the handler is running for it: never evicted */
+  bool evicted;   /* shut down to make room; closes soon */
+} http_conn_t;
 
 struct ck_http {
   struct MHD_Daemon *daemon;
+  ck_mutex_t conns_mu; /* guards conns and nconns */
+  http_conn_t *conns;  /* oldest first */
+  int nconns;
   ck_http_handler_fn fn;
   void *ctx;
   int port;
@@ -163,6 +177,16 @@ static bool http_method_ok(const char *route_method, const char *method) {
          (strcmp(method, "HEAD") == 0 && strcmp(route_method, "GET") == 0);
 }
 
+bool ck_http_token_equal(const char *got, size_t got_len, const char *want) {
+  if (!got || !want) return false;
+  size_t want_len = strlen(want);
+  unsigned diff = got_len != want_len;
+  for (size_t i = 0; i < want_len; i++)
+    diff |= (unsigned)(unsigned char)want[i] ^
+            (unsigned)(unsigned char)(got_len ? got[i % got_len] : 0);
+  return diff == 0;
+}
+
 /* "Bearer <token>" against token, in time that depends only on the lengths. */
 static bool http_bearer_ok(const char *auth, const char *token) {
   if (!auth) return false;
@@ -172,12 +196,21 @@ static bool http_bearer_ok(const char *auth, const char *token) {
   while (*got == ' ' || *got == '\t') got++;
   size_t got_len = strlen(got);
   while (got_len > 0 && (got[got_len - 1] == ' ' || got[got_len - 1] == '\t')) got_len--;
-  size_t want_len = strlen(token);
-  unsigned diff = got_len != want_len;
-  for (size_t i = 0; i < want_len; i++)
-    diff |= (unsigned)(unsigned char)token[i] ^
-            (unsigned)(unsigned char)(got_len ? got[i % got_len] : 0);
-  return diff == 0;
+  return ck_http_token_equal(got, got_len, token);
+}
+
+bool ck_http_method_writes(const char *method) {
+  return !method || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0);
+}
+
+bool ck_http_content_type_is_json(const char *ct) {
+  if (!ct) return false;
+  while (*ct == ' ' || *ct == '\t') ct++;
+  static const char want[] = "application/json";
+  if (strncasecmp(ct, want, sizeof want - 1) != 0) return false;
+  ct += sizeof want - 1;
+  while (*ct == ' ' || *ct == '\t') ct++;
+  return *ct == 0 || *ct == ';';
 }
 
 /* Appends method to a ", "-separated list unless it is there already. */
@@ -209,8 +242,11 @@ static void http_not_found(const ck_http_route_t *routes, size_t n, const ck_htt
     ck_http_error(resp, 404, "no route for %s %.256s", req->method, path);
 }
 
-void ck_http_dispatch(const ck_http_route_t *routes, size_t n, const char *token, void *ctx,
-                      const ck_http_req_t *req, ck_http_resp_t *resp) {
+void ck_http_dispatch(const ck_http_route_t *routes, size_t n, const ck_http_guard_t *guard,
+                      void *ctx, const ck_http_req_t *req, ck_http_resp_t *resp) {
+  static const ck_http_guard_t none = {0};
+  if (!guard) guard = &none;
+  const char *token = guard->token;
   const char *path = req->path ? req->path : "";
   char *copy = ck_strdup(path);
   char *segs[MAX_SEGS];
@@ -244,6 +280,17 @@ void ck_http_dispatch(const ck_http_route_t *routes, size_t n, const char *token
       ck_http_error(resp, 401, "this endpoint needs a bearer token: send the header "
                                "'Authorization: Bearer <token>'");
     ck_http_resp_header(resp, "WWW-Authenticate", "Bearer realm=\"clink\"");
+  } else if (!hit->open && guard->refuse_writes && ck_http_method_writes(req->method)) {
+    ck_http_error(resp, 403, "could not %s %.256s: this coordinator serves a non-loopback "
+                  "address without a token, so it refuses every request that changes state; "
+                  "set CLINK_AUTH_TOKEN in its environment (and send 'Authorization: Bearer "
+                  "<token>') or bind it to 127.0.0.1", req->method, path);
+  } else if (guard->json_writes && ck_http_method_writes(req->method) &&
+             !ck_http_content_type_is_json(req->content_type)) {
+    ck_http_error(resp, 415, "could not %s %.256s: the request must have 'Content-Type: "
+                  "application/json'%s%.64s%s", req->method, path,
+                  req->content_type ? " (not '" : "",
+                  req->content_type ? req->content_type : "", req->content_type ? "')" : "");
   } else {
     hit->fn(ctx, req, hit_nparams ? hit_params : NULL, resp);
   }
@@ -289,6 +336,66 @@ static void http_on_log(void *cls, const char *fmt, va_list ap) {
   /* Before the start returns, a failure is reported through its error instead. Afterwards the
    * messages are mostly about misbehaving clients, which must not be able to flood the log. */
   if (started) CK_LOG_DEBUG(LOG_SUB, "%s", line);
+}
+
+/*
+ * A connection's thread (or the listening thread): a connection started or closed. Past
+ * CONN_KEEP connections, a new one shuts down (the socket stays open until libmicrohttpd
+ * closes it, so its number cannot be reused under us) the connection waiting longest that
+ * no handler is answering: clients that hold connections open without finishing a request
+ * cannot starve the health check or anyone else. (An entry whose socket libmicrohttpd has
+ * closed but not yet reported shares its number with the new connection at most: skipped.)
+ */
+static void http_on_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
+                         enum MHD_ConnectionNotificationCode toe) {
+  ck_http_t *http = cls;
+  ck_mutex_lock(&http->conns_mu);
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    http_conn_t *hc = ck_calloc(1, sizeof *hc);
+    hc->fd = info ? (int)info->connect_fd : -1;
+    hc->since = ck_mono_ms();
+    http_conn_t **tail = &http->conns;
+    while (*tail) hc->prev = *tail, tail = &(*tail)->next;
+    *tail = hc;
+    *socket_context = hc;
+    int live = 0;
+    for (http_conn_t *c = http->conns; c; c = c->next) live += !c->evicted;
+    if (live > CONN_KEEP) {
+      http_conn_t *victim = NULL;
+      for (http_conn_t *c = http->conns; c; c = c->next)
+        if (c != hc && !c->busy && !c->evicted && c->fd >= 0 && c->fd != hc->fd &&
+            (!victim || c->since < victim->since))
+          victim = c;
+      if (victim) {
+        victim->evicted = true;
+        shutdown(victim->fd, SHUT_RDWR);
+      }
+    }
+    http->nconns++;
+  } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+    http_conn_t *hc = *socket_context;
+    if (hc->prev) hc->prev->next = hc->next;
+    else http->conns = hc->next;
+    if (hc->next) hc->next->prev = hc->prev;
+    ck_free(hc);
+    *socket_context = NULL;
+    http->nconns--;
+  }
+  ck_mutex_unlock(&http->conns_mu);
+}
+
+/* Marks the connection busy (a handler runs for it) or answered. */
+static void http_conn_busy(ck_http_t *http, struct MHD_Connection *conn, bool busy) {
+  const union MHD_ConnectionInfo *info =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  if (!info || !info->socket_context) return;
+  ck_mutex_lock(&http->conns_mu);
+  http_conn_t *hc = info->socket_context;
+  hc->busy = busy;
+  if (!busy) hc->since = ck_mono_ms();
+  ck_mutex_unlock(&http->conns_mu);
 }
 
 /* Polling thread: the request line has arrived; returns the request's state (*con_cls). */
@@ -407,21 +514,29 @@ static enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, c
     return MHD_YES;
   }
   if (call->too_big) return http_send_too_big(conn);
+  /* The body ends at body.len whatever the parsers believe: a NUL after it, always (a
+   * "Content-Length: 0" reserved room but wrote nothing there). */
+  ck_buf_reserve(&call->body, 1);
+  call->body.data[call->body.len] = 0;
 
   const char *q = strchr(call->uri, '?');
   ck_http_req_t req = {
       .method = method ? method : "",
       .path = url ? url : "",
       .query = q ? q + 1 : "",
-      .body = call->body.data ? call->body.data : "",
+      .body = call->body.data,
       .body_len = call->body.len,
       .authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                    MHD_HTTP_HEADER_AUTHORIZATION),
+      .content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                  MHD_HTTP_HEADER_CONTENT_TYPE),
   };
   ck_http_resp_t resp;
   ck_http_resp_init(&resp);
+  http_conn_busy(http, conn, true);
   http->fn(http->ctx, &req, &resp);
   enum MHD_Result ok = http_send(conn, &resp);
+  http_conn_busy(http, conn, false);
   ck_http_resp_fini(&resp);
   return ok;
 }
@@ -450,10 +565,14 @@ int ck_http_start(const char *bind_host, int port, ck_http_handler_fn fn, void *
   http->fn = fn;
   http->ctx = ctx;
   ck_mutex_init(&http->log_mu);
+  ck_mutex_init(&http->conns_mu);
   /* poll(), not epoll: with epoll, libmicrohttpd 0.9.75 keeps a connection that sent only
    * blank lines and then closed its side open until the timeout (test_http_garbage_…). At
    * CONN_LIMIT connections poll costs nothing. */
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG;
+  /* A thread per connection: a handler that waits (a submission being planned) holds up
+   * only its own client, never the health check. */
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                   MHD_USE_POLL | MHD_USE_ERROR_LOG;
   if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
   /* The logger comes first so that start-up messages reach it too. */
   http->daemon = MHD_start_daemon(
@@ -462,6 +581,7 @@ int ck_http_start(const char *bind_host, int port, ck_http_handler_fn fn, void *
       MHD_OPTION_SOCK_ADDR, ai->ai_addr,
       MHD_OPTION_URI_LOG_CALLBACK, http_on_uri, NULL,
       MHD_OPTION_NOTIFY_COMPLETED, http_on_done, NULL,
+      MHD_OPTION_NOTIFY_CONNECTION, http_on_conn, http,
       MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT_S,
       MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT,
       MHD_OPTION_END);
@@ -475,6 +595,7 @@ int ck_http_start(const char *bind_host, int port, ck_http_handler_fn fn, void *
     ck_error_hint(err, "Check that no other process listens on that port, or use port 0 to "
                        "let the system pick a free one.");
     ck_mutex_fini(&http->log_mu);
+    ck_mutex_fini(&http->conns_mu);
     ck_free(http);
     return CK_EIO;
   }
@@ -495,5 +616,6 @@ void ck_http_stop(ck_http_t *http) {
   if (!http) return;
   MHD_stop_daemon(http->daemon); /* joins the polling thread; in-flight requests end here */
   ck_mutex_fini(&http->log_mu);
+  ck_mutex_fini(&http->conns_mu);
   ck_free(http);
 }

@@ -3,21 +3,22 @@
  * route table and its dispatcher, JSON errors, and the route table rendered for the docs.
  *
  * What it is. ck_http_start binds a listening socket on bind_host:port and runs one
- * libmicrohttpd daemon with its own internal polling thread (MHD_USE_INTERNAL_POLLING_THREAD,
- * over poll()).
- * Each request is collected whole — method, path, raw query string, Authorization header and
- * the body (capped at CK_HTTP_MAX_BODY, beyond it the answer is 413 and the handler is not
- * called) — then handed to one handler function, which fills a ck_http_resp_t; the layer sends
- * it with its Content-Type. The REST API's handler is normally ck_http_dispatch over a
+ * libmicrohttpd daemon with a listening thread and a thread per connection (over poll()).
+ * Each request is collected whole — method, path, raw query string, Authorization and
+ * Content-Type headers and the body (capped at CK_HTTP_MAX_BODY, beyond it the answer is 413
+ * and the handler is not called; always followed by a NUL, but body_len is its length) —
+ * then handed to one handler function, which fills a ck_http_resp_t; the layer sends it with
+ * its Content-Type. The REST API's handler is normally ck_http_dispatch over a
  * ck_http_route_t table: the one table of routes (STYLE habit 8), from which the dispatcher,
- * the 404/405/401 answers and the Markdown reference (ck_http_routes_markdown) all come.
+ * the 404/405/401/403/415 answers (ck_http_guard_t: token, refused writes, JSON for writes)
+ * and the Markdown reference (ck_http_routes_markdown) all come.
  *
- * Threads. The handler runs on libmicrohttpd's polling thread, never on the thread that
- * called ck_http_start, and one request at a time (one polling thread: a slow handler delays
- * every other client, so handlers only read state and answer). Whatever the handler reads
- * that other threads write (coordinator state, job tables) it must read under that state's
- * lock. ck_http_start, ck_http_port and ck_http_stop are called by the owning thread;
- * ck_http_stop joins the polling thread, so once it returns the handler is not running and
+ * Threads. The handler runs on the thread of the request's connection, never on the thread
+ * that called ck_http_start, and requests of different connections run at the same time (a
+ * slow handler delays only its own client). Whatever the handler reads that other threads
+ * write (coordinator state, job tables) it must read under that state's lock. ck_http_start,
+ * ck_http_port and ck_http_stop are called by the owning thread; ck_http_stop joins the
+ * polling and connection threads, so once it returns the handler is not running and
  * will not run again — ctx may then be freed. The dispatcher, ck_http_error,
  * ck_http_param_id and ck_http_routes_markdown touch only their arguments: any thread.
  *
@@ -33,10 +34,13 @@
  * chunk, headers beyond its per-connection memory, a Content-Length that is not a number, an
  * unknown HTTP version) get its own short HTML page without a Content-Type (400, 413, 431,
  * 505), or a closed connection for bytes that are no HTTP at all, and never reach the
- * handler. Nothing a client sends crashes the server or leaks. Limits: 64 connections at a
- * time, a client silent for 30 s is dropped, a body is held whole (at most 1 MiB per
- * request); a chunked body that passes the cap is read to its end and discarded before the
- * 413, since libmicrohttpd allows no answer in the middle of a body.
+ * handler. Nothing a client sends crashes the server or leaks. Limits: a client silent for
+ * 10 s is dropped; past 64 connections a new one shuts down the one that has waited longest
+ * (since it opened or got its last answer) without a handler running for it, so clients
+ * that hold connections open cannot lock others out (the hard cap, 256, is never reached by
+ * them); a body is held whole (at most 1 MiB per request); a chunked body that passes the cap
+ * is read to its end and discarded before the 413, since libmicrohttpd allows no answer in
+ * the middle of a body.
  */
 #ifndef CK_CLUSTER_HTTP_H
 #define CK_CLUSTER_HTTP_H
@@ -60,9 +64,10 @@ typedef struct ck_http_req {
   const char *method;        /* "GET", "POST", … as the client sent it */
   const char *path;          /* URL path, percent-decoded, without the query string */
   const char *query;         /* raw query string after '?' (not decoded), or "" */
-  const char *body;          /* NUL-terminated request body ("" when none) */
+  const char *body;          /* the request body, NUL-terminated ("" when none) */
   size_t body_len;           /* its length: trust this, not strlen (a body may hold NULs) */
   const char *authorization; /* the Authorization header, or NULL */
+  const char *content_type;  /* the Content-Type header, or NULL */
 } ck_http_req_t;
 
 /* The answer the handler fills. */
@@ -109,18 +114,38 @@ typedef struct ck_http_route {
   const char *summary; /* one line, for the docs */
 } ck_http_route_t;
 
+/* How ck_http_dispatch guards the routes that are not open. */
+typedef struct ck_http_guard {
+  /* Non-empty: every route whose open is false needs "Authorization: Bearer <token>". */
+  const char *token;
+  /* Served on a non-loopback address without a token: state-changing routes (every method
+   * but GET and HEAD) are refused with 403, whatever the request carries. */
+  bool refuse_writes;
+  /* State-changing routes need "Content-Type: application/json" (parameters such as
+   * charset allowed), else 415: a browser cannot send that cross-origin without a CORS
+   * preflight, which this server never answers, so no web page can drive them. */
+  bool json_writes;
+} ck_http_guard_t;
+
+/* True for the methods that change state: everything but GET and HEAD. */
+bool ck_http_method_writes(const char *method);
+/* "application/json", optionally followed by ";parameters", any case, blanks around. */
+bool ck_http_content_type_is_json(const char *content_type);
+/* got equals want, in time that depends only on the lengths (tokens). NULL got: false. */
+bool ck_http_token_equal(const char *got, size_t got_len, const char *want);
+
 /*
  * Answers req from the routes table. A pattern matches a path with the same number of '/'
  * segments where every literal segment is equal and every ":name" segment is non-empty;
  * the first matching route whose method equals req->method wins (a HEAD request also matches
  * a GET route). No pattern matches: 404. Patterns match but no method does: 405 with an Allow
- * header. When token is non-NULL and non-empty, a route whose open is false needs
- * "Authorization: Bearer <token>" — missing or different is 401 with a WWW-Authenticate
- * header; the comparison takes the same time wherever the tokens differ. All errors are JSON.
- * Any thread; touches only its arguments (the route's fn runs with ctx).
+ * header. Then guard (NULL: none) in this order: a missing or different bearer token is 401
+ * with a WWW-Authenticate header; refused writes 403; a state-changing route without a JSON
+ * content type 415. All errors are JSON. Any thread; touches only its arguments (the route's
+ * fn runs with ctx). req->body must hold body_len bytes followed by a NUL.
  */
-void ck_http_dispatch(const ck_http_route_t *routes, size_t n, const char *token, void *ctx,
-                      const ck_http_req_t *req, ck_http_resp_t *resp);
+void ck_http_dispatch(const ck_http_route_t *routes, size_t n, const ck_http_guard_t *guard,
+                      void *ctx, const ck_http_req_t *req, ck_http_resp_t *resp);
 
 /* Parses a path parameter that must be a non-negative decimal integer (digits only, fits
  * int64_t). Returns 0, or CK_EINVAL for anything else (*out untouched). */

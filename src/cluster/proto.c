@@ -80,27 +80,49 @@ int64_t ck_proto_i64(ck_proto_reader_t *r) {
   return (int64_t)u;
 }
 
-char *ck_proto_str(ck_proto_reader_t *r) {
+char *ck_proto_strn(ck_proto_reader_t *r, size_t *len) {
   uint32_t n = ck_proto_u32(r);
   if (!take(r, n)) n = 0;
   char *s = ck_malloc((size_t)n + 1);
   if (n) memcpy(s, r->p + r->off, n);
   s[n] = 0;
   if (!r->bad) r->off += n;
+  if (len) *len = n;
   return s;
 }
+
+char *ck_proto_str(ck_proto_reader_t *r) { return ck_proto_strn(r, NULL); }
 
 /* ---------------------------------------------------------------- frames */
 
 int ck_proto_parse(const uint8_t *data, size_t len, size_t *used, ck_proto_frame_t *f,
                    ck_error_t *err) {
+  return ck_proto_parse_bounded(data, len, 0, 0, used, f, err);
+}
+
+int ck_proto_parse_bounded(const uint8_t *data, size_t len, uint32_t max_frame,
+                           uint32_t max_submit, size_t *used, ck_proto_frame_t *f,
+                           ck_error_t *err) {
   *used = 0;
+  if (!max_frame || max_frame > CK_PROTO_MAX_FRAME) max_frame = CK_PROTO_MAX_FRAME;
+  if (!max_submit || max_submit > CK_PROTO_MAX_FRAME) max_submit = max_frame;
   if (len < 4) return 0;
   uint32_t flen = (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 |
                   (uint32_t)data[3] << 24;
   if (flen < CK_PROTO_HEADER || flen > CK_PROTO_MAX_FRAME)
     return ck_error_set(err, CK_EPROTO, "a control frame announces %u bytes, which no clink "
                         "frame has (a different protocol on this port?)", flen);
+  if (flen > max_frame && flen > max_submit)
+    return ck_error_set(err, CK_EPROTO, "a control frame announces %u bytes, more than the "
+                        "%u this connection may send", flen, max_submit > max_frame
+                        ? max_submit : max_frame);
+  if (flen > max_frame && len >= 8 && data[7] != CK_PROTO_SUBMIT)
+    return ck_error_set(err, CK_EPROTO, "a %s frame announces %u bytes, more than the %u "
+                        "this connection may send", ck_proto_type_name(data[7]), flen,
+                        max_frame);
+  if (flen > max_submit && len >= 8 && data[7] == CK_PROTO_SUBMIT)
+    return ck_error_set(err, CK_EPROTO, "a SUBMIT frame announces %u bytes, more than the %u a "
+                        "job's SQL may have", flen, max_submit);
   if (len >= 6) {
     unsigned magic = (unsigned)data[4] | (unsigned)data[5] << 8;
     if (magic != CK_PROTO_MAGIC)
@@ -124,6 +146,7 @@ void ck_proto_conn_init(ck_proto_conn_t *c, int fd) {
   c->fd = fd;
   ck_buf_init(&c->in);
   c->used = 0;
+  c->max_frame = c->max_submit = 0;
   ck_mutex_init(&c->wmu);
 }
 
@@ -202,8 +225,8 @@ int ck_proto_fill(ck_proto_conn_t *c, ck_error_t *err) {
 
 int ck_proto_next(ck_proto_conn_t *c, ck_proto_frame_t *f, ck_error_t *err) {
   size_t used;
-  int rc = ck_proto_parse((const uint8_t *)c->in.data + c->used, c->in.len - c->used, &used, f,
-                          err);
+  int rc = ck_proto_parse_bounded((const uint8_t *)c->in.data + c->used, c->in.len - c->used,
+                                  c->max_frame, c->max_submit, &used, f, err);
   if (rc == 1) c->used += used;
   return rc;
 }

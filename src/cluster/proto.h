@@ -32,10 +32,17 @@
 #define CK_PROTO_VERSION 1
 #define CK_PROTO_HEADER 12            /* after the length word: magic, version, type, epoch */
 #define CK_PROTO_MAX_FRAME (64u << 20) /* a SQL script and its metrics fit many times over */
+/* What the coordinator reads from a connection that has not registered as a worker (the CLI,
+ * or anyone): any frame up to CK_PROTO_MAX_UNREGISTERED bytes, a SUBMIT (the SQL) up to
+ * CK_PROTO_MAX_SUBMIT. A longer announced length closes the connection before its bytes are
+ * buffered. */
+#define CK_PROTO_MAX_UNREGISTERED (64u << 10)
+#define CK_PROTO_MAX_SUBMIT (4u << 20)
 
 /* One table of frame types: name, code, direction and fields. */
 #define CK_PROTO_TABLE(X)                                                                       \
-  X(REGISTER, 1, "worker → coordinator: str id, u32 slots, str host, u32 http_port, u32 pid")  \
+  X(REGISTER, 1, "worker → coordinator: str id, u32 slots, str host, u32 http_port, u32 pid, " \
+                 "str token")                                                                 \
   X(REGISTERED, 2, "coordinator → worker: u32 worker number, u32 heartbeat_ms")                 \
   X(HEARTBEAT, 3, "worker → coordinator: u32 n, n × (i64 deployment, str metrics JSON)")       \
   X(DEPLOY, 4, "coordinator → worker: i64 deployment, i64 job, str name, str sql, u32 "         \
@@ -51,9 +58,9 @@
   X(CANCEL, 12, "coordinator → worker: i64 deployment")                                         \
   X(ENDED, 13, "worker → coordinator: i64 deployment, i32 rc, u8 retriable, u8 input_ended, "   \
                "i64 last_triggered, i64 records_in, i64 records_out, str error")               \
-  X(SUBMIT, 14, "cli → coordinator: str name, str sql, u32 parallelism")                        \
-  X(LIST, 15, "cli → coordinator: (nothing)")                                                  \
-  X(CANCEL_JOB, 16, "cli → coordinator: i64 job")                                               \
+  X(SUBMIT, 14, "cli → coordinator: str token, str name, str sql, u32 parallelism")             \
+  X(LIST, 15, "cli → coordinator: str token")                                                  \
+  X(CANCEL_JOB, 16, "cli → coordinator: str token, i64 job")                                    \
   X(REPLY, 17, "coordinator → cli: i32 rc, i64 value, str text (JSON or an error message)")
 
 typedef enum ck_proto_type {
@@ -81,6 +88,8 @@ uint32_t ck_proto_u32(ck_proto_reader_t *r);
 int64_t ck_proto_i64(ck_proto_reader_t *r);
 /* A copy (ck_malloc'd, NUL-terminated; caller frees). */
 char *ck_proto_str(ck_proto_reader_t *r);
+/* The same, with the length the frame gave (a NUL inside makes it differ from strlen). */
+char *ck_proto_strn(ck_proto_reader_t *r, size_t *len);
 
 typedef struct ck_proto_frame {
   int type;
@@ -94,6 +103,9 @@ typedef struct ck_proto_conn {
   ck_buf_t in;  /* bytes read and not yet consumed */
   size_t used;  /* consumed prefix of in */
   ck_mutex_t wmu;
+  /* The longest frame ck_proto_next accepts (0: CK_PROTO_MAX_FRAME), and for SUBMIT frames
+   * (0: the same as max_frame); checked on the announced length, before the body arrives. */
+  uint32_t max_frame, max_submit;
 } ck_proto_conn_t;
 
 void ck_proto_conn_init(ck_proto_conn_t *c, int fd);
@@ -109,6 +121,10 @@ int ck_proto_next(ck_proto_conn_t *c, ck_proto_frame_t *f, ck_error_t *err);
 /* Parses frames from bytes (for tests and the fuzzer-minded): same rules as ck_proto_next. */
 int ck_proto_parse(const uint8_t *data, size_t len, size_t *used, ck_proto_frame_t *f,
                    ck_error_t *err);
+/* The same with limits (0: CK_PROTO_MAX_FRAME; max_submit 0: max_frame). */
+int ck_proto_parse_bounded(const uint8_t *data, size_t len, uint32_t max_frame,
+                           uint32_t max_submit, size_t *used, ck_proto_frame_t *f,
+                           ck_error_t *err);
 /* Blocking request/answer with a deadline, for the CLI: sends, then reads one frame. */
 int ck_proto_call(ck_proto_conn_t *c, int type, const ck_buf_t *payload, int timeout_ms,
                   ck_proto_frame_t *reply, ck_error_t *err);

@@ -27,6 +27,7 @@
 
 #define LOG_W "worker"
 #define MAX_DEPS 64
+#define ID_WAIT_MS 5000 /* how long a worker whose id is taken keeps trying to register */
 
 typedef struct wk wk_t;
 
@@ -405,7 +406,10 @@ static void on_http(void *ctx, const ck_http_req_t *req, ck_http_resp_t *resp) {
 
 /* ================================================================ the loop */
 
-static int session(wk_t *wk, volatile sig_atomic_t *stop) {
+/* One connection to the coordinator: 0 when it ended (register again), -1 when it could not
+ * be made, 1 with fatal set when the coordinator refused this worker for good (its REPLY says
+ * CK_EEXISTS: the id is a live worker's; CK_EINVAL: the token). */
+static int session(wk_t *wk, volatile sig_atomic_t *stop, ck_error_t *fatal) {
   ck_error_t err;
   ck_error_clear(&err);
   int fd;
@@ -420,11 +424,26 @@ static int session(wk_t *wk, volatile sig_atomic_t *stop) {
   ck_proto_put_str(&p, wk->o.host);
   ck_proto_put_u32(&p, (uint32_t)(wk->http ? ck_http_port(wk->http) : 0));
   ck_proto_put_u32(&p, (uint32_t)getpid());
+  ck_proto_put_str(&p, wk->o.token);
   ck_proto_frame_t f;
   int rc = ck_proto_call(&wk->conn, CK_PROTO_REGISTER, &p, 10000, &f, &err);
   ck_buf_fini(&p);
-  if (!rc && f.type != CK_PROTO_REGISTERED)
+  if (!rc && f.type == CK_PROTO_REPLY) {
+    int why = (int)(int32_t)ck_proto_u32(&f.body);
+    (void)ck_proto_i64(&f.body);
+    char *text = ck_proto_str(&f.body);
+    rc = ck_error_set(&err, CK_EPROTO, "the coordinator refused the registration: %s", text);
+    if (why == CK_EEXISTS || why == CK_EINVAL) {
+      ck_error_set(fatal, why, "the coordinator at %s:%d refused this worker: %s",
+                   wk->o.coordinator_host, wk->o.coordinator_port, text);
+      ck_free(text);
+      ck_proto_conn_fini(&wk->conn);
+      return 1;
+    }
+    ck_free(text);
+  } else if (!rc && f.type != CK_PROTO_REGISTERED) {
     rc = ck_error_set(&err, CK_EPROTO, "the coordinator refused the registration");
+  }
   if (!rc && f.epoch < wk->epoch)
     rc = ck_error_set(&err, CK_EPROTO, "a coordinator of epoch %llu, older than %llu",
                       (unsigned long long)f.epoch, (unsigned long long)wk->epoch);
@@ -497,10 +516,29 @@ int ck_worker_main(const ck_worker_opts_t *opts, volatile sig_atomic_t *stop, ck
     if (wk->http)
       CK_LOG_INFO(LOG_W, "%s: health on http://%s:%d/api/v1/health", wk->o.id, wk->o.host,
                   ck_http_port(wk->http));
-    int64_t logged = 0;
+    int64_t logged = 0, taken_since = 0;
     while (!*stop) {
-      if (session(wk, stop) == 0) continue;
+      int src = session(wk, stop, err);
+      if (src == 0) {
+        taken_since = 0;
+        continue;
+      }
       int64_t now = ck_mono_ms();
+      if (src > 0 && err->code == CK_EEXISTS && (!taken_since || now - taken_since < ID_WAIT_MS)) {
+        /* our id is a live worker's: perhaps our own previous run, on a host that died
+         * without closing its connection; the coordinator notices within three heartbeats */
+        if (!taken_since) {
+          CK_LOG_WARN(LOG_W, "%s; trying again for %d s in case it is this worker's previous "
+                      "run", err->message, ID_WAIT_MS / 1000);
+          taken_since = now;
+        }
+        ck_error_clear(err);
+        src = -1;
+      }
+      if (src > 0) {
+        rc = err->code ? err->code : CK_EINVAL;
+        break;
+      }
       if (now - logged > 10000) {
         CK_LOG_INFO(LOG_W, "waiting for the coordinator at %s:%d", wk->o.coordinator_host,
                     wk->o.coordinator_port);

@@ -11,7 +11,10 @@
  *
  * A lost coordinator connection cancels everything this worker runs (nothing may commit
  * without a coordinator), then it registers again, with the coordinator's restart or its
- * successor. Frames of a coordinator epoch older than the newest seen are dropped.
+ * successor. A registration the coordinator refuses with a reason ends the worker with that
+ * reason: a wrong token at once; an id another live worker has after trying for 5 s (it may
+ * be this worker's own previous run on a host that died without closing its connection,
+ * which the coordinator declares lost after three missed heartbeats). Frames of a coordinator epoch older than the newest seen are dropped.
  *
  * Threads: the control thread (connect, read frames, reap ended deployments), a heartbeat
  * thread, each deployment's executor threads plus one waiter, the net's threads, and
@@ -34,7 +37,11 @@ typedef struct ck_worker_opts {
   const char *host;      /* the address peers reach this worker's data port at (127.0.0.1) */
   int http_port;         /* -1: no HTTP; 0: any free port */
   int64_t max_memory;    /* each deployment's memory guard (ck_exec_opts_t); 0: none */
+  const char *token;     /* CLINK_AUTH_TOKEN, sent with REGISTER (NULL: none) */
 } ck_worker_opts_t;
+
+/* Returns 0 after *stop, or an error: the HTTP port could not be served, or the coordinator
+ * refused this worker for good (its id is taken by a live worker, or the token is wrong). */
 
 int ck_worker_main(const ck_worker_opts_t *opts, volatile sig_atomic_t *stop, ck_error_t *err);
 

@@ -85,10 +85,10 @@ class Cluster:
             self.env.pop("CLINK_AUTH_TOKEN", None)
 
     # -- processes
-    def start_coordinator(self, ha=False, log="coordinator.log", wait=True, env=None):
+    def start_coordinator(self, ha=False, log="coordinator.log", wait=True, env=None, extra=()):
         args = [CLINK, "coordinator", "--port", str(self.port), "--http-port", str(self.http),
                 "--checkpoint-dir", str(self.ckpt), "--checkpoint-interval-ms",
-                str(self.interval_ms), "--max-restarts", str(self.max_restarts)]
+                str(self.interval_ms), "--max-restarts", str(self.max_restarts), *extra]
         if ha:
             args += ["--ha-dir", str(self.ha)]
         proc = Proc(args, self.dir / log, dict(self.env, **(env or {})))

@@ -17,7 +17,9 @@ def curl(c, method, path, body=None, token=TOKEN):
     if token:
         args += ["-H", f"Authorization: Bearer {token}"]
     if body is not None:
-        args += ["--data-binary", body, "-H", "Content-Type: application/json"]
+        args += ["--data-binary", body]
+    if method == "POST":  # state-changing routes need a JSON content type
+        args += ["-H", "Content-Type: application/json"]
     r = subprocess.run(args, capture_output=True, text=True, timeout=30)
     text, code = r.stdout.rsplit("\n", 1)
     return int(code), text

@@ -49,6 +49,7 @@ enum { RECV_TIMEOUT_S = 20 }; /* far beyond any healthy answer, even under ASan 
 typedef struct fx {
   ck_http_t *http;
   const char *token;
+  bool json_writes, refuse_writes; /* the guard's other rules (off unless a test sets them) */
   _Atomic int calls; /* route handler calls, from the polling thread */
   int64_t blocks;    /* live blocks before the server started */
 } fx_t;
@@ -135,7 +136,8 @@ static const ck_http_route_t routes[] = {
 
 static void handler(void *ctx, const ck_http_req_t *req, ck_http_resp_t *resp) {
   fx_t *fx = ctx;
-  ck_http_dispatch(routes, CK_ARRAY_LEN(routes), fx->token, ctx, req, resp);
+  ck_http_guard_t guard = {fx->token, fx->refuse_writes, fx->json_writes};
+  ck_http_dispatch(routes, CK_ARRAY_LEN(routes), &guard, ctx, req, resp);
 }
 
 static void fx_start(fx_t *fx, const char *token) {
@@ -385,6 +387,14 @@ static void test_http_post_body_echoed(void **state) {
   reply_fini(&r);
   ck_free(big);
 
+  /* "Content-Length: 0": the body is empty and still NUL-terminated (route_echo checks). */
+  static const char zero[] = "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                             "Content-Length: 0\r\n\r\n";
+  exchange(port, zero, sizeof zero - 1, &r);
+  assert_int_equal(r.status, 200);
+  assert_header(&r, "X-Body-Len", "0");
+  reply_fini(&r);
+
   /* A POST with no body at all. */
   request(port, "POST", "/api/v1/echo", NULL, NULL, 0, &r);
   assert_int_equal(r.status, 200);
@@ -392,7 +402,7 @@ static void test_http_post_body_echoed(void **state) {
   assert_int_equal(r.body_len, 0);
   reply_fini(&r);
 
-  assert_int_equal(atomic_load(&fx.calls), 4);
+  assert_int_equal(atomic_load(&fx.calls), 5);
   fx_stop(&fx);
 }
 
@@ -684,8 +694,100 @@ static void dispatch(const char *method, const char *path, const char *auth, fx_
   ck_http_req_t req = {.method = method, .path = path, .query = "", .body = "",
                        .authorization = auth};
   ck_http_resp_init(resp);
-  ck_http_dispatch(routes, CK_ARRAY_LEN(routes), fx->token, fx, &req, resp);
+  ck_http_guard_t guard = {fx->token, fx->refuse_writes, fx->json_writes};
+  ck_http_dispatch(routes, CK_ARRAY_LEN(routes), &guard, fx, &req, resp);
 }
+
+/* State-changing routes need a JSON content type (no CORS-simple request can drive them),
+ * and a server on a non-loopback address without a token refuses them outright. */
+static void test_http_writes_need_json_and_may_be_refused(void **state) {
+  int64_t blocks = ck_mem_stats().live_blocks;
+  fx_t fx = {.token = "", .json_writes = true};
+  ck_http_resp_t resp;
+  static const struct {
+    const char *type;
+    int want;
+  } cases[] = {
+      {NULL, 415},
+      {"text/plain", 415},
+      {"application/x-www-form-urlencoded", 415},
+      {"multipart/form-data; boundary=x", 415},
+      {"application/jsonp", 415},
+      {"text/plain; a=application/json", 415},
+      {"application/json", 200},
+      {"Application/JSON", 200},
+      {"application/json; charset=utf-8", 200},
+      {" application/json ;charset=utf-8", 200},
+  };
+  for (size_t i = 0; i < CK_ARRAY_LEN(cases); i++) {
+    ck_http_req_t req = {.method = "POST", .path = "/api/v1/echo", .query = "", .body = "",
+                         .content_type = cases[i].type};
+    ck_http_resp_init(&resp);
+    ck_http_guard_t guard = {fx.token, false, fx.json_writes};
+    ck_http_dispatch(routes, CK_ARRAY_LEN(routes), &guard, &fx, &req, &resp);
+    if (resp.status != cases[i].want)
+      fail_msg("Content-Type '%s' gave %d, not %d: %s", cases[i].type ? cases[i].type : "(none)",
+               resp.status, cases[i].want, resp.body.data ? resp.body.data : "");
+    if (cases[i].want == 415) assert_contains(resp.body.data, "Content-Type: application/json");
+    ck_http_resp_fini(&resp);
+  }
+  /* DELETE changes state too; GET does not need a content type */
+  dispatch("DELETE", "/api/v1/jobs/3", NULL, &fx, &resp);
+  assert_int_equal(resp.status, 415);
+  ck_http_resp_fini(&resp);
+  dispatch("GET", "/api/v1/jobs/3", NULL, &fx, &resp);
+  assert_int_equal(resp.status, 200);
+  ck_http_resp_fini(&resp);
+
+  /* refused writes: 403 whatever the request; reads and open routes still served */
+  fx.refuse_writes = true;
+  ck_http_req_t req = {.method = "POST", .path = "/api/v1/echo", .query = "", .body = "",
+                       .content_type = "application/json"};
+  ck_http_resp_init(&resp);
+  ck_http_guard_t guard = {NULL, true, true};
+  ck_http_dispatch(routes, CK_ARRAY_LEN(routes), &guard, &fx, &req, &resp);
+  assert_int_equal(resp.status, 403);
+  assert_contains(resp.body.data, "CLINK_AUTH_TOKEN");
+  ck_http_resp_fini(&resp);
+  dispatch("GET", "/api/v1/jobs/3", NULL, &fx, &resp);
+  assert_int_equal(resp.status, 200);
+  ck_http_resp_fini(&resp);
+  dispatch("GET", "/api/v1/health", NULL, &fx, &resp);
+  assert_int_equal(resp.status, 200);
+  ck_http_resp_fini(&resp);
+
+  assert_true(ck_http_token_equal("abc", 3, "abc"));
+  assert_false(ck_http_token_equal("abc", 2, "abc"));
+  assert_false(ck_http_token_equal("abcd", 4, "abc"));
+  assert_false(ck_http_token_equal("", 0, "abc"));
+  assert_false(ck_http_token_equal(NULL, 0, "abc"));
+  assert_int_equal(ck_mem_stats().live_blocks, blocks);
+}
+
+/* Clients that open connections and never finish a request (or never send one) cannot lock
+ * anyone out: past the keep limit each new connection evicts the one waiting longest. */
+static void test_http_idle_connections_never_lock_out_a_request(void **state) {
+  fx_t fx;
+  fx_start(&fx, NULL);
+  int port = ck_http_port(fx.http);
+  enum { IDLE = 100 };
+  int idle[IDLE];
+  for (int i = 0; i < IDLE; i++) {
+    idle[i] = dial(port);
+    static const char partial[] = "GET /api/v1/health HTTP/1.1\r\nHost: x\r\n";
+    if (i % 2) send_all(idle[i], partial, sizeof partial - 1);
+  }
+  reply_t r;
+  for (int k = 0; k < 5; k++) {
+    get(port, "/api/v1/health", NULL, &r);
+    if (r.status != 200) fail_msg("request %d after %d idle connections: status %d", k, IDLE,
+                                r.status);
+    reply_fini(&r);
+  }
+  for (int i = 0; i < IDLE; i++) close(idle[i]);
+  fx_stop(&fx);
+}
+
 
 static void test_http_dispatch_without_server(void **state) {
   int64_t blocks = ck_mem_stats().live_blocks;
@@ -781,6 +883,8 @@ int main(void) {
       cmocka_unit_test(test_http_garbage_does_not_crash),
       cmocka_unit_test(test_http_start_errors),
       cmocka_unit_test(test_http_dispatch_without_server),
+      cmocka_unit_test(test_http_writes_need_json_and_may_be_refused),
+      cmocka_unit_test(test_http_idle_connections_never_lock_out_a_request),
       cmocka_unit_test(test_http_param_id),
       cmocka_unit_test(test_http_routes_markdown_lists_every_route),
   };

@@ -158,6 +158,45 @@ static void test_foreign_bytes_are_a_protocol_error(void **state) {
   ck_buf_fini(&wire);
 }
 
+/* A connection that has not registered may announce at most CK_PROTO_MAX_UNREGISTERED bytes
+ * (a SUBMIT: CK_PROTO_MAX_SUBMIT); a longer frame is refused from its first 8 bytes, before
+ * its body would be buffered. */
+static void test_frame_limits_refuse_from_the_header(void **state) {
+  uint8_t h[16] = {0};
+  h[4] = CK_PROTO_MAGIC & 0xff, h[5] = CK_PROTO_MAGIC >> 8, h[6] = CK_PROTO_VERSION;
+  struct {
+    int type;
+    uint32_t len;
+    int want; /* 0: need more (acceptable so far), CK_EPROTO: refused */
+  } cases[] = {
+      {CK_PROTO_LIST, CK_PROTO_MAX_UNREGISTERED, 0},
+      {CK_PROTO_LIST, CK_PROTO_MAX_UNREGISTERED + 1, CK_EPROTO},
+      {CK_PROTO_REGISTER, 64u << 20, CK_EPROTO},
+      {CK_PROTO_HEARTBEAT, 1u << 20, CK_EPROTO},
+      {CK_PROTO_SUBMIT, 1u << 20, 0},
+      {CK_PROTO_SUBMIT, CK_PROTO_MAX_SUBMIT, 0},
+      {CK_PROTO_SUBMIT, CK_PROTO_MAX_SUBMIT + 1, CK_EPROTO},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    uint32_t len = cases[i].len;
+    for (int b = 0; b < 4; b++) h[b] = (uint8_t)(len >> (8 * b));
+    h[7] = (uint8_t)cases[i].type;
+    ck_error_t err;
+    ck_error_clear(&err);
+    ck_proto_frame_t f;
+    size_t used;
+    int rc = ck_proto_parse_bounded(h, 8, CK_PROTO_MAX_UNREGISTERED, CK_PROTO_MAX_SUBMIT, &used,
+                                    &f, &err);
+    if (rc != cases[i].want)
+      fail_msg("a %s frame of %u bytes gave %d, not %d (%s)", ck_proto_type_name(cases[i].type),
+               len, rc, cases[i].want, err.message);
+    if (rc) assert_non_null(strstr(err.message, "more than the"));
+    /* a registered peer (no limits but the protocol's) may send all of them */
+    ck_error_clear(&err);
+    assert_int_equal(ck_proto_parse(h, 8, &used, &f, &err), 0);
+  }
+}
+
 /* Random bytes: an error, "need more" or a frame whose fields read within bounds. */
 static void test_random_bytes_never_crash(void **state) {
   int64_t blocks = ck_mem_stats().live_blocks;
@@ -195,6 +234,7 @@ int main(void) {
       cmocka_unit_test(test_fields_round_trip_over_a_socket),
       cmocka_unit_test(test_partial_frames_need_more),
       cmocka_unit_test(test_foreign_bytes_are_a_protocol_error),
+      cmocka_unit_test(test_frame_limits_refuse_from_the_header),
       cmocka_unit_test(test_random_bytes_never_crash),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
