@@ -399,16 +399,16 @@ static void writer_push(struct ck_exec *ex, write_job_t *job) {
   ck_mutex_unlock(&ex->wr_mu);
 }
 
-/* Sinks of this process may commit `id` (COMPLETED-id is durable). */
-static void release_commits(struct ck_exec *ex, int64_t id) {
+/* Sinks of this process may commit `id` (COMPLETED-id is durable). Under ckpt_mu, so that no
+ * trigger of a later checkpoint (ck_ckpt_coord_tick, also under it) is seen before this: a
+ * task that sees trigger N+1 sees commit_upto N, and commits N before it prepares N+1. */
+static void release_commits_locked(struct ck_exec *ex, int64_t id) {
   for (int i = 0; i < ex->ntasks; i++)
     if (ex->all[i]->has_sink && ex->all[i]->local) {
       int64_t cur = atomic_load(&ex->all[i]->commit_upto);
       if (id > cur) atomic_store(&ex->all[i]->commit_upto, id);
     }
-  ck_mutex_lock(&ex->ckpt_mu);
   ck_cond_broadcast(&ex->ckpt_cv);
-  ck_mutex_unlock(&ex->ckpt_mu);
 }
 
 /* Task t's snapshot of id is durable (on the writer thread). */
@@ -420,17 +420,23 @@ static int ack_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
   }
   ck_mutex_lock(&ex->ckpt_mu);
   int rc = ck_ckpt_coord_ack(&ex->coord, id, err);
+  if (rc == 1) release_commits_locked(ex, id);
   ck_mutex_unlock(&ex->ckpt_mu);
-  if (rc == 1) release_commits(ex, id);
   return rc < 0 ? rc : 0;
 }
 
-/* Snapshots the whole chain of this subtask for checkpoint id and sends the barrier on. */
+static int maybe_commit(task_t *t, ck_error_t *err);
+
+/* Snapshots the whole chain of this subtask for checkpoint id and sends the barrier on. A
+ * sink first commits what was released before (a sink has one interval awaiting commit at
+ * most: preparing N+1 while N's commit waits lets N+1's state drop N's rows, and a lost commit
+ * of N is then rewound over output another sink already committed; docs/protocol.md, F1). */
 static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
   struct ck_exec *ex = t->ex;
   ck_snap_section_t sections[64];
   ck_buf_t bufs[64];
-  int n = 0, rc = 0;
+  int n = 0, rc = maybe_commit(t, err);
+  if (rc) return rc;
   for (int i = 0; i < t->nstages && n < 64 && !rc; i++) {
     const ck_node_t *node = stage_node(t, i);
     ck_buf_init(&bufs[n]);
@@ -617,7 +623,11 @@ void ck_exec_trigger(ck_exec_t *ex, int64_t id, bool final) {
   ck_mutex_unlock(&ex->ckpt_mu);
 }
 
-void ck_exec_complete(ck_exec_t *ex, int64_t id) { release_commits(ex, id); }
+void ck_exec_complete(ck_exec_t *ex, int64_t id) {
+  ck_mutex_lock(&ex->ckpt_mu);
+  release_commits_locked(ex, id);
+  ck_mutex_unlock(&ex->ckpt_mu);
+}
 
 /* ---------------------------------------------------------------- subtasks */
 
