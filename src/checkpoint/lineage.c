@@ -32,13 +32,6 @@ int ck_lineage_begin(const char *dir, const char *fingerprint_text, int parallel
   return begin(dir, &o, out, err);
 }
 
-int ck_lineage_begin_below(const char *dir, const char *fingerprint_text, int parallelism,
-                           int64_t below, int ntasks, ck_lineage_t *out, ck_error_t *err) {
-  ck_lineage_opts_t o = {fingerprint_text, parallelism, false, below, ntasks,
-                         CK_LINEAGE_SINKS_UNKNOWN};
-  return begin(dir, &o, out, err);
-}
-
 /* Whether every snapshot of checkpoint id passes ck_snap_check; the first problem in *why. */
 static bool restorable(const ck_store_t *st, int64_t id, uint64_t fp, int ntasks,
                        ck_error_t *why) {

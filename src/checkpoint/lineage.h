@@ -49,7 +49,9 @@ typedef struct ck_lineage_opts {
   const char *fingerprint_text; /* a printable identity of the job graph */
   int parallelism;
   bool fresh;
-  int64_t below;     /* not 0: restore only a checkpoint below it (see begin_below) */
+  int64_t below;     /* not 0: restore only a checkpoint below it (after a sink reported, with
+                      * CK_EREWIND from its recover, that the commit of `below` is lost: the job
+                      * restores the one before and replays the interval) */
   int ntasks;
   /* the name of an exactly-once sink of the job that cannot take back output it committed
    * (NULL: none); CK_LINEAGE_SINKS_UNKNOWN when the caller cannot tell (treated as one) */
@@ -65,11 +67,6 @@ int ck_lineage_start(const char *dir, const ck_lineage_opts_t *opts, ck_lineage_
  * fingerprint_text: a printable identity of the job graph (hashed and kept on disk). */
 int ck_lineage_begin(const char *dir, const char *fingerprint_text, int parallelism,
                      bool fresh, int ntasks, ck_lineage_t *out, ck_error_t *err);
-/* The same, restoring only a checkpoint below `below`: after a sink reported that the commit
- * of checkpoint `below` is lost (CK_EREWIND from its recover), the job restores the one before
- * and replays the interval into a new transaction. */
-int ck_lineage_begin_below(const char *dir, const char *fingerprint_text, int parallelism,
-                           int64_t below, int ntasks, ck_lineage_t *out, ck_error_t *err);
 /* Records that the job reached the end of its input. */
 int ck_lineage_clean_finish(const char *dir, ck_error_t *err);
 uint64_t ck_lineage_fingerprint(const char *fingerprint_text);

@@ -39,6 +39,7 @@
 #include "cluster/jobplan.h"
 #include "cluster/opmetrics.h"
 #include "cluster/proto.h"
+#include "runtime/exec.h"
 #include "runtime/metrics.h"
 #include "sql/planner.h"
 
@@ -417,11 +418,9 @@ static bool deploy(co_t *co, job_t *job) {
   ck_lineage_t lin;
   ck_error_t err;
   ck_error_clear(&err);
-  int rc = job->rewind_below
-               ? ck_lineage_begin_below(job->dir, job->plan.desc.data, job->parallelism,
-                                        job->rewind_below, job->plan.ntasks, &lin, &err)
-               : ck_lineage_begin(job->dir, job->plan.desc.data, job->parallelism, false,
-                                  job->plan.ntasks, &lin, &err);
+  ck_lineage_opts_t lo = {job->plan.desc.data, job->parallelism, false, job->rewind_below,
+                         job->plan.ntasks, ck_exec_rigid_sink(job->plan.graph)};
+  int rc = ck_lineage_start(job->dir, &lo, &lin, &err);
   if (rc) {
     clear_deployment(job);
     finish_job(co, job, JOB_FAILED, err.message);

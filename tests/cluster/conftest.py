@@ -123,6 +123,8 @@ class Cluster:
     def request(self, method, path, body=None, auth=True, token=None):
         req = urllib.request.Request(f"http://127.0.0.1:{self.http}{path}", method=method,
                                      data=body.encode() if isinstance(body, str) else body)
+        if method == "POST":  # the coordinator takes writes only as JSON (docs/security.md)
+            req.add_header("Content-Type", "application/json")
         tok = token if token is not None else (self.token if auth else None)
         if tok:
             req.add_header("Authorization", f"Bearer {tok}")
@@ -175,7 +177,7 @@ def cluster(tmp_path):
 
 # the checkpoint tests' helpers import these names from "conftest"
 BASE_TS, KEYS, V_PERIOD, FAULT_EXIT = ckjob.BASE_TS, ckjob.KEYS, ckjob.V_PERIOD, ckjob.FAULT_EXIT
-expected_windows, fault_points = ckjob.expected_windows, ckjob.fault_points
+expected_windows, fault_points, die_at = ckjob.expected_windows, ckjob.fault_points, ckjob.die_at
 
 
 def load_checkpoint_module(name):
