@@ -214,6 +214,19 @@ static bool castable(ck_type_t from, ck_type_t to) {
 }
 
 /* Folds an implicit cast of a literal when it is exact; false when the cast must run. */
+/* x * 10^k when it has at most p digits (p <= 38), checked before multiplying: the product
+ * itself can overflow 128 bits (a 34-digit literal compared with one of scale 13). */
+static bool rescale_fits(ck_i128 x, int k, int p, ck_i128 *out) {
+  if (k > p) {
+    *out = 0;
+    return x == 0;
+  }
+  ck_i128 lim = ck_pow10_i128(p - k);
+  if (x >= lim || x <= -lim) return false;
+  *out = x * ck_pow10_i128(k);
+  return true;
+}
+
 static bool fold_literal(const ck_value_t *v, ck_type_t to, ck_value_t *out) {
   memset(out, 0, sizeof *out);
   out->type = to;
@@ -230,13 +243,7 @@ static bool fold_literal(const ck_value_t *v, ck_type_t to, ck_value_t *out) {
         if (v->v.i > (1LL << 53) || v->v.i < -(1LL << 53)) return false;
         out->v.f = (double)v->v.i;
         return true;
-      case CK_T_DECIMAL: {
-        ck_i128 u = (ck_i128)v->v.i * ck_pow10_i128(to.scale);
-        ck_i128 lim = ck_pow10_i128(to.precision);
-        if (u >= lim || u <= -lim) return false;
-        out->v.dec = u;
-        return true;
-      }
+      case CK_T_DECIMAL: return rescale_fits(v->v.i, to.scale, to.precision, &out->v.dec);
       default: return false;
     }
   }
@@ -244,13 +251,8 @@ static bool fold_literal(const ck_value_t *v, ck_type_t to, ck_value_t *out) {
     out->v.f = (double)(float)v->v.f;
     return true;
   }
-  if (f == CK_T_DECIMAL && to.id == CK_T_DECIMAL && to.scale >= v->type.scale) {
-    ck_i128 u = v->v.dec * ck_pow10_i128(to.scale - v->type.scale);
-    ck_i128 lim = ck_pow10_i128(to.precision);
-    if (u >= lim || u <= -lim) return false;
-    out->v.dec = u;
-    return true;
-  }
+  if (f == CK_T_DECIMAL && to.id == CK_T_DECIMAL && to.scale >= v->type.scale)
+    return rescale_fits(v->v.dec, to.scale - v->type.scale, to.precision, &out->v.dec);
   return false;
 }
 

@@ -23,6 +23,10 @@
  * finished in 256-bit arithmetic, rounded half away from zero to the result scale and checked
  * against the result precision (overflow is an error, like integer overflow).
  *
+ * Recursion: eval_node evaluates a chain of first operands (a + b + c … is built left-deep,
+ * any length) with a loop from the bottom up (eval_chain), recursing only into the other
+ * arguments, whose nesting the SQL parser bounds; see expr.h.
+ *
  * Memory: temporaries are ck_malloc'd and released before returning; the output column is
  * the caller's. Threads: re-entrant and lock-free; many subtasks may share one tree.
  */

@@ -6,6 +6,15 @@
  * what an aggregation outputs: the GROUP BY expressions (matched structurally, so
  * `GROUP BY UPPER(name)` lets the SELECT say `UPPER(name)`), window_start / window_end, and the
  * aggregate calls; a bare column outside GROUP BY is an error there, as in any SQL engine.
+ *
+ * Walks of the AST (bind, ast_eq, collect_aggs) loop down a chain of binary operators' first
+ * operands with an explicit stack and recurse only into the other operands, whose nesting the
+ * parser bounds (CK_SQL_MAX_DEPTH), so a 100,000-term a + b + … is bound without deep
+ * recursion. A bound expression may not exceed CK_SQL_MAX_EXPR_NODES nodes (BETWEEN and a
+ * simple CASE repeat their first operand, so their nesting could otherwise grow a tree
+ * exponentially), and a windowed query CK_SQL_MAX_WINDOWS_PER_RECORD windows per record. Name
+ * lookups (columns, output names, sink columns) go through hash maps: planning is linear in
+ * the width of the query and of its tables.
  */
 #include "sql/planner.h"
 
