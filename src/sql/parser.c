@@ -1227,6 +1227,13 @@ void ck_sql_render_error(const char *sql, const char *filename, const ck_error_t
       int gw = snprintf(gutter, sizeof gutter, "%d", err->line);
       int col = err->column - 1;
       char *shown = mask_secrets(p, n, &col);
+      /* the line may hold the bytes that are not UTF-8 the error is about: show '?' for
+       * each, so the message itself is text (and the caret stays under its column) */
+      for (size_t i = 0, len = strlen(shown); i < len;) {
+        size_t k = utf8_seq((const unsigned char *)shown + i, len - i);
+        if (k) i += k;
+        else shown[i++] = '?';
+      }
       ck_buf_printf(out, " %s | %s\n %*s | ", gutter, shown, gw, "");
       p = shown;
       n = strlen(shown);

@@ -140,6 +140,7 @@ def test_invalid_utf8_is_refused_at_its_position(clink_bin, tmp_path, bad, col):
     p = run_sql(clink_bin, tmp_path, TABLE.encode() + bad, stack=False)
     err = p.stderr.decode(errors="replace")
     assert p.returncode == 1, err
+    p.stderr.decode()  # the message is text: the bad bytes show as '?'
     first = err.splitlines()[0]
     assert first.startswith("q.sql:2:%d: error: invalid UTF-8 in the script" % col), first
     assert p.stdout == b""
