@@ -42,6 +42,8 @@ typedef struct table {
 typedef struct agg_info {
   int ngroup;             /* non-window GROUP BY expressions (the keys) */
   ck_ast_t **group;
+  int *slots;             /* open addressing over group by ast_hash: index + 1, 0 empty */
+  size_t nslots;          /* a power of two, at least twice ngroup; 0 while not built */
   const ck_ast_t *window; /* the TUMBLE/HOP/… call, or NULL */
   int ncalls;
   const ck_ast_t *calls[64];
@@ -431,11 +433,73 @@ static int bind_args(scope_t *sc, const ck_ast_t *a, int from, ck_expr_t **out) 
   return 0;
 }
 
+static uint64_t mix(uint64_t h, uint64_t x) { return ck_hash_u64(h ^ (x + 0x9e3779b97f4a7c15ULL)); }
+
+/* A hash that agrees with ast_eq (names of identifiers and calls without regard to case),
+ * remembered in the node. Computed bottom-up along a chain of first operands with an explicit
+ * stack, recursing only into the other operands. */
+static uint64_t ast_hash(const ck_ast_t *top) {
+  if (!top) return 1;
+  if (top->hash) return top->hash;
+  ast_stack_t chain = {0};
+  const ck_ast_t *x = top;
+  for (; x && !x->hash; x = x->nargs ? x->args[0] : NULL) ast_stack_push(&chain, x);
+  while (chain.n) {
+    ck_ast_t *a = (ck_ast_t *)chain.items[--chain.n]; /* the cache is the planner's scratch */
+    uint64_t h = mix((uint64_t)a->kind, (uint64_t)a->nargs);
+    h = mix(h, (uint64_t)a->negated | (uint64_t)a->distinct << 1 | (uint64_t)a->bval << 2);
+    h = mix(h, (uint64_t)a->ms);
+    if (a->text) {
+      bool ci = a->kind == CK_AST_IDENT || a->kind == CK_AST_CALL;
+      for (const char *p = a->text; *p; p++)
+        h = mix(h, (uint64_t)(unsigned char)(ci ? tolower((unsigned char)*p) : *p));
+    }
+    if (a->kind == CK_AST_CAST)
+      h = mix(h, (uint64_t)a->cast_type.id << 16 | (uint64_t)a->cast_type.precision << 8 |
+                     a->cast_type.scale);
+    h = mix(h, ast_hash(a->operand));
+    h = mix(h, ast_hash(a->else_));
+    for (int i = 0; i < a->nargs; i++) h = mix(h, ast_hash(a->args[i])); /* args[0]: done */
+    a->hash = h ? h : 1;
+  }
+  ast_stack_fini(&chain);
+  return top->hash;
+}
+
+/* The GROUP BY key an expression is (written the same way), or -1. */
+static int group_key(const agg_info_t *g, const ck_ast_t *a) {
+  if (!g->nslots) { /* few keys: compare each */
+    for (int i = 0; i < g->ngroup; i++)
+      if (ast_eq(g->group[i], a)) return i;
+    return -1;
+  }
+  uint64_t h = ast_hash(a);
+  for (size_t s = h & (g->nslots - 1);; s = (s + 1) & (g->nslots - 1)) {
+    int i = g->slots[s] - 1;
+    if (i < 0) return -1;
+    if (ast_hash(g->group[i]) == h && ast_eq(g->group[i], a)) return i;
+  }
+}
+
+/* Indexes the keys for group_key when there are many (linear planning of a wide GROUP BY). */
+static void index_group_keys(planner_t *pl, agg_info_t *g) {
+  if (g->ngroup <= 8) return;
+  size_t n = 16;
+  while (n < 2 * (size_t)g->ngroup) n *= 2;
+  g->slots = ck_arena_zalloc(pl->arena, n * sizeof *g->slots);
+  g->nslots = n;
+  for (int i = 0; i < g->ngroup; i++) {
+    size_t s = ast_hash(g->group[i]) & (n - 1);
+    while (g->slots[s]) s = (s + 1) & (n - 1);
+    g->slots[s] = i + 1;
+  }
+}
+
 /* Group scope: the column of the aggregation's output an expression stands for, or -1. */
 static int group_column(scope_t *sc, const ck_ast_t *a) {
   const agg_info_t *g = sc->agg;
-  for (int i = 0; i < g->ngroup; i++)
-    if (ast_eq(g->group[i], a)) return i;
+  int key = group_key(g, a);
+  if (key >= 0) return key;
   int base = g->ngroup + (g->window ? 2 : 0);
   if (is_agg_call(a))
     for (int i = 0; i < g->ncalls; i++)
@@ -1012,6 +1076,7 @@ static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***na
                   e->text), -1;
     g.group[g.ngroup++] = s->group_by[i];
   }
+  index_group_keys(pl, &g);
   for (int i = 0; i < s->nitems; i++)
     if (s->items[i].expr->kind == CK_AST_STAR)
       return fail(pl, s->items[i].pos, CK_EBIND,

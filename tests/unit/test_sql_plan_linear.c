@@ -2,8 +2,8 @@
  * DESIGN: unit tests for the SQL front end on very wide scripts (issue 12, section 5):
  * planning is linear in the number of SELECT items, table columns and sink columns.
  *
- * A 200,000-item SELECT and a 200,000-column CREATE TABLE + INSERT are parsed and planned (no
- * execution). The old pairwise name checks did about 2 * 10^10 name comparisons here (half an
+ * A 200,000-item SELECT, a 200,000-column CREATE TABLE + INSERT and a 50,000-key GROUP BY
+ * whose SELECT names every key again are parsed and planned (no execution). The old pairwise name checks did about 2 * 10^10 name comparisons here (half an
  * hour under ASan); the linear ones take a few CPU-seconds. A limit of 60 s of this process's
  * own CPU time (ITIMER_PROF, which a loaded machine does not run down) turns a quadratic loop
  * into a failure without a wall-clock assertion. Also
@@ -114,6 +114,40 @@ static void test_a_wide_table_and_insert_plan_in_linear_time(void **state) {
   ck_buf_fini(&sql);
 }
 
+static void test_a_wide_group_by_plans_in_linear_time(void **state) {
+  (void)state;
+  enum { KEYS = 50000 };
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  ck_buf_puts(&sql, "CREATE TABLE t (id INT, s VARCHAR) WITH (connector = 'file', path = 'x.json', "
+                    "format = 'json');\nSELECT ");
+  /* every item is a GROUP BY key written again, found among 50,000 keys (in reverse order),
+   */
+  for (int i = KEYS - 1; i >= 0; i--) ck_buf_printf(&sql, "ID + %d AS c%d, ", i, i);
+  ck_buf_puts(&sql, "COUNT(*) AS n FROM t GROUP BY ");
+  for (int i = 0; i < KEYS; i++) ck_buf_printf(&sql, "%sid + %d", i ? ", " : "", i);
+  ck_buf_puts(&sql, ";\n");
+  cpu_limit(60);
+  ck_graph_t *graph;
+  ck_error_t err;
+  int rc = plan(sql.data, &graph, &err);
+  cpu_limit(0);
+  if (rc) fail_msg("%s", err.message);
+  const ck_node_t *post = &graph->nodes[graph->nnodes - 2];
+  assert_int_equal(post->kind, CK_NODE_CALC);
+  assert_int_equal(post->u.calc.nexprs, KEYS + 1);
+  /* item 0 is key KEYS-1: column KEYS-1 of the aggregation's output; the count follows the keys */
+  ck_buf_t e;
+  ck_buf_init(&e);
+  ck_expr_to_string(post->u.calc.exprs[0], &e);
+  ck_expr_to_string(post->u.calc.exprs[KEYS - 1], &e);
+  ck_expr_to_string(post->u.calc.exprs[KEYS], &e);
+  assert_string_equal(e.data, "$49999$0$50000");
+  ck_buf_fini(&e);
+  ck_graph_free(graph);
+  ck_buf_fini(&sql);
+}
+
 static void test_duplicates_are_still_found(void **state) {
   (void)state;
   static const struct { const char *sql, *msg; int line, col; } cases[] = {
@@ -154,6 +188,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_a_wide_select_plans_in_linear_time),
       cmocka_unit_test(test_a_wide_table_and_insert_plan_in_linear_time),
+      cmocka_unit_test(test_a_wide_group_by_plans_in_linear_time),
       cmocka_unit_test(test_duplicates_are_still_found),
   };
   ck_arena_init(&arena, 0);
