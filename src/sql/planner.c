@@ -368,7 +368,10 @@ static ck_expr_t *bind_literal(scope_t *sc, const ck_ast_t *a) {
       int scale = dot ? (int)strlen(dot + 1) : 0;
       int digits = 0;
       for (const char *p = t; *p; p++) digits += *p >= '0' && *p <= '9';
-      if (strpbrk(t, "eE") || digits > CK_DECIMAL_MAX_PRECISION) {
+      /* .5 is DECIMAL(1, 1) but needs a precision one above its digits' count: with 38
+       * digits after the point that would be DECIMAL(39, 38), past what DECIMAL holds */
+      int precision = digits < scale + 1 ? scale + 1 : digits;
+      if (strpbrk(t, "eE") || precision > CK_DECIMAL_MAX_PRECISION) {
         /* an exponent, or more digits than DECIMAL holds: a DOUBLE */
         char *end;
         v.type = CK_TYPE(CK_T_FLOAT64);
@@ -383,7 +386,6 @@ static ck_expr_t *bind_literal(scope_t *sc, const ck_ast_t *a) {
         }
         break;
       }
-      int precision = digits < scale + 1 ? scale + 1 : digits;
       v.type = (ck_type_t){CK_T_DECIMAL, (uint8_t)precision, (uint8_t)scale};
       if (!ck_decimal_parse(t, strlen(t), precision, scale, &v.v.dec)) {
         fail(pl, a->pos, CK_ETYPE, "invalid numeric literal %s", t);
