@@ -287,7 +287,7 @@ static int run_main(int argc, char **argv) {
   ck_arena_init(&arena, 0);
   ck_script_t script;
   ck_graph_t *graph = NULL;
-  rc = ck_sql_parse(sql.data, &arena, &script, &err);
+  rc = ck_sql_parse_n(sql.data, sql.len, &arena, &script, &err);
   if (!rc) rc = ck_sql_plan(&script, &popts, &graph, &err);
   if (rc) {
     ck_buf_t msg;

@@ -30,12 +30,18 @@ static bool is_bare_column(const ck_expr_t *e) {
   return e->kind == CK_EX_COLUMN && e->type.id != CK_T_NULL;
 }
 
+/* Loops down first operands and recurses into the others (a chain may be very long; see
+ * runtime/expr.h). */
 static void mark_columns(const ck_expr_t *e, bool *need, int ncols) {
-  if (e->kind == CK_EX_COLUMN) {
-    ck_assert(e->column >= 0 && e->column < ncols);
-    need[e->column] = true;
+  for (;;) {
+    if (e->kind == CK_EX_COLUMN) {
+      ck_assert(e->column >= 0 && e->column < ncols);
+      need[e->column] = true;
+    }
+    if (e->nargs == 0) return;
+    for (int i = 1; i < e->nargs; i++) mark_columns(e->args[i], need, ncols);
+    e = e->args[0];
   }
-  for (int i = 0; i < e->nargs; i++) mark_columns(e->args[i], need, ncols);
 }
 
 /* The columns the computed projections read, for an input of ncols columns. */

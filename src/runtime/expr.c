@@ -79,6 +79,19 @@ static ck_expr_t *node_new(ck_arena_t *arena, ck_expr_kind_t kind, ck_type_t typ
   e->column = -1;
   e->nargs = nargs;
   e->args = nargs ? ck_arena_zalloc(arena, (size_t)nargs * sizeof *e->args) : NULL;
+  e->size = 1;
+  return e;
+}
+
+/* Sets what a node derives from its finished arguments: constant, size. */
+static ck_expr_t *finish(ck_expr_t *e) {
+  e->constant = e->kind != CK_EX_COLUMN;
+  uint64_t size = 1;
+  for (int i = 0; i < e->nargs; i++) {
+    e->constant = e->constant && e->args[i]->constant;
+    size += e->args[i]->size;
+  }
+  e->size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
   return e;
 }
 
@@ -90,6 +103,7 @@ ck_expr_t *ck_expr_column(ck_arena_t *arena, int column, ck_type_t type) {
 
 ck_expr_t *ck_expr_literal(ck_arena_t *arena, const ck_value_t *value) {
   ck_expr_t *e = node_new(arena, CK_EX_LITERAL, value->type, 0);
+  e->constant = true;
   e->literal = *value;
   if (value->type.id == CK_T_NULL) e->literal.is_null = true;
   if (!value->is_null && value->type.id == CK_T_STRING) {
@@ -99,12 +113,7 @@ ck_expr_t *ck_expr_literal(ck_arena_t *arena, const ck_value_t *value) {
   return e;
 }
 
-bool ck_expr_is_constant(const ck_expr_t *e) {
-  if (e->kind == CK_EX_COLUMN) return false;
-  for (int i = 0; i < e->nargs; i++)
-    if (!ck_expr_is_constant(e->args[i])) return false;
-  return true;
-}
+bool ck_expr_is_constant(const ck_expr_t *e) { return e->constant; }
 
 /* ---- types ------------------------------------------------------------------------------ */
 
@@ -205,6 +214,19 @@ static bool castable(ck_type_t from, ck_type_t to) {
 }
 
 /* Folds an implicit cast of a literal when it is exact; false when the cast must run. */
+/* x * 10^k when it has at most p digits (p <= 38), checked before multiplying: the product
+ * itself can overflow 128 bits (a 34-digit literal compared with one of scale 13). */
+static bool rescale_fits(ck_i128 x, int k, int p, ck_i128 *out) {
+  if (k > p) {
+    *out = 0;
+    return x == 0;
+  }
+  ck_i128 lim = ck_pow10_i128(p - k);
+  if (x >= lim || x <= -lim) return false;
+  *out = x * ck_pow10_i128(k);
+  return true;
+}
+
 static bool fold_literal(const ck_value_t *v, ck_type_t to, ck_value_t *out) {
   memset(out, 0, sizeof *out);
   out->type = to;
@@ -221,13 +243,7 @@ static bool fold_literal(const ck_value_t *v, ck_type_t to, ck_value_t *out) {
         if (v->v.i > (1LL << 53) || v->v.i < -(1LL << 53)) return false;
         out->v.f = (double)v->v.i;
         return true;
-      case CK_T_DECIMAL: {
-        ck_i128 u = (ck_i128)v->v.i * ck_pow10_i128(to.scale);
-        ck_i128 lim = ck_pow10_i128(to.precision);
-        if (u >= lim || u <= -lim) return false;
-        out->v.dec = u;
-        return true;
-      }
+      case CK_T_DECIMAL: return rescale_fits(v->v.i, to.scale, to.precision, &out->v.dec);
       default: return false;
     }
   }
@@ -235,20 +251,15 @@ static bool fold_literal(const ck_value_t *v, ck_type_t to, ck_value_t *out) {
     out->v.f = (double)(float)v->v.f;
     return true;
   }
-  if (f == CK_T_DECIMAL && to.id == CK_T_DECIMAL && to.scale >= v->type.scale) {
-    ck_i128 u = v->v.dec * ck_pow10_i128(to.scale - v->type.scale);
-    ck_i128 lim = ck_pow10_i128(to.precision);
-    if (u >= lim || u <= -lim) return false;
-    out->v.dec = u;
-    return true;
-  }
+  if (f == CK_T_DECIMAL && to.id == CK_T_DECIMAL && to.scale >= v->type.scale)
+    return rescale_fits(v->v.dec, to.scale - v->type.scale, to.precision, &out->v.dec);
   return false;
 }
 
 static ck_expr_t *cast_node(ck_arena_t *arena, ck_expr_t *e, ck_type_t to) {
   ck_expr_t *c = node_new(arena, CK_EX_CAST, to, 1);
   c->args[0] = e;
-  return c;
+  return finish(c);
 }
 
 ck_expr_t *ck_expr_coerce(ck_arena_t *arena, ck_expr_t *e, ck_type_t to, ck_error_t *err) {
@@ -550,7 +561,7 @@ ck_expr_t *ck_expr_call(ck_arena_t *arena, ck_fn_t fn, ck_expr_t **args, int nar
   e->fn = fn;
   e->nargs = nargs;
   e->args = a;
-  return e;
+  return finish(e);
 }
 
 ck_expr_t *ck_expr_case(ck_arena_t *arena, ck_expr_t **whens, ck_expr_t **thens, int n,
@@ -588,7 +599,7 @@ ck_expr_t *ck_expr_case(ck_arena_t *arena, ck_expr_t **whens, ck_expr_t **thens,
   if (else_ && t.id != CK_T_NULL && !(e->args[nargs - 1] = ck_expr_coerce(arena, else_, t, err)))
     return NULL;
   e->type = t;
-  return e;
+  return finish(e);
 }
 
 ck_expr_t *ck_expr_in(ck_arena_t *arena, ck_expr_t *needle, ck_expr_t **list, int n,
@@ -609,7 +620,7 @@ ck_expr_t *ck_expr_in(ck_arena_t *arena, ck_expr_t *needle, ck_expr_t **list, in
   if (t.id != CK_T_NULL)
     for (int i = 0; i <= n; i++)
       if (!(e->args[i] = coerce_cmp(arena, e->args[i], t, err))) return NULL;
-  return e;
+  return finish(e);
 }
 
 /* ---- text ------------------------------------------------------------------------------- */
@@ -650,21 +661,46 @@ static void args_to_string(const ck_expr_t *e, int from, ck_buf_t *out) {
   }
 }
 
-void ck_expr_to_string(const ck_expr_t *e, ck_buf_t *out) {
+static bool is_infix(ck_fn_t fn) {
+  switch (fn) {
+    case CK_FN_ADD: case CK_FN_SUB: case CK_FN_MUL: case CK_FN_DIV:
+    case CK_FN_EQ: case CK_FN_NE: case CK_FN_LT: case CK_FN_LE: case CK_FN_GT: case CK_FN_GE:
+    case CK_FN_AND: case CK_FN_OR: return true;
+    default: return false;
+  }
+}
+
+/* A node with arguments prints as prefix, args[0], suffix (which prints the other arguments):
+ * that lets ck_expr_to_string loop down a chain of first operands. */
+static void node_prefix(const ck_expr_t *e, ck_buf_t *out) {
   switch (e->kind) {
-    case CK_EX_COLUMN: ck_buf_printf(out, "$%d", e->column); return;
-    case CK_EX_LITERAL: literal_to_string(&e->literal, out); return;
-    case CK_EX_CAST:
-      ck_buf_puts(out, "CAST(");
-      ck_expr_to_string(e->args[0], out);
-      ck_buf_printf(out, " AS %s)", TNAME(e->type));
+    case CK_EX_CAST: ck_buf_puts(out, "CAST("); return;
+    case CK_EX_CASE: ck_buf_puts(out, "CASE WHEN "); return;
+    case CK_EX_IN: ck_buf_putc(out, '('); return;
+    default: break;
+  }
+  switch (e->fn) {
+    case CK_FN_NEG: ck_buf_puts(out, "(- "); return;
+    case CK_FN_NOT: ck_buf_puts(out, "(NOT "); return;
+    case CK_FN_IS_NULL: case CK_FN_IS_NOT_NULL: case CK_FN_IS_TRUE: case CK_FN_IS_FALSE:
+    case CK_FN_LIKE: ck_buf_putc(out, '('); return;
+    default:
+      if (is_infix(e->fn)) ck_buf_putc(out, '(');
+      else ck_buf_printf(out, "%s(", ck_fn_name(e->fn));
       return;
+  }
+}
+
+static void node_suffix(const ck_expr_t *e, ck_buf_t *out) {
+  switch (e->kind) {
+    case CK_EX_CAST: ck_buf_printf(out, " AS %s)", TNAME(e->type)); return;
     case CK_EX_CASE: {
       int pairs = (e->nargs - (e->has_else ? 1 : 0)) / 2;
-      ck_buf_puts(out, "CASE");
       for (int i = 0; i < pairs; i++) {
-        ck_buf_puts(out, " WHEN ");
-        ck_expr_to_string(e->args[2 * i], out);
+        if (i) {
+          ck_buf_puts(out, " WHEN ");
+          ck_expr_to_string(e->args[2 * i], out);
+        }
         ck_buf_puts(out, " THEN ");
         ck_expr_to_string(e->args[2 * i + 1], out);
       }
@@ -676,51 +712,57 @@ void ck_expr_to_string(const ck_expr_t *e, ck_buf_t *out) {
       return;
     }
     case CK_EX_IN:
-      ck_buf_putc(out, '(');
-      ck_expr_to_string(e->args[0], out);
       ck_buf_puts(out, e->negated ? " NOT IN (" : " IN (");
       args_to_string(e, 1, out);
       ck_buf_puts(out, "))");
       return;
-    case CK_EX_CALL: break;
+    default: break;
   }
   switch (e->fn) {
-    case CK_FN_ADD: case CK_FN_SUB: case CK_FN_MUL: case CK_FN_DIV:
-    case CK_FN_EQ: case CK_FN_NE: case CK_FN_LT: case CK_FN_LE: case CK_FN_GT: case CK_FN_GE:
-    case CK_FN_AND: case CK_FN_OR:
-      ck_buf_putc(out, '(');
-      for (int i = 0; i < e->nargs; i++) {
-        if (i) ck_buf_printf(out, " %s ", ck_fn_name(e->fn));
-        ck_expr_to_string(e->args[i], out);
-      }
-      ck_buf_putc(out, ')');
-      return;
-    case CK_FN_NEG:
-      ck_buf_puts(out, "(- ");
-      ck_expr_to_string(e->args[0], out);
-      ck_buf_putc(out, ')');
-      return;
-    case CK_FN_NOT:
-      ck_buf_puts(out, "(NOT ");
-      ck_expr_to_string(e->args[0], out);
-      ck_buf_putc(out, ')');
-      return;
+    case CK_FN_NEG: case CK_FN_NOT: ck_buf_putc(out, ')'); return;
     case CK_FN_IS_NULL: case CK_FN_IS_NOT_NULL: case CK_FN_IS_TRUE: case CK_FN_IS_FALSE:
-      ck_buf_putc(out, '(');
-      ck_expr_to_string(e->args[0], out);
       ck_buf_printf(out, " %s)", ck_fn_name(e->fn));
       return;
     case CK_FN_LIKE:
-      ck_buf_putc(out, '(');
-      ck_expr_to_string(e->args[0], out);
       ck_buf_puts(out, e->negated ? " NOT LIKE " : " LIKE ");
       ck_expr_to_string(e->args[1], out);
       ck_buf_putc(out, ')');
       return;
     default:
-      ck_buf_printf(out, "%s(", ck_fn_name(e->fn));
-      args_to_string(e, 0, out);
+      if (is_infix(e->fn)) {
+        for (int i = 1; i < e->nargs; i++) {
+          ck_buf_printf(out, " %s ", ck_fn_name(e->fn));
+          ck_expr_to_string(e->args[i], out);
+        }
+      } else {
+        for (int i = 1; i < e->nargs; i++) {
+          ck_buf_puts(out, ", ");
+          ck_expr_to_string(e->args[i], out);
+        }
+      }
       ck_buf_putc(out, ')');
       return;
   }
+}
+
+void ck_expr_to_string(const ck_expr_t *e, ck_buf_t *out) {
+  /* the chain of first operands from e down, in a stack that grows on the heap */
+  const ck_expr_t *local[32], **chain = local;
+  size_t n = 0, cap = CK_ARRAY_LEN(local);
+  for (; e->nargs > 0; e = e->args[0]) {
+    if (n == cap) {
+      const ck_expr_t **bigger = ck_malloc(2 * cap * sizeof *bigger);
+      memcpy(bigger, chain, n * sizeof *chain);
+      if (chain != local) ck_free(chain);
+      chain = bigger;
+      cap *= 2;
+    }
+    chain[n++] = e;
+    node_prefix(e, out);
+  }
+  if (e->kind == CK_EX_COLUMN) ck_buf_printf(out, "$%d", e->column);
+  else if (e->kind == CK_EX_LITERAL) literal_to_string(&e->literal, out);
+  else ck_buf_printf(out, "%s()", ck_fn_name(e->fn));
+  while (n) node_suffix(chain[--n], out);
+  if (chain != local) ck_free(chain);
 }

@@ -22,6 +22,12 @@
  *   - TIMESTAMP compares with TIMESTAMP and with integers (as epoch ms).
  *   - No wall-clock functions exist: output is a function of the input.
  *
+ * Walks: a tree may be a long chain along first operands (a + b + c + … is built left-deep,
+ * 100,000 terms deep), and its other nesting is bounded by the SQL parser (CK_SQL_MAX_DEPTH).
+ * Every walk here and in the evaluator therefore loops down first operands (args[0]) with an
+ * explicit stack and recurses only into the other arguments, so no walk's recursion depends
+ * on a chain's length; `size` bounds what a walk costs (the planner refuses huge trees).
+ *
  * Memory: expression nodes live in the arena given to the constructors (the job's lifetime).
  * Evaluation allocates only the output columns, which the caller owns.
  * Threads: a tree is immutable after binding and may be evaluated by many subtasks at once.
@@ -74,6 +80,9 @@ struct ck_expr {
   ck_fn_t fn;           /* CK_EX_CALL */
   bool has_else;        /* CK_EX_CASE */
   bool negated;         /* CK_EX_IN: NOT IN; CALL LIKE: NOT LIKE */
+  bool constant;        /* reads no column (set by the constructors from the arguments) */
+  uint32_t size;        /* nodes a walk of the tree visits: a subtree shared by two parents
+                         * (BETWEEN's operand, a simple CASE's) counts twice; saturates */
   int nargs;
   ck_expr_t **args;
 };
@@ -105,7 +114,7 @@ int ck_expr_eval(const ck_expr_t *expr, const ck_batch_t *in, ck_col_t *out, ck_
 /* Evaluates a BOOLEAN predicate into sel[0..nrows): 1 where it is TRUE (NULL and FALSE are 0). */
 int ck_expr_eval_filter(const ck_expr_t *expr, const ck_batch_t *in, uint8_t *sel,
                         ck_error_t *err);
-/* True when the tree reads no column (can be folded at bind time). */
+/* True when the tree reads no column (can be folded at bind time); O(1). */
 bool ck_expr_is_constant(const ck_expr_t *expr);
 /* Writes the tree as SQL-ish text (for EXPLAIN, fingerprints and error messages). */
 void ck_expr_to_string(const ck_expr_t *expr, ck_buf_t *out);

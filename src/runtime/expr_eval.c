@@ -23,6 +23,10 @@
  * finished in 256-bit arithmetic, rounded half away from zero to the result scale and checked
  * against the result precision (overflow is an error, like integer overflow).
  *
+ * Recursion: eval_node evaluates a chain of first operands (a + b + c … is built left-deep,
+ * any length) with a loop from the bottom up (eval_chain), recursing only into the other
+ * arguments, whose nesting the SQL parser bounds; see expr.h.
+ *
  * Memory: temporaries are ck_malloc'd and released before returning; the output column is
  * the caller's. Threads: re-entrant and lock-free; many subtasks may share one tree.
  */
@@ -95,6 +99,13 @@ static int64_t vint(const vec_t *v, size_t i) {
     case CK_T_BOOL: return ck_col_bool(v->col, j);
     default: return 0;
   }
+}
+
+/* Moves a vector (its col may point at its own column). */
+static void vec_move(vec_t *dst, vec_t *src) {
+  *dst = *src;
+  if (src->col == &src->own) dst->col = &dst->own;
+  memset(src, 0, sizeof *src);
 }
 
 static void vec_fini(vec_t *v) {
@@ -1803,11 +1814,15 @@ static void kids_fini(kids_t *k) {
   k->n = 0;
 }
 
-static int kids_eval(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, kids_t *k) {
+/* first, when not NULL, is args[0] already evaluated (the chain loop in eval_node); the
+ * callee owns it from here on, on every path. */
+static int kids_eval(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *first,
+                     kids_t *k) {
   memset(k->buf, 0, sizeof k->buf);
   k->v = e->nargs <= 4 ? k->buf : ck_calloc((size_t)e->nargs, sizeof(vec_t));
   k->n = e->nargs;
-  for (int i = 0; i < e->nargs; i++) {
+  if (first) vec_move(&k->v[0], first);
+  for (int i = first ? 1 : 0; i < e->nargs; i++) {
     int rc = eval_node(ev, e->args[i], mask, &k->v[i]);
     if (rc) {
       kids_fini(k);
@@ -1857,9 +1872,10 @@ static int kernel(kc_t *c) {
 }
 
 /* NULL in, NULL out: a constant NULL argument makes the whole result a constant NULL. */
-static int eval_strict(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+static int eval_strict(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *first,
+                       vec_t *out) {
   kids_t k;
-  int rc = kids_eval(ev, e, mask, &k);
+  int rc = kids_eval(ev, e, mask, first, &k);
   if (rc) return rc;
   for (int i = 0; i < k.n; i++) {
     if (k.v[i].is_const && !VOK(&k.v[i], 0)) {
@@ -1897,15 +1913,17 @@ static void load_bool(const vec_t *v, size_t n, uint8_t *ok, uint8_t *val) {
 /* AND / OR with three-valued logic; a later operand only runs on the rows still undecided
  * (AND: not already FALSE; OR: not already TRUE). Combining is branch-free over all rows: a
  * decided row stays decided whatever the later operand holds there. */
-static int eval_logic(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+static int eval_logic(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *first,
+                      vec_t *out) {
   bool is_and = e->fn == CK_FN_AND;
   size_t n = ev->n;
   uint8_t stack[5 * 256];
   uint8_t *mem = n <= 256 ? stack : ck_malloc(5 * n);
   uint8_t *val = mem, *ok = mem + n, *m = mem + 2 * n, *bval = mem + 3 * n, *bok = mem + 4 * n;
   vec_t v = {0};
-  int rc = eval_node(ev, e->args[0], mask, &v);
-  if (rc) goto fail;
+  int rc = 0;
+  if (first) vec_move(&v, first);
+  else if ((rc = eval_node(ev, e->args[0], mask, &v))) goto fail;
   load_bool(&v, n, ok, val);
   vec_fini(&v);
   for (int j = 1; j < e->nargs; j++) {
@@ -1939,10 +1957,14 @@ fail:
   return rc;
 }
 
-static int eval_is(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+static int eval_is(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *first,
+                   vec_t *out) {
   vec_t v = {0};
-  int rc = eval_node(ev, e->args[0], mask, &v);
-  if (rc) return rc;
+  if (first) vec_move(&v, first);
+  else {
+    int rc = eval_node(ev, e->args[0], mask, &v);
+    if (rc) return rc;
+  }
   size_t n = ev->n;
   ck_col_t *o = out_init(out, CK_TYPE(CK_T_BOOL), n);
   uint8_t *r = o->values;
@@ -2034,9 +2056,10 @@ done:
   return rc;
 }
 
-static int eval_nullif(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+static int eval_nullif(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *first,
+                       vec_t *out) {
   kids_t k;
-  int rc = kids_eval(ev, e, mask, &k);
+  int rc = kids_eval(ev, e, mask, first, &k);
   if (rc) return rc;
   size_t n = ev->n;
   const vec_t *a = &k.v[0], *b = &k.v[1];
@@ -2052,12 +2075,14 @@ static int eval_nullif(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, 
 
 /* x IN (a, b, …): TRUE when some item equals x; otherwise NULL when x or some item is NULL;
  * otherwise FALSE. An item only runs on the rows not yet found. */
-static int eval_in(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+static int eval_in(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *first,
+                   vec_t *out) {
   size_t n = ev->n;
   vec_t x = {0}, item = {0};
   uint8_t *rem = ck_malloc(n), *found = ck_calloc(n, 1), *sawnull = ck_calloc(n, 1);
-  int rc = eval_node(ev, e->args[0], mask, &x);
-  if (rc) goto done;
+  int rc = 0;
+  if (first) vec_move(&x, first);
+  else if ((rc = eval_node(ev, e->args[0], mask, &x))) goto done;
   for (size_t i = 0; i < n; i++) rem[i] = LIVE(mask, i) && VOK(&x, i);
   for (int j = 1; j < e->nargs && any_live(rem, n); j++) {
     if ((rc = eval_node(ev, e->args[j], rem, &item))) goto done;
@@ -2083,27 +2108,68 @@ done:
   return rc;
 }
 
-static int eval_inner(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+/* first: args[0] already evaluated, or NULL (see kids_eval); only chain links get one. */
+static int eval_inner(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *first,
+                      vec_t *out) {
   switch (e->kind) {
-    case CK_EX_CASE: return eval_case(ev, e, mask, out);
-    case CK_EX_IN: return eval_in(ev, e, mask, out);
-    case CK_EX_CAST: return eval_strict(ev, e, mask, out);
+    case CK_EX_CASE: ck_assert(!first); return eval_case(ev, e, mask, out);
+    case CK_EX_IN: return eval_in(ev, e, mask, first, out);
+    case CK_EX_CAST: return eval_strict(ev, e, mask, first, out);
     case CK_EX_CALL:
       switch (e->fn) {
         case CK_FN_AND:
-        case CK_FN_OR: return eval_logic(ev, e, mask, out);
+        case CK_FN_OR: return eval_logic(ev, e, mask, first, out);
         case CK_FN_IS_NULL:
         case CK_FN_IS_NOT_NULL:
         case CK_FN_IS_TRUE:
-        case CK_FN_IS_FALSE: return eval_is(ev, e, mask, out);
-        case CK_FN_COALESCE: return eval_coalesce(ev, e, mask, out);
-        case CK_FN_NULLIF: return eval_nullif(ev, e, mask, out);
-        default: return eval_strict(ev, e, mask, out);
+        case CK_FN_IS_FALSE: return eval_is(ev, e, mask, first, out);
+        case CK_FN_COALESCE: ck_assert(!first); return eval_coalesce(ev, e, mask, out);
+        case CK_FN_NULLIF: return eval_nullif(ev, e, mask, first, out);
+        default: return eval_strict(ev, e, mask, first, out);
       }
     default: break;
   }
   ck_assert(!"unexpected expression kind");
   return CK_EINTERNAL;
+}
+
+/* A node eval_node may compute from its first operand's result: one that evaluates args[0]
+ * first, over the node's own mask, and is not NULL-typed or folded as a constant (those end
+ * a chain: eval_node handles them whole). */
+static bool chain_link(const ev_t *ev, const ck_expr_t *e) {
+  if (e->nargs == 0 || e->type.id == CK_T_NULL || (ev->n > 1 && e->constant)) return false;
+  if (e->kind == CK_EX_CAST || e->kind == CK_EX_IN) return true;
+  return e->kind == CK_EX_CALL && e->fn != CK_FN_COALESCE;
+}
+
+/* Evaluates a chain of first operands (a + b + c + … is one, built left-deep) with a loop:
+ * from the bottom up, each link gets its first operand's result and evaluates only its other
+ * arguments recursively, in the order a recursive walk would. So the recursion never depends
+ * on the chain's length, only on the nesting the parser bounds (runtime/expr.h). */
+static int eval_chain(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+  const ck_expr_t *local[32], **chain = local;
+  size_t n = 0, cap = CK_ARRAY_LEN(local);
+  for (; chain_link(ev, e); e = e->args[0]) {
+    if (n == cap) {
+      const ck_expr_t **bigger = ck_malloc(2 * cap * sizeof *bigger);
+      memcpy(bigger, chain, n * sizeof *chain);
+      if (chain != local) ck_free(chain);
+      chain = bigger;
+      cap *= 2;
+    }
+    chain[n++] = e;
+  }
+  vec_t acc;
+  int rc = eval_node(ev, e, mask, &acc); /* the bottom: not a link, so no loop again */
+  while (!rc && n) {
+    vec_t r;
+    memset(&r, 0, sizeof r);
+    rc = eval_inner(ev, chain[--n], mask, &acc, &r);
+    vec_move(&acc, &r);
+  }
+  if (chain != local) ck_free(chain);
+  if (!rc) vec_move(out, &acc);
+  return rc;
 }
 
 static int eval_node(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
@@ -2131,11 +2197,12 @@ static int eval_node(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, ve
   if (ev->n > 1 && ck_expr_is_constant(e)) { /* once per batch, not once per row */
     ev_t one = *ev;
     one.n = 1;
-    int rc = eval_inner(&one, e, NULL, out);
+    int rc = eval_node(&one, e, NULL, out);
     out->is_const = true;
     return rc;
   }
-  return eval_inner(ev, e, mask, out);
+  if (chain_link(ev, e) && chain_link(ev, e->args[0])) return eval_chain(ev, e, mask, out);
+  return eval_inner(ev, e, mask, NULL, out);
 }
 
 /* ---- entry points ----------------------------------------------------------------------- */

@@ -51,6 +51,7 @@ struct ck_ast {
   ck_ast_t *else_;       /* CASE */
   int nargs;
   ck_ast_t **args;
+  uint64_t hash;         /* structural hash, filled in by the planner when it needs it (0: not yet) */
 };
 
 typedef struct ck_ast_column {

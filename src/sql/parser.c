@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "base/redact.h"
+#include "base/hash.h"
 
 typedef enum tok_kind {
   T_EOF, T_IDENT, T_QIDENT, T_INT, T_NUMBER, T_STRING,
@@ -27,6 +28,7 @@ typedef struct tok {
 
 typedef struct parser {
   const char *src, *p;
+  int depth;      /* nesting of the expression being built (CK_SQL_MAX_DEPTH) */
   int line;
   const char *line_start;
   tok_t tok;      /* current token */
@@ -317,7 +319,15 @@ static void vec_push(parser_t *ps, vec_t *v, void *item) {
 
 static int parse_int_arg(parser_t *ps, int *out) {
   if (ps->tok.kind != T_INT) return fail_at(ps, &ps->tok, "expected %s", "an integer");
-  *out = atoi(ps->tok.start);
+  /* the token is digits only; more than 9 of them would not fit an int */
+  long v = 0;
+  for (int i = 0; i < ps->tok.len; i++) {
+    v = v * 10 + (ps->tok.start[i] - '0');
+    if (v > 1000000000L)
+      return ck_error_set_at(ps->err, CK_ESYNTAX, ps->tok.pos.line, ps->tok.pos.column,
+                             "%.*s is too large here", ps->tok.len, ps->tok.start);
+  }
+  *out = (int)v;
   next(ps);
   return 0;
 }
@@ -380,13 +390,36 @@ static int parse_type(parser_t *ps, ck_type_t *out) {
 
 static ck_ast_t *parse_expr(parser_t *ps);
 
+/* True when s is a plain decimal number: [+-] digits [. digits] (or [+-] . digits). */
+static bool is_decimal_text(const char *s) {
+  if (*s == '+' || *s == '-') s++;
+  int digits = 0;
+  while (isdigit((unsigned char)*s)) s++, digits++;
+  if (*s == '.') {
+    s++;
+    while (isdigit((unsigned char)*s)) s++, digits++;
+  }
+  return digits > 0 && *s == 0;
+}
+
 static ck_ast_t *parse_interval(parser_t *ps, ck_pos_t pos) {
   /* INTERVAL '10' SECOND | INTERVAL 10 SECOND */
-  double v;
   tok_t t = ps->tok;
-  if (t.kind == T_STRING) v = atof(string_text(ps, &t));
-  else if (t.kind == T_INT || t.kind == T_NUMBER) v = atof(t.start);
+  const char *text;
+  if (t.kind == T_STRING) text = string_text(ps, &t);
+  else if (t.kind == T_INT || t.kind == T_NUMBER) text = tok_text(ps, &t);
   else return fail_at(ps, &t, "expected %s", "an interval length like '10'"), NULL;
+  /* the length is a decimal number, blanks around it allowed: '10', ' 1.5 ' */
+  while (*text == ' ') text++;
+  char *num = ck_arena_strdup(ps->arena, text);
+  for (size_t n = strlen(num); n && num[n - 1] == ' ';) num[--n] = 0;
+  if (!is_decimal_text(num)) {
+    ck_error_set_at(ps->err, CK_ESYNTAX, t.pos.line, t.pos.column,
+                    "invalid interval length '%s': not a number", num);
+    ck_error_hint(ps->err, "write the length as digits, e.g. INTERVAL '10' SECOND or INTERVAL '1.5' SECOND");
+    return NULL;
+  }
+  double v = strtod(num, NULL);
   next(ps);
   tok_t u = ps->tok;
   static const struct { const char *name; int64_t ms; } units[] = {
@@ -398,10 +431,16 @@ static ck_ast_t *parse_interval(parser_t *ps, ck_pos_t pos) {
     if (is_kw(&u, units[i].name)) {
       next(ps);
       ck_ast_t *n = node(ps, CK_AST_INTERVAL, pos);
-      n->ms = (int64_t)(v * (double)units[i].ms + 0.5);
+      double ms = v * (double)units[i].ms + 0.5;
+      if (ms >= 9.2e18) { /* beyond BIGINT milliseconds (about 292 million years) */
+        ck_error_set_at(ps->err, CK_ESYNTAX, t.pos.line, t.pos.column,
+                        "interval '%s' %s is too long", num, units[i].name);
+        return NULL;
+      }
+      n->ms = (int64_t)ms;
       if (n->ms <= 0) {
         ck_error_set_at(ps->err, CK_ESYNTAX, t.pos.line, t.pos.column,
-                        "an interval must be positive");
+                        "an interval must be positive, not '%s' %s", num, units[i].name);
         return NULL;
       }
       return n;
@@ -557,16 +596,33 @@ static ck_ast_t *parse_primary(parser_t *ps) {
   return n;
 }
 
+/* One more level of nesting for the expression being built; false (with the error set) past
+ * CK_SQL_MAX_DEPTH. Every recursive grammar function enters before it recurses, so the depth
+ * of the tree as built -- not counting the first operand of a chain, which walks loop over --
+ * never exceeds the limit (see parser.h). */
+static bool enter(parser_t *ps) {
+  if (++ps->depth <= CK_SQL_MAX_DEPTH) return true;
+  ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
+                  "expression nested deeper than %d levels", CK_SQL_MAX_DEPTH);
+  ck_error_hint(ps->err, "parentheses, function calls, CASE, CAST, NOT and unary minus each nest "
+                         "one level; split the expression, or write a chain such as a + b + c, "
+                         "which does not nest");
+  return false;
+}
+
 static ck_ast_t *parse_unary(parser_t *ps) {
   tok_t t = ps->tok;
   if (t.kind == T_MINUS || t.kind == T_PLUS) {
     next(ps);
+    if (!enter(ps)) return NULL;
     ck_ast_t *a = parse_unary(ps);
+    ps->depth--;
     if (!a) return NULL;
     if (t.kind == T_PLUS) return a;
-    /* fold -literal so that -9223372036854775808 is a valid BIGINT */
+    /* fold -literal so that -9223372036854775808 is a valid BIGINT; a literal already folded
+     * (-(-1), - -3) loses its sign instead of getting a second one */
     if (a->kind == CK_AST_INT || a->kind == CK_AST_NUMBER) {
-      a->text = ck_arena_printf(ps->arena, "-%s", a->text);
+      a->text = a->text[0] == '-' ? a->text + 1 : ck_arena_printf(ps->arena, "-%s", a->text);
       a->pos = t.pos;
       return a;
     }
@@ -601,7 +657,18 @@ static ck_ast_t *parse_add(parser_t *ps) {
   return a;
 }
 
+/* x IS NULL IS NULL …, x LIKE a LIKE b …: each test wraps the one before it, a level deeper
+ * (unlike a comparison chain, whose first operands walks loop over) */
+static ck_ast_t *parse_predicate_chain(parser_t *ps, int *wraps);
+
 static ck_ast_t *parse_predicate(parser_t *ps) {
+  int wraps = 0;
+  ck_ast_t *a = parse_predicate_chain(ps, &wraps);
+  ps->depth -= wraps;
+  return a;
+}
+
+static ck_ast_t *parse_predicate_chain(parser_t *ps, int *wraps) {
   ck_ast_t *a = parse_add(ps);
   if (!a) return NULL;
   for (;;) {
@@ -624,6 +691,8 @@ static ck_ast_t *parse_predicate(parser_t *ps) {
       continue;
     }
     if (accept_kw(ps, "IS")) {
+      if (!enter(ps)) return NULL;
+      ++*wraps;
       ck_ast_t *n = node2(ps, CK_AST_IS, t.pos, NULL, a, NULL);
       n->negated = accept_kw(ps, "NOT");
       if (accept_kw(ps, "NULL")) n->text = "NULL";
@@ -641,6 +710,8 @@ static ck_ast_t *parse_predicate(parser_t *ps) {
       t = ps->tok;
     }
     if (accept_kw(ps, "IN")) {
+      if (!enter(ps)) return NULL;
+      ++*wraps;
       if (expect(ps, T_LPAREN, "'(' after IN")) return NULL;
       if (is_kw(&ps->tok, "SELECT")) {
         ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
@@ -663,6 +734,8 @@ static ck_ast_t *parse_predicate(parser_t *ps) {
       continue;
     }
     if (accept_kw(ps, "BETWEEN")) {
+      if (!enter(ps)) return NULL;
+      ++*wraps;
       accept_kw(ps, "SYMMETRIC") ? (void)0 : (void)accept_kw(ps, "ASYMMETRIC");
       ck_ast_t *lo = parse_add(ps);
       if (!lo || expect_kw(ps, "AND")) return NULL;
@@ -677,6 +750,8 @@ static ck_ast_t *parse_predicate(parser_t *ps) {
       continue;
     }
     if (accept_kw(ps, "LIKE")) {
+      if (!enter(ps)) return NULL;
+      ++*wraps;
       ck_ast_t *b = parse_add(ps);
       if (!b) return NULL;
       a = node2(ps, CK_AST_LIKE, t.pos, "LIKE", a, b);
@@ -696,7 +771,9 @@ static ck_ast_t *parse_predicate(parser_t *ps) {
 static ck_ast_t *parse_not(parser_t *ps) {
   tok_t t = ps->tok;
   if (accept_kw(ps, "NOT")) {
+    if (!enter(ps)) return NULL;
     ck_ast_t *a = parse_not(ps);
+    ps->depth--;
     return a ? node2(ps, CK_AST_UNARY, t.pos, "NOT", a, NULL) : NULL;
   }
   return parse_predicate(ps);
@@ -715,6 +792,7 @@ static ck_ast_t *parse_and(parser_t *ps) {
 }
 
 static ck_ast_t *parse_expr(parser_t *ps) {
+  if (!enter(ps)) return NULL;
   ck_ast_t *a = parse_and(ps);
   while (a && is_kw(&ps->tok, "OR")) {
     tok_t t = ps->tok;
@@ -723,6 +801,7 @@ static ck_ast_t *parse_expr(parser_t *ps) {
     if (!b) return NULL;
     a = node2(ps, CK_AST_BINARY, t.pos, "OR", a, b);
   }
+  ps->depth--;
   return a;
 }
 
@@ -845,6 +924,9 @@ static int parse_option_key(parser_t *ps, const char **out) {
   return 0;
 }
 
+static int parse_columns(parser_t *ps, ck_stmt_t *st, vec_t *cols, ck_hmap_t *seen);
+static int parse_options(parser_t *ps, ck_stmt_t *st, ck_hmap_t *seen);
+
 static int parse_create(parser_t *ps, ck_stmt_t *st) {
   st->kind = CK_STMT_CREATE_TABLE;
   if (!accept_kw(ps, "TABLE")) {
@@ -861,6 +943,38 @@ static int parse_create(parser_t *ps, ck_stmt_t *st) {
   if (is_kw(&ps->tok, "AS")) return refuse(ps, &ps->tok, "CREATE TABLE … AS SELECT", NULL);
   if (expect(ps, T_LPAREN, "'(' and the table's columns")) return CK_ESYNTAX;
   vec_t cols = {0};
+  ck_hmap_t seen; /* folded column names, and then option keys: duplicates in linear time */
+  ck_hmap_init(&seen);
+  int rc = parse_columns(ps, st, &cols, &seen);
+  ck_hmap_fini(&seen);
+  if (rc) return rc;
+  if (expect(ps, T_RPAREN, "')' or ','")) return CK_ESYNTAX;
+  st->ncolumns = cols.n;
+  st->columns = ck_arena_alloc(ps->arena, sizeof *st->columns * (size_t)cols.n);
+  for (int i = 0; i < cols.n; i++) st->columns[i] = *(ck_ast_column_t *)cols.items[i];
+  if (accept_kw(ps, "WITH")) {
+    ck_hmap_init(&seen);
+    rc = parse_options(ps, st, &seen);
+    ck_hmap_fini(&seen);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* Adds key (folded to lower case when fold) to seen; false when it was there already. */
+static bool first_time(ck_hmap_t *seen, const char *key, bool fold) {
+  size_t n = strlen(key);
+  char *k = ck_strndup(key, n);
+  if (fold)
+    for (size_t i = 0; i < n; i++) k[i] = (char)tolower((unsigned char)k[i]);
+  bool created;
+  ck_hmap_put(seen, k, n, &created);
+  ck_free(k);
+  return created;
+}
+
+static int parse_columns(parser_t *ps, ck_stmt_t *st, vec_t *colsp, ck_hmap_t *seen) {
+  vec_t cols = *colsp;
   do {
     if (is_kw(&ps->tok, "PRIMARY") || is_kw(&ps->tok, "WATERMARK") ||
         is_kw(&ps->tok, "CONSTRAINT"))
@@ -875,17 +989,17 @@ static int parse_create(parser_t *ps, ck_stmt_t *st) {
     } else {
       accept_kw(ps, "NULL");
     }
-    for (int i = 0; i < cols.n; i++)
-      if (ck_streq_i(((ck_ast_column_t *)cols.items[i])->name, c->name))
-        return ck_error_set_at(ps->err, CK_EBIND, c->pos.line, c->pos.column,
-                               "column '%s' is declared twice in table '%s'", c->name, st->table);
+    if (!first_time(seen, c->name, true))
+      return ck_error_set_at(ps->err, CK_EBIND, c->pos.line, c->pos.column,
+                             "column '%s' is declared twice in table '%s'", c->name, st->table);
     vec_push(ps, &cols, c);
+    *colsp = cols;
   } while (accept(ps, T_COMMA));
-  if (expect(ps, T_RPAREN, "')' or ','")) return CK_ESYNTAX;
-  st->ncolumns = cols.n;
-  st->columns = ck_arena_alloc(ps->arena, sizeof *st->columns * (size_t)cols.n);
-  for (int i = 0; i < cols.n; i++) st->columns[i] = *(ck_ast_column_t *)cols.items[i];
-  if (accept_kw(ps, "WITH")) {
+  return 0;
+}
+
+static int parse_options(parser_t *ps, ck_stmt_t *st, ck_hmap_t *seen) {
+  {
     if (expect(ps, T_LPAREN, "'(' and the table's options")) return CK_ESYNTAX;
     vec_t keys = {0}, vals = {0}, poss = {0};
     do {
@@ -898,10 +1012,9 @@ static int parse_create(parser_t *ps, ck_stmt_t *st) {
         ck_error_hint(ps->err, "option values are quoted strings: %s = '…'", key);
         return CK_ESYNTAX;
       }
-      for (int i = 0; i < keys.n; i++)
-        if (strcmp(keys.items[i], key) == 0)
-          return ck_error_set_at(ps->err, CK_EOPTION, pos->line, pos->column,
-                                 "option '%s' is given twice", key);
+      if (!first_time(seen, key, false))
+        return ck_error_set_at(ps->err, CK_EOPTION, pos->line, pos->column,
+                               "option '%s' is given twice", key);
       vec_push(ps, &keys, (void *)key);
       vec_push(ps, &vals, (void *)string_text(ps, &ps->tok));
       vec_push(ps, &poss, pos);
@@ -978,9 +1091,69 @@ static int parse_statement(parser_t *ps, ck_stmt_t **out) {
   return 0;
 }
 
+/* The length of the UTF-8 sequence at s[0..n), or 0 when it is not one (overlong forms,
+ * surrogates and code points above U+10FFFF are not UTF-8). */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  size_t len;
+  unsigned min;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) len = 2, min = 0x80;
+  else if (c >= 0xE0 && c <= 0xEF) len = 3, min = 0x800;
+  else if (c >= 0xF0 && c <= 0xF4) len = 4, min = 0x10000;
+  else return 0;
+  if (n < len) return 0;
+  unsigned cp = c & (0x3F >> (len - 1));
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    cp = cp << 6 | (s[i] & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+/* The script is text: a NUL byte or a byte that is not UTF-8 is refused where it is, before
+ * anything is tokenized (a NUL would otherwise end the script early, and a string literal
+ * would carry the bad byte into the output). */
+static int check_text(const char *sql, size_t len, ck_error_t *err) {
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < len;) {
+    unsigned char c = (unsigned char)sql[i];
+    if (c == '\n') {
+      line++;
+      line_start = ++i;
+      continue;
+    }
+    if (c == 0) {
+      ck_error_set_at(err, CK_ESYNTAX, line, (int)(i - line_start) + 1,
+                      "the script contains a NUL byte (\\0)");
+      ck_error_hint(err, "SQL text cannot contain NUL; remove it (it often comes from a file "
+                         "saved as UTF-16 or from a C string with a stray terminator)");
+      return CK_ESYNTAX;
+    }
+    size_t k = utf8_seq((const unsigned char *)sql + i, len - i);
+    if (!k) {
+      ck_error_set_at(err, CK_ESYNTAX, line, (int)(i - line_start) + 1,
+                      "invalid UTF-8 in the script: byte 0x%02X at offset %zu", c, i);
+      ck_error_hint(err, "SQL text must be UTF-8; convert the file (e.g. iconv -f LATIN1 -t UTF-8)");
+      return CK_ESYNTAX;
+    }
+    i += k;
+  }
+  return 0;
+}
+
 int ck_sql_parse(const char *sql, ck_arena_t *arena, ck_script_t *out, ck_error_t *err) {
+  return ck_sql_parse_n(sql, strlen(sql), arena, out, err);
+}
+
+int ck_sql_parse_n(const char *sql, size_t len, ck_arena_t *arena, ck_script_t *out,
+                   ck_error_t *err) {
   parser_t ps = {.src = sql, .p = sql, .line = 1, .line_start = sql, .arena = arena, .err = err};
   memset(out, 0, sizeof *out);
+  int rc = check_text(sql, len, err);
+  if (rc) return rc;
   next(&ps);
   vec_t stmts = {0};
   while (ps.tok.kind != T_EOF) {
@@ -1041,6 +1214,15 @@ void ck_sql_render_error(const char *sql, const char *filename, const ck_error_t
     int gw = snprintf(gutter, sizeof gutter, "%d", err->line);
     size_t ls = (size_t)(p - red.data);
     int col = at >= ls && at <= ls + n ? (int)(at - ls) : err->column - 1;
+    /* the line may hold the bytes that are not UTF-8 the error is about: show '?' for each,
+     * so the message itself is text (and the caret stays under its column) */
+    char *shown = ck_strndup(p, n);
+    for (size_t i = 0; i < n;) {
+      size_t k = utf8_seq((const unsigned char *)shown + i, n - i);
+      if (k) i += k;
+      else shown[i++] = '?';
+    }
+    p = shown;
     ck_buf_printf(out, " %s | %.*s\n %*s | ", gutter, (int)n, p, gw, "");
     for (int i = 0; i < col && (size_t)i < n; i++) ck_buf_putc(out, p[i] == '\t' ? '\t' : ' ');
     /* underline the token at the column */
@@ -1058,6 +1240,7 @@ void ck_sql_render_error(const char *sql, const char *filename, const ck_error_t
     }
     for (size_t i = 0; i < len; i++) ck_buf_putc(out, '^');
     ck_buf_putc(out, '\n');
+    ck_free(shown);
   }
   ck_buf_fini(&red);
   if (err->detail[0]) {

@@ -6,10 +6,21 @@
  * what an aggregation outputs: the GROUP BY expressions (matched structurally, so
  * `GROUP BY UPPER(name)` lets the SELECT say `UPPER(name)`), window_start / window_end, and the
  * aggregate calls; a bare column outside GROUP BY is an error there, as in any SQL engine.
+ *
+ * Walks of the AST (bind, ast_eq, collect_aggs) loop down a chain of binary operators' first
+ * operands with an explicit stack and recurse only into the other operands, whose nesting the
+ * parser bounds (CK_SQL_MAX_DEPTH), so a 100,000-term a + b + … is bound without deep
+ * recursion. A bound expression may not exceed CK_SQL_MAX_EXPR_NODES nodes (BETWEEN and a
+ * simple CASE repeat their first operand, so their nesting could otherwise grow a tree
+ * exponentially), and a windowed query CK_SQL_MAX_WINDOWS_PER_RECORD windows per record. Name
+ * lookups (columns, output names, sink columns) go through hash maps: planning is linear in
+ * the width of the query and of its tables.
  */
 #include "sql/planner.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +29,13 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/redact.h"
+#include "base/hash.h"
+#include "sql/parser.h"
 
 typedef struct table {
   const ck_stmt_t *st;
   ck_schema_t schema;
+  ck_hmap_t cols;         /* folded column name -> index (names_get) */
   ck_options_t options;
   const ck_connector_t *conn;
 } table_t;
@@ -29,6 +43,8 @@ typedef struct table {
 typedef struct agg_info {
   int ngroup;             /* non-window GROUP BY expressions (the keys) */
   ck_ast_t **group;
+  int *slots;             /* open addressing over group by ast_hash: index + 1, 0 empty */
+  size_t nslots;          /* a power of two, at least twice ngroup; 0 while not built */
   const ck_ast_t *window; /* the TUMBLE/HOP/… call, or NULL */
   int ncalls;
   const ck_ast_t *calls[64];
@@ -92,6 +108,39 @@ static void place(planner_t *pl, ck_pos_t pos) {
   }
 }
 
+/* ---------------------------------------------------------------- names */
+
+/* Names are compared without regard to ASCII case; a map from the folded name keeps lookups
+ * over a wide query or table linear instead of comparing every pair. */
+static char *fold_name(const char *name, char *local, size_t cap, size_t *len) {
+  *len = strlen(name);
+  char *key = *len < cap ? local : ck_malloc(*len + 1);
+  for (size_t i = 0; i < *len; i++) key[i] = (char)tolower((unsigned char)name[i]);
+  return key;
+}
+
+/* Adds name -> index; returns the index already there for the name, or -1. */
+static int names_put(ck_hmap_t *map, const char *name, int index) {
+  char local[128];
+  size_t len;
+  char *key = fold_name(name, local, sizeof local, &len);
+  bool created;
+  void **slot = ck_hmap_put(map, key, len, &created);
+  if (key != local) ck_free(key);
+  if (!created) return (int)(intptr_t)*slot - 1;
+  *slot = (void *)(intptr_t)(index + 1);
+  return -1;
+}
+
+static int names_get(const ck_hmap_t *map, const char *name) {
+  char local[128];
+  size_t len;
+  char *key = fold_name(name, local, sizeof local, &len);
+  void *v = ck_hmap_get(map, key, len);
+  if (key != local) ck_free(key);
+  return v ? (int)(intptr_t)v - 1 : -1;
+}
+
 /* ---------------------------------------------------------------- catalog */
 
 static const table_t *find_table(planner_t *pl, const char *name) {
@@ -121,9 +170,12 @@ static int add_table(planner_t *pl, const ck_stmt_t *st) {
   memset(t, 0, sizeof *t);
   t->st = st;
   t->schema = ck_schema_make(pl->arena, st->ncolumns);
+  ck_hmap_init(&t->cols);
+  pl->ntables++; /* from here on its map is freed with the planner */
   for (int i = 0; i < st->ncolumns; i++) {
     t->schema.names[i] = ck_arena_strdup(pl->arena, st->columns[i].name);
     t->schema.types[i] = st->columns[i].type;
+    names_put(&t->cols, t->schema.names[i], i);
   }
   t->options.n = st->noptions;
   t->options.keys = ck_arena_zalloc(pl->arena, sizeof(char *) * (size_t)(st->noptions + 1));
@@ -153,7 +205,6 @@ static int add_table(planner_t *pl, const ck_stmt_t *st) {
     else ck_error_hint(pl->err, "'clink connectors' lists the connectors");
     return CK_EOPTION;
   }
-  pl->ntables++;
   return 0;
 }
 
@@ -224,21 +275,48 @@ static int check_role(planner_t *pl, const table_t *t, bool as_sink, ck_pos_t us
 
 /* ---------------------------------------------------------------- expressions */
 
+/* Structural equality; loops down first operands (a chain may be long: parser.h). */
 static bool ast_eq(const ck_ast_t *a, const ck_ast_t *b) {
-  if (!a || !b) return a == b;
-  if (a->kind != b->kind || a->nargs != b->nargs || a->negated != b->negated ||
-      a->distinct != b->distinct || a->bval != b->bval || a->ms != b->ms)
-    return false;
-  if ((a->text == NULL) != (b->text == NULL)) return false;
-  if (a->text) {
-    bool ci = a->kind == CK_AST_IDENT || a->kind == CK_AST_CALL;
-    if (ci ? !ck_streq_i(a->text, b->text) : strcmp(a->text, b->text) != 0) return false;
+  for (;;) {
+    if (!a || !b) return a == b;
+    if (a->kind != b->kind || a->nargs != b->nargs || a->negated != b->negated ||
+        a->distinct != b->distinct || a->bval != b->bval || a->ms != b->ms)
+      return false;
+    if ((a->text == NULL) != (b->text == NULL)) return false;
+    if (a->text) {
+      bool ci = a->kind == CK_AST_IDENT || a->kind == CK_AST_CALL;
+      if (ci ? !ck_streq_i(a->text, b->text) : strcmp(a->text, b->text) != 0) return false;
+    }
+    if (a->kind == CK_AST_CAST && !ck_type_eq(a->cast_type, b->cast_type)) return false;
+    if (!ast_eq(a->operand, b->operand) || !ast_eq(a->else_, b->else_)) return false;
+    for (int i = 1; i < a->nargs; i++)
+      if (!ast_eq(a->args[i], b->args[i])) return false;
+    if (a->nargs == 0) return true;
+    a = a->args[0];
+    b = b->args[0];
   }
-  if (a->kind == CK_AST_CAST && !ck_type_eq(a->cast_type, b->cast_type)) return false;
-  if (!ast_eq(a->operand, b->operand) || !ast_eq(a->else_, b->else_)) return false;
-  for (int i = 0; i < a->nargs; i++)
-    if (!ast_eq(a->args[i], b->args[i])) return false;
-  return true;
+}
+
+/* A stack of AST nodes (a chain of first operands), on the C stack while it is short. */
+typedef struct ast_stack {
+  const ck_ast_t *local[32], **items;
+  size_t n, cap;
+} ast_stack_t;
+
+static void ast_stack_push(ast_stack_t *st, const ck_ast_t *a) {
+  if (!st->items) st->items = st->local, st->cap = CK_ARRAY_LEN(st->local);
+  if (st->n == st->cap) {
+    const ck_ast_t **bigger = ck_malloc(2 * st->cap * sizeof *bigger);
+    memcpy(bigger, st->items, st->n * sizeof *bigger);
+    if (st->items != st->local) ck_free(st->items);
+    st->items = bigger;
+    st->cap *= 2;
+  }
+  st->items[st->n++] = a;
+}
+
+static void ast_stack_fini(ast_stack_t *st) {
+  if (st->items && st->items != st->local) ck_free(st->items);
 }
 
 static ck_expr_t *bind(scope_t *sc, const ck_ast_t *a);
@@ -257,17 +335,28 @@ static ck_expr_t *bind_literal(scope_t *sc, const ck_ast_t *a) {
       break;
     case CK_AST_INTERVAL: v.type = CK_TYPE(CK_T_INT64); v.v.i = a->ms; break;
     case CK_AST_INT: {
+      /* digits, with a '-' the parser folded in; every conversion must use the whole text */
       errno = 0;
       char *end;
       long long x = strtoll(a->text, &end, 10);
+      if (end == a->text || *end) {
+        fail(pl, a->pos, CK_ETYPE, "invalid integer literal %s", a->text);
+        return NULL;
+      }
       if (errno == ERANGE) {
+        /* beyond BIGINT: an exact DECIMAL(digits, 0), as far as DECIMAL reaches */
         size_t digits = strlen(a->text) - (a->text[0] == '-');
         if (digits > CK_DECIMAL_MAX_PRECISION) {
           fail(pl, a->pos, CK_ETYPE, "integer literal %s is too large", a->text);
+          ck_error_hint(pl->err, "an integer literal has at most %d digits (DECIMAL(%d, 0)); write a DOUBLE as 1e40",
+                        CK_DECIMAL_MAX_PRECISION, CK_DECIMAL_MAX_PRECISION);
           return NULL;
         }
         v.type = (ck_type_t){CK_T_DECIMAL, (uint8_t)digits, 0};
-        ck_decimal_parse(a->text, strlen(a->text), (int)digits, 0, &v.v.dec);
+        if (!ck_decimal_parse(a->text, strlen(a->text), (int)digits, 0, &v.v.dec)) {
+          fail(pl, a->pos, CK_ETYPE, "invalid integer literal %s", a->text);
+          return NULL;
+        }
       } else {
         v.type = CK_TYPE(x >= INT32_MIN && x <= INT32_MAX ? CK_T_INT32 : CK_T_INT64);
         v.v.i = x;
@@ -276,21 +365,28 @@ static ck_expr_t *bind_literal(scope_t *sc, const ck_ast_t *a) {
     }
     case CK_AST_NUMBER: {
       const char *t = a->text;
-      if (strpbrk(t, "eE")) {
-        v.type = CK_TYPE(CK_T_FLOAT64);
-        v.v.f = strtod(t, NULL);
-        break;
-      }
       const char *dot = strchr(t, '.');
       int scale = dot ? (int)strlen(dot + 1) : 0;
       int digits = 0;
       for (const char *p = t; *p; p++) digits += *p >= '0' && *p <= '9';
-      if (digits > CK_DECIMAL_MAX_PRECISION) {
+      /* .5 is DECIMAL(1, 1) but needs a precision one above its digits' count: with 38
+       * digits after the point that would be DECIMAL(39, 38), past what DECIMAL holds */
+      int precision = digits < scale + 1 ? scale + 1 : digits;
+      if (strpbrk(t, "eE") || precision > CK_DECIMAL_MAX_PRECISION) {
+        /* an exponent, or more digits than DECIMAL holds: a DOUBLE */
+        char *end;
         v.type = CK_TYPE(CK_T_FLOAT64);
-        v.v.f = strtod(t, NULL);
+        v.v.f = strtod(t, &end);
+        if (end == t || *end) {
+          fail(pl, a->pos, CK_ETYPE, "invalid numeric literal %s", t);
+          return NULL;
+        }
+        if (!isfinite(v.v.f)) {
+          fail(pl, a->pos, CK_ETYPE, "numeric literal %s is out of range for DOUBLE", t);
+          return NULL;
+        }
         break;
       }
-      int precision = digits < scale + 1 ? scale + 1 : digits;
       v.type = (ck_type_t){CK_T_DECIMAL, (uint8_t)precision, (uint8_t)scale};
       if (!ck_decimal_parse(t, strlen(t), precision, scale, &v.v.dec)) {
         fail(pl, a->pos, CK_ETYPE, "invalid numeric literal %s", t);
@@ -340,11 +436,73 @@ static int bind_args(scope_t *sc, const ck_ast_t *a, int from, ck_expr_t **out) 
   return 0;
 }
 
+static uint64_t mix(uint64_t h, uint64_t x) { return ck_hash_u64(h ^ (x + 0x9e3779b97f4a7c15ULL)); }
+
+/* A hash that agrees with ast_eq (names of identifiers and calls without regard to case),
+ * remembered in the node. Computed bottom-up along a chain of first operands with an explicit
+ * stack, recursing only into the other operands. */
+static uint64_t ast_hash(const ck_ast_t *top) {
+  if (!top) return 1;
+  if (top->hash) return top->hash;
+  ast_stack_t chain = {0};
+  const ck_ast_t *x = top;
+  for (; x && !x->hash; x = x->nargs ? x->args[0] : NULL) ast_stack_push(&chain, x);
+  while (chain.n) {
+    ck_ast_t *a = (ck_ast_t *)chain.items[--chain.n]; /* the cache is the planner's scratch */
+    uint64_t h = mix((uint64_t)a->kind, (uint64_t)a->nargs);
+    h = mix(h, (uint64_t)a->negated | (uint64_t)a->distinct << 1 | (uint64_t)a->bval << 2);
+    h = mix(h, (uint64_t)a->ms);
+    if (a->text) {
+      bool ci = a->kind == CK_AST_IDENT || a->kind == CK_AST_CALL;
+      for (const char *p = a->text; *p; p++)
+        h = mix(h, (uint64_t)(unsigned char)(ci ? tolower((unsigned char)*p) : *p));
+    }
+    if (a->kind == CK_AST_CAST)
+      h = mix(h, (uint64_t)a->cast_type.id << 16 | (uint64_t)a->cast_type.precision << 8 |
+                     a->cast_type.scale);
+    h = mix(h, ast_hash(a->operand));
+    h = mix(h, ast_hash(a->else_));
+    for (int i = 0; i < a->nargs; i++) h = mix(h, ast_hash(a->args[i])); /* args[0]: done */
+    a->hash = h ? h : 1;
+  }
+  ast_stack_fini(&chain);
+  return top->hash;
+}
+
+/* The GROUP BY key an expression is (written the same way), or -1. */
+static int group_key(const agg_info_t *g, const ck_ast_t *a) {
+  if (!g->nslots) { /* few keys: compare each */
+    for (int i = 0; i < g->ngroup; i++)
+      if (ast_eq(g->group[i], a)) return i;
+    return -1;
+  }
+  uint64_t h = ast_hash(a);
+  for (size_t s = h & (g->nslots - 1);; s = (s + 1) & (g->nslots - 1)) {
+    int i = g->slots[s] - 1;
+    if (i < 0) return -1;
+    if (ast_hash(g->group[i]) == h && ast_eq(g->group[i], a)) return i;
+  }
+}
+
+/* Indexes the keys for group_key when there are many (linear planning of a wide GROUP BY). */
+static void index_group_keys(planner_t *pl, agg_info_t *g) {
+  if (g->ngroup <= 8) return;
+  size_t n = 16;
+  while (n < 2 * (size_t)g->ngroup) n *= 2;
+  g->slots = ck_arena_zalloc(pl->arena, n * sizeof *g->slots);
+  g->nslots = n;
+  for (int i = 0; i < g->ngroup; i++) {
+    size_t s = ast_hash(g->group[i]) & (n - 1);
+    while (g->slots[s]) s = (s + 1) & (n - 1);
+    g->slots[s] = i + 1;
+  }
+}
+
 /* Group scope: the column of the aggregation's output an expression stands for, or -1. */
 static int group_column(scope_t *sc, const ck_ast_t *a) {
   const agg_info_t *g = sc->agg;
-  for (int i = 0; i < g->ngroup; i++)
-    if (ast_eq(g->group[i], a)) return i;
+  int key = group_key(g, a);
+  if (key >= 0) return key;
   int base = g->ngroup + (g->window ? 2 : 0);
   if (is_agg_call(a))
     for (int i = 0; i < g->ncalls; i++)
@@ -377,7 +535,7 @@ static ck_expr_t *bind_ident(scope_t *sc, const ck_ast_t *a) {
                   sc->alias ? sc->alias : "");
     return NULL;
   }
-  int col = ck_schema_find(&t->schema, a->text);
+  int col = names_get(&t->cols, a->text);
   if (sc->agg) {
     if (col >= 0) {
       fail(pl, a->pos, CK_EBIND,
@@ -443,7 +601,68 @@ static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
   return NULL;
 }
 
+static const struct {
+  const char *op;
+  ck_fn_t fn;
+} binary_ops[] = {
+    {"+", CK_FN_ADD}, {"-", CK_FN_SUB}, {"*", CK_FN_MUL}, {"/", CK_FN_DIV},
+    {"%", CK_FN_MOD}, {"=", CK_FN_EQ},  {"<>", CK_FN_NE}, {"<", CK_FN_LT},
+    {"<=", CK_FN_LE}, {">", CK_FN_GT},  {">=", CK_FN_GE}, {"AND", CK_FN_AND},
+    {"OR", CK_FN_OR}, {"||", CK_FN_CONCAT},
+};
+
+static ck_expr_t *too_large(planner_t *pl, ck_pos_t pos) {
+  fail(pl, pos, CK_EUNSUPPORTED, "expression has more than %d nodes", CK_SQL_MAX_EXPR_NODES);
+  ck_error_hint(pl->err, "split it over several queries or columns; BETWEEN and a simple CASE "
+                         "repeat their first operand for each test, so nesting them multiplies "
+                         "its size");
+  return NULL;
+}
+
+/* A chain of binary operators (a + b - c …, built left-deep by the parser, any length) bound
+ * with a loop down its first operands: the recursion goes only into the right operands, whose
+ * nesting the parser bounds. Left to right, as a recursive walk would. */
+static ck_expr_t *bind_chain(scope_t *sc, const ck_ast_t *a) {
+  planner_t *pl = sc->pl;
+  ast_stack_t chain = {0};
+  const ck_ast_t *x = a;
+  do {
+    ast_stack_push(&chain, x);
+    x = x->args[0];
+  } while (x->kind == CK_AST_BINARY && !(sc->agg && group_column(sc, x) >= 0));
+  ck_expr_t *acc = bind(sc, x);
+  while (acc && chain.n) {
+    const ck_ast_t *b = chain.items[--chain.n];
+    ck_expr_t *y = bind(sc, b->args[1]);
+    if (!y) {
+      acc = NULL;
+      break;
+    }
+    size_t i = 0;
+    while (i < CK_ARRAY_LEN(binary_ops) && strcmp(binary_ops[i].op, b->text) != 0) i++;
+    if (i == CK_ARRAY_LEN(binary_ops)) {
+      fail(pl, b->pos, CK_EINTERNAL, "operator %s has no implementation", b->text);
+      acc = NULL;
+      break;
+    }
+    acc = call2(sc, b->pos, binary_ops[i].fn, acc, y);
+    if (acc && acc->size > CK_SQL_MAX_EXPR_NODES) acc = too_large(pl, b->pos);
+  }
+  ast_stack_fini(&chain);
+  return acc;
+}
+
+static ck_expr_t *bind_node(scope_t *sc, const ck_ast_t *a);
+
+/* Every bound node passes here: a tree whose walk would visit more than CK_SQL_MAX_EXPR_NODES
+ * nodes (BETWEEN and a simple CASE repeat their first operand) is refused where it grows past
+ * the limit. */
 static ck_expr_t *bind(scope_t *sc, const ck_ast_t *a) {
+  ck_expr_t *e = bind_node(sc, a);
+  return e && e->size > CK_SQL_MAX_EXPR_NODES ? too_large(sc->pl, a->pos) : e;
+}
+
+static ck_expr_t *bind_node(scope_t *sc, const ck_ast_t *a) {
   planner_t *pl = sc->pl;
   if (pl->err->code) return NULL;
   if (sc->agg) {
@@ -470,20 +689,7 @@ static ck_expr_t *bind(scope_t *sc, const ck_ast_t *a) {
       if (!x) return NULL;
       return call2(sc, a->pos, strcmp(a->text, "NOT") == 0 ? CK_FN_NOT : CK_FN_NEG, x, NULL);
     }
-    case CK_AST_BINARY: {
-      static const struct { const char *op; ck_fn_t fn; } ops[] = {
-          {"+", CK_FN_ADD}, {"-", CK_FN_SUB}, {"*", CK_FN_MUL}, {"/", CK_FN_DIV},
-          {"%", CK_FN_MOD}, {"=", CK_FN_EQ},  {"<>", CK_FN_NE}, {"<", CK_FN_LT},
-          {"<=", CK_FN_LE}, {">", CK_FN_GT},  {">=", CK_FN_GE}, {"AND", CK_FN_AND},
-          {"OR", CK_FN_OR}, {"||", CK_FN_CONCAT},
-      };
-      ck_expr_t *x = bind(sc, a->args[0]), *y = x ? bind(sc, a->args[1]) : NULL;
-      if (!y) return NULL;
-      for (size_t i = 0; i < CK_ARRAY_LEN(ops); i++)
-        if (strcmp(ops[i].op, a->text) == 0) return call2(sc, a->pos, ops[i].fn, x, y);
-      fail(pl, a->pos, CK_EINTERNAL, "operator %s has no implementation", a->text);
-      return NULL;
-    }
+    case CK_AST_BINARY: return bind_chain(sc, a);
     case CK_AST_IS: {
       ck_expr_t *x = bind(sc, a->args[0]);
       if (!x) return NULL;
@@ -623,6 +829,17 @@ static int collect_aggs(planner_t *pl, agg_info_t *g, const ck_ast_t *a, bool in
     g->calls[g->ncalls++] = a;
     return 0;
   }
+  if (a->kind == CK_AST_BINARY) {
+    /* a chain of binary operators: down its first operands with a loop, then the right
+     * operands from the left, the order a recursive walk visits them in */
+    ast_stack_t chain = {0};
+    const ck_ast_t *x = a;
+    for (; x->kind == CK_AST_BINARY; x = x->args[0]) ast_stack_push(&chain, x);
+    int rc = collect_aggs(pl, g, x, inside_agg);
+    while (!rc && chain.n) rc = collect_aggs(pl, g, chain.items[--chain.n]->args[1], inside_agg);
+    ast_stack_fini(&chain);
+    return rc ? CK_EBIND : 0;
+  }
   if (collect_aggs(pl, g, a->operand, inside_agg) || collect_aggs(pl, g, a->else_, inside_agg))
     return CK_EBIND;
   for (int i = 0; i < a->nargs; i++)
@@ -634,9 +851,12 @@ static int interval_arg(planner_t *pl, const ck_ast_t *call, int i, int64_t *ms)
   if (i >= call->nargs)
     return fail(pl, call->pos, CK_EBIND, "%s needs more arguments", call->text);
   const ck_ast_t *a = call->args[i];
+  char *end = NULL;
   if (a->kind == CK_AST_INTERVAL) *ms = a->ms;
-  else if (a->kind == CK_AST_INT) *ms = strtoll(a->text, NULL, 10);
-  else
+  else if (a->kind == CK_AST_INT && (errno = 0, *ms = strtoll(a->text, &end, 10), *end || errno))
+    return fail(pl, a->pos, CK_EBIND, "argument %d of %s is not a number of milliseconds: %s",
+                i + 1, call->text, a->text);
+  else if (a->kind != CK_AST_INT)
     return fail(pl, a->pos, CK_EBIND,
                 "argument %d of %s must be an interval such as INTERVAL '10' SECOND", i + 1,
                 call->text);
@@ -644,6 +864,34 @@ static int interval_arg(planner_t *pl, const ck_ast_t *call, int i, int64_t *ms)
     return fail(pl, a->pos, CK_EBIND, "argument %d of %s must be a positive interval", i + 1,
                 call->text);
   return 0;
+}
+
+/* An interval as SQL writes it, in the largest unit that divides it. */
+static void interval_text(int64_t ms, char *out, size_t n) {
+  static const struct { const char *unit; int64_t ms; } units[] = {
+      {"DAY", 86400000}, {"HOUR", 3600000}, {"MINUTE", 60000}, {"SECOND", 1000},
+      {"MILLISECOND", 1}};
+  size_t i = 0;
+  while (ms % units[i].ms) i++;
+  snprintf(out, n, "INTERVAL '%lld' %s", (long long)(ms / units[i].ms), units[i].unit);
+}
+
+/* HOP and CUMULATE put each record into size / slide (size / step) windows, and a window
+ * holds state per key: past CK_SQL_MAX_WINDOWS_PER_RECORD one record could need gigabytes. */
+static int windows_per_record(planner_t *pl, const ck_ast_t *w, const char *big_name,
+                              int64_t big, const char *small_name, int64_t small) {
+  int64_t windows = big / small;
+  if (windows <= CK_SQL_MAX_WINDOWS_PER_RECORD) return 0;
+  char a[64], b[64];
+  interval_text(big, a, sizeof a);
+  interval_text(small, b, sizeof b);
+  fail(pl, w->pos, CK_EUNSUPPORTED, "%s with %s %s and %s %s puts every record into %lld "
+       "windows, more than %d", w->text, big_name, a, small_name, b, (long long)windows,
+       CK_SQL_MAX_WINDOWS_PER_RECORD);
+  ck_error_hint(pl->err, "make the %s (%s) at least %s / %d, or the %s smaller: %s / %s is the "
+                "number of windows each record belongs to", small_name, b, a,
+                CK_SQL_MAX_WINDOWS_PER_RECORD, big_name, big_name, small_name);
+  return CK_EUNSUPPORTED;
 }
 
 static int plan_window(planner_t *pl, const table_t *t, const ck_ast_t *w, ck_window_spec_t *spec,
@@ -698,7 +946,7 @@ static int plan_window(planner_t *pl, const table_t *t, const ck_ast_t *w, ck_wi
       return fail(pl, w->pos, CK_EBIND,
                   "HOP size (%lld ms) must be a whole multiple of its slide (%lld ms)",
                   (long long)spec->size, (long long)spec->slide);
-    return 0;
+    return windows_per_record(pl, w, "size", spec->size, "slide", spec->slide);
   }
   spec->kind = CK_WIN_CUMULATE;
   if (interval_arg(pl, w, 1, &spec->step) || interval_arg(pl, w, 2, &spec->size)) return CK_EBIND;
@@ -706,7 +954,7 @@ static int plan_window(planner_t *pl, const table_t *t, const ck_ast_t *w, ck_wi
     return fail(pl, w->pos, CK_EBIND,
                 "CUMULATE size (%lld ms) must be a whole multiple of its step (%lld ms)",
                 (long long)spec->size, (long long)spec->step);
-  return 0;
+  return windows_per_record(pl, w, "size", spec->size, "step", spec->step);
 }
 
 static int agg_call_spec(planner_t *pl, const ck_ast_t *a, int arg_col, ck_type_t arg_type,
@@ -831,6 +1079,7 @@ static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***na
                   e->text), -1;
     g.group[g.ngroup++] = s->group_by[i];
   }
+  index_group_keys(pl, &g);
   for (int i = 0; i < s->nitems; i++)
     if (s->items[i].expr->kind == CK_AST_STAR)
       return fail(pl, s->items[i].pos, CK_EBIND,
@@ -943,14 +1192,50 @@ static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***na
 }
 
 static int check_unique_names(planner_t *pl, const ck_ast_select_t *s, const ck_schema_t *out) {
-  for (int i = 0; i < out->ncols; i++)
-    for (int j = 0; j < i; j++)
-      if (ck_streq_i(out->names[i], out->names[j])) {
-        ck_pos_t pos = i < s->nitems ? s->items[i].pos : s->pos;
-        fail(pl, pos, CK_EBIND, "the query outputs two columns named '%s'", out->names[i]);
-        ck_error_hint(pl->err, "give one of them another name with AS");
-        return CK_EBIND;
-      }
+  ck_hmap_t seen;
+  ck_hmap_init(&seen);
+  int rc = 0;
+  for (int i = 0; i < out->ncols && !rc; i++)
+    if (names_put(&seen, out->names[i], i) >= 0) {
+      ck_pos_t pos = i < s->nitems ? s->items[i].pos : s->pos;
+      fail(pl, pos, CK_EBIND, "the query outputs two columns named '%s'", out->names[i]);
+      ck_error_hint(pl->err, "give one of them another name with AS");
+      rc = CK_EBIND;
+    }
+  ck_hmap_fini(&seen);
+  return rc;
+}
+
+/* Matches the query's output columns to the sink's by name (cols: the sink's names). */
+static int sink_columns(planner_t *pl, const ck_stmt_t *st, const ck_ast_select_t *s,
+                        const table_t *t, const ck_node_t *in, const ck_hmap_t *cols,
+                        int *col_map) {
+  for (int i = 0; i < in->out_schema.ncols; i++) {
+    const char *name = st->ninsert_cols ? st->insert_cols[i] : in->out_schema.names[i];
+    int col = names_get(cols, name);
+    ck_pos_t pos = i < s->nitems ? s->items[i].pos : s->pos;
+    if (col < 0) {
+      fail(pl, pos, CK_EBIND, "table '%s' has no column '%s' for the query's column %d",
+           st->table, name, i + 1);
+      const char *close = ck_closest(name, t->schema.names, (size_t)t->schema.ncols);
+      if (close) ck_error_hint(pl->err, "did you mean '%s'? sink columns are matched by name", close);
+      else ck_error_hint(pl->err, "sink columns are matched by name; rename it with AS");
+      return CK_EBIND;
+    }
+    if (col_map[col] >= 0)
+      return fail(pl, pos, CK_EBIND, "column '%s' of table '%s' is written twice", name,
+                  st->table);
+    ck_type_t from = in->out_schema.types[i], to = t->schema.types[col];
+    if (from.id != CK_T_NULL && !ck_type_assignable(from, to)) {
+      char a[48], b[48];
+      fail(pl, pos, CK_ETYPE, "cannot write %s into column '%s' of table '%s', which is %s",
+           ck_type_name(from, a, sizeof a), t->schema.names[col], st->table,
+           ck_type_name(to, b, sizeof b));
+      ck_error_hint(pl->err, "CAST it explicitly if the conversion is what you want");
+      return CK_ETYPE;
+    }
+    col_map[col] = i;
+  }
   return 0;
 }
 
@@ -979,32 +1264,12 @@ static int plan_sink(planner_t *pl, const ck_stmt_t *st, int last) {
     if (st->ninsert_cols && st->ninsert_cols != nin)
       return fail(pl, st->pos, CK_EBIND, "INSERT INTO %s names %d columns but the query gives %d",
                   st->table, st->ninsert_cols, nin);
-    for (int i = 0; i < nin; i++) {
-      const char *name = st->ninsert_cols ? st->insert_cols[i] : in->out_schema.names[i];
-      int col = ck_schema_find(&t->schema, name);
-      ck_pos_t pos = i < s->nitems ? s->items[i].pos : s->pos;
-      if (col < 0) {
-        fail(pl, pos, CK_EBIND, "table '%s' has no column '%s' for the query's column %d",
-             st->table, name, i + 1);
-        const char *close = ck_closest(name, t->schema.names, (size_t)t->schema.ncols);
-        if (close) ck_error_hint(pl->err, "did you mean '%s'? sink columns are matched by name", close);
-        else ck_error_hint(pl->err, "sink columns are matched by name; rename it with AS");
-        return CK_EBIND;
-      }
-      if (col_map[col] >= 0)
-        return fail(pl, pos, CK_EBIND, "column '%s' of table '%s' is written twice", name,
-                    st->table);
-      ck_type_t from = in->out_schema.types[i], to = t->schema.types[col];
-      if (from.id != CK_T_NULL && !ck_type_assignable(from, to)) {
-        char a[48], b[48];
-        fail(pl, pos, CK_ETYPE, "cannot write %s into column '%s' of table '%s', which is %s",
-             ck_type_name(from, a, sizeof a), t->schema.names[col], st->table,
-             ck_type_name(to, b, sizeof b));
-        ck_error_hint(pl->err, "CAST it explicitly if the conversion is what you want");
-        return CK_ETYPE;
-      }
-      col_map[col] = i;
-    }
+    ck_hmap_t sink_cols;
+    ck_hmap_init(&sink_cols);
+    for (int i = 0; i < t->schema.ncols; i++) names_put(&sink_cols, t->schema.names[i], i);
+    int rc = sink_columns(pl, st, s, t, in, &sink_cols, col_map);
+    ck_hmap_fini(&sink_cols);
+    if (rc) return rc;
     /* a projection onto the sink's own columns and types, unless the query already is one */
     bool identity = nin == t->schema.ncols;
     for (int i = 0; identity && i < t->schema.ncols; i++)
@@ -1083,6 +1348,7 @@ int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_gra
   if (!rc && queries == 0)
     rc = ck_error_set(err, CK_EINVAL,
                       "nothing to run: the script has no INSERT INTO … SELECT or SELECT");
+  for (int i = 0; i < pl->ntables; i++) ck_hmap_fini(&pl->tables[i].cols);
   if (rc) {
     ck_free(pl);
     ck_graph_free(graph);
@@ -1136,6 +1402,12 @@ static void describe_schema(const ck_schema_t *sc, ck_buf_t *out) {
   ck_buf_putc(out, ')');
 }
 
+static _Thread_local const char *const *sorting_keys; /* for by_key, during one qsort */
+
+static int by_key(const void *a, const void *b) {
+  return strcmp(sorting_keys[*(const int *)a], sorting_keys[*(const int *)b]);
+}
+
 void ck_graph_describe(const ck_graph_t *graph, ck_buf_t *out) {
   ck_buf_printf(out, "max_parallelism=%d\n", graph->max_parallelism);
   for (int i = 0; i < graph->nnodes; i++) {
@@ -1164,6 +1436,14 @@ void ck_graph_describe(const ck_graph_t *graph, ck_buf_t *out) {
             ck_redact_option(best, c->options.values[bi], out);
           }
         }
+        /* options in a stable order: sorted by key (keys are unique) */
+        int *order = ck_malloc(sizeof(int) * (size_t)(c->options.n + 1));
+        for (int k = 0; k < c->options.n; k++) order[k] = k;
+        sorting_keys = c->options.keys;
+        qsort(order, (size_t)c->options.n, sizeof *order, by_key);
+        for (int k = 0; k < c->options.n; k++)
+          ck_buf_printf(out, " %s=%s", c->options.keys[order[k]], c->options.values[order[k]]);
+        ck_free(order);
         break;
       }
       case CK_NODE_CALC: {

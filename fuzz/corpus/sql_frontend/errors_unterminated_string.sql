@@ -1,0 +1,2 @@
+CREATE TABLE readings (sensor_id VARCHAR)
+WITH (connector = 'fuzz', path = 'oops);

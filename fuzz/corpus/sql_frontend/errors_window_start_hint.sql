@@ -1,0 +1,4 @@
+CREATE TABLE readings (sensor_id VARCHAR, ts BIGINT, temp_c DOUBLE)
+WITH (connector = 'fuzz', path = '../data/readings.json', event_time_column = 'ts');
+SELECT sensor_id, window_strat, COUNT(*) AS n
+FROM readings GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), sensor_id;

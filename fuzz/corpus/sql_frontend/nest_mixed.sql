@@ -1,0 +1,2 @@
+CREATE TABLE t (id INT, b BOOLEAN, s VARCHAR) WITH (connector = 'fuzz');
+SELECT CASE WHEN NOT (b AND id BETWEEN 1 AND 5) THEN ABS(-(-id)) ELSE CAST(COALESCE(NULLIF(id, 3), 0) AS BIGINT) END AS x, s || 'a' LIKE '%a' AS y, id IN (1, 2, -(-3)) IS NOT TRUE AS z FROM t WHERE s IS NOT NULL;

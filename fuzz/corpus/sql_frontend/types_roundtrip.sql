@@ -1,0 +1,5 @@
+-- every type read from JSON and printed back: integers, doubles in shortest form, decimals at
+-- their scale, escaped strings, NULLs as null
+CREATE TABLE t (id INT, b BOOLEAN, i INT, l BIGINT, f FLOAT, d DOUBLE, dec DECIMAL(10, 2), s VARCHAR, t TIMESTAMP(3))
+WITH (connector = 'fuzz', path = 'data/types.json', format = 'json');
+SELECT * FROM t;

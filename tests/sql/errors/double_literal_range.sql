@@ -1,0 +1,2 @@
+CREATE TABLE t (id INT) WITH (connector = 'file', path = '../data/types.json', format = 'json');
+SELECT id * 1e999 AS huge FROM t;
