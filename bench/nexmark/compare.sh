@@ -115,7 +115,7 @@ if [ ! -x "$GEN" ] || { [ $BUILD = 1 ] && [ -n "$(find "$HERE/nexmark_gen.c" "${
     mkdir -p "$(dirname "$GEN")"
     cc -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter "${san[@]}" -I"$ROOT/src" \
         -I"$BTREE/generated" -o "$GEN.tmp" "$HERE/nexmark_gen.c" "${libs[@]}" \
-        -lrdkafka -lpq -lm -lpthread || die "could not build the topic generator"
+        -lrdkafka -lpq -licuuc -lm -lpthread || die "could not build the topic generator"
     mv "$GEN.tmp" "$GEN"
 fi
 
