@@ -170,6 +170,23 @@ int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelis
 /* Under co->mu: cancels job id (0 when it has ended already), or CK_ENOTFOUND. */
 int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err);
 
+/* Recovery (ck_co_ha_recover) found job id, not ended, in its manifest: runs it again under
+ * that id, counting its restarts from attempt. Under co->mu. */
+void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql, int parallelism,
+                       int attempt);
+
+/* ---- ha.c (with --ha-dir; co->o.ha_dir NULL: none of these is called but save_manifest,
+ *      which then does nothing) */
+
+/* Takes the leader lock (waiting, standing by, while another coordinator holds it), raises
+ * the epoch durably into co->epoch. On the starting thread, before any other runs. */
+int ck_co_ha_take(co_t *co, ck_error_t *err);
+/* Writes the job's manifest durably (errors are logged: the job goes on). Under co->mu. */
+void ck_co_ha_save_manifest(co_t *co, const job_t *job);
+/* Runs again (ck_co_job_recover) every job the manifests hold that had not ended; fails, in
+ * its manifest, one that cannot be (its credentials were not stored). Under co->mu. */
+void ck_co_ha_recover(co_t *co);
+
 /* ---- rest.c */
 
 /* Answers one REST request (libmicrohttpd's threads, or the detached coordinator's caller):
