@@ -1,7 +1,9 @@
 /*
- * DESIGN: see coordinator.h. This file is the control loop: connections and their frames
- * (workers and the CLI), timers, placement, deployments, checkpoints and restarts. The REST
- * API is rest.c; the state all of them share is coordinator_int.h.
+ * DESIGN: see coordinator.h. This file is the control loop — its poll over the control port,
+ * the workers' frames about deployments, timers, placement, deployments, checkpoints and
+ * restarts. The control port's connections, worker registration and the CLI's requests are
+ * conns.c, the REST API rest.c, HA (leader lock, epoch, manifests) ha.c; the state all of
+ * them share is coordinator_int.h.
  *
  * State: workers (by number, never reused within one coordinator run) and jobs (by id), under
  * co->mu. A job's current deployment has an id that is also the data plane's session (the
@@ -18,9 +20,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,18 +36,13 @@
 #include "checkpoint/lineage.h"
 #include "cluster/http.h"
 #include "cluster/jobplan.h"
-#include "cluster/opmetrics.h"
 #include "cluster/proto.h"
 #include "runtime/exec.h"
-#include "runtime/metrics.h"
 #include "sql/planner.h"
 
 #define LOG_WATCH "coordinator.watchdog"
 #define LOG_RESTART "coordinator.restart"
 #define LOG_CO "coordinator"
-#define MAX_UNREGISTERED 32   /* connections that are not a registered worker (CLI, anyone) */
-#define HANDSHAKE_MS 5000     /* a new connection's first frame must be whole within this */
-#define CLI_IDLE_MS 30000     /* a CLI connection silent this long is closed */
 /* ================================================================ jobs */
 
 /* The manifest (ha.c) of a job whose state changed: one name for the many call sites. */
@@ -261,7 +255,7 @@ static void restart(co_t *co, job_t *job, const char *why, bool counts) {
   save_manifest(co, job);
 }
 
-static void worker_lost(co_t *co, worker_t *w, const char *why) {
+void ck_co_worker_lost(co_t *co, worker_t *w, const char *why) {
   if (!w->alive) return;
   w->alive = false;
   co->workers_lost_total++;
@@ -388,26 +382,23 @@ static int64_t add_job(co_t *co, job_t *job) {
   return job->id;
 }
 
-/* Both halves at once, under co->mu: only for recovering jobs at start, before any worker
- * or client is served. */
-static int submit(co_t *co, const char *name, const char *sql, int parallelism, int64_t *id,
-                  ck_error_t *err) {
-  job_t *job;
-  int rc = plan_job(co, name, sql, parallelism, &job, err);
-  if (!rc) *id = add_job(co, job);
-  return rc;
-}
+int ck_co_job_check_name(const char *name, ck_error_t *err) { return check_job_name(name, err); }
 
-int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelism, int64_t *id,
-                     const char **guarantee, ck_error_t *err) {
+int ck_co_job_plan_add(co_t *co, const char *name, const char *sql, int parallelism,
+                       int64_t *id, const char **guarantee, ck_error_t *err) {
   job_t *job;
-  ck_mutex_unlock(&co->mu);
   int rc = plan_job(co, name, sql, parallelism, &job, err);
   ck_mutex_lock(&co->mu);
   if (rc) return rc;
   *id = add_job(co, job);
   *guarantee = job->guarantee;
   return 0;
+}
+
+int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelism, int64_t *id,
+                     const char **guarantee, ck_error_t *err) {
+  ck_mutex_unlock(&co->mu);
+  return ck_co_job_plan_add(co, name, sql, parallelism, id, guarantee, err);
 }
 
 int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err) {
@@ -427,20 +418,23 @@ int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err) {
 
 void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql, int parallelism,
                        int attempt) {
-  int64_t save_next = co->next_job_id;
-  co->next_job_id = id;
-  int64_t got;
+  job_t *job;
   ck_error_t err;
   ck_error_clear(&err);
-  if (submit(co, name, sql, parallelism, &got, &err)) {
+  int rc = plan_job(co, name, sql, parallelism, &job, &err); /* without co->mu */
+  ck_mutex_lock(&co->mu);
+  if (rc) {
     CK_LOG_ERR(LOG_CO, "could not recover job %lld: %s", (long long)id, err.message);
   } else {
-    job_t *job = find_job(co, got);
     job->attempt = attempt;
-    CK_LOG_INFO(LOG_CO, "job_id=%lld recovered from the HA directory", (long long)got);
-    if (job->status == JOB_CREATED) job->status = JOB_RESTARTING;
+    job->status = JOB_RESTARTING; /* deploys now, or once there are slots */
+    int64_t save_next = co->next_job_id;
+    co->next_job_id = id;
+    add_job(co, job);
+    co->next_job_id = save_next > co->next_job_id ? save_next : co->next_job_id;
+    CK_LOG_INFO(LOG_CO, "job_id=%lld recovered from the HA directory", (long long)id);
   }
-  co->next_job_id = save_next > co->next_job_id ? save_next : co->next_job_id;
+  ck_mutex_unlock(&co->mu);
 }
 
 /* New jobs get ids above every job-<id> directory already in the checkpoint directory: a new
@@ -618,337 +612,11 @@ static void on_worker_frame(co_t *co, worker_t *w, ck_proto_frame_t *f) {
   }
 }
 
-static void reply(conn_t *c, int rc, int64_t value, const char *text) {
-  ck_buf_t p;
-  ck_buf_init(&p);
-  ck_proto_put_u32(&p, (uint32_t)rc);
-  ck_proto_put_i64(&p, value);
-  ck_proto_put_str(&p, text);
-  (void)ck_proto_send(&c->pc, CK_PROTO_REPLY, 0, &p, NULL);
-  ck_buf_fini(&p);
-}
-
-/*
- * The first field of every CLI frame is the token. True when the request may go on; false
- * when it was answered with the refusal: a token that differs from CLINK_AUTH_TOKEN (when
- * the coordinator has one), or a state-changing request (writes) on a coordinator that
- * refuses them (a non-loopback address without a token).
- */
-static bool cli_allowed(co_t *co, conn_t *c, ck_proto_reader_t *r, bool writes) {
-  size_t n;
-  char *tok = ck_proto_strn(r, &n);
-  bool ok = false;
-  if (r->bad)
-    reply(c, CK_EPROTO, 0, "a malformed request frame (from an older clink?)");
-  else if (co->o.auth_token && !ck_http_token_equal(tok, n, co->o.auth_token))
-    reply(c, CK_EINVAL, 0, n ? "could not accept the request: the token is not valid for this "
-                               "cluster; set CLINK_AUTH_TOKEN to the coordinator's"
-                             : "could not accept the request: this coordinator needs a token; "
-                               "set CLINK_AUTH_TOKEN to the coordinator's");
-  else if (writes && co->refuse_writes)
-    reply(c, CK_EINVAL, 0, "could not accept the request: this coordinator listens on a "
-                           "non-loopback address without a token, so it refuses to submit or "
-                           "cancel jobs; start it with CLINK_AUTH_TOKEN set (and the same "
-                           "variable here), or bind it to 127.0.0.1");
-  else
-    ok = true;
-  ck_free(tok);
-  return ok;
-}
-
-/* A control-port SUBMIT being planned on its own thread (plan_job), then added under co->mu
- * and answered on its connection. */
-struct planner {
-  co_t *co;
-  conn_t *c;
-  char *name, *sql;
-  int par;
-  ck_thread_t th;
-  bool done; /* under co->mu: the control loop may join it */
-};
-
-static void *planner_main(void *arg) {
-  planner_t *pl = arg;
-  co_t *co = pl->co;
-  ck_error_t err;
-  ck_error_clear(&err);
-  job_t *job = NULL;
-  int rc = plan_job(co, pl->name, pl->sql, pl->par, &job, &err);
-  ck_mutex_lock(&co->mu);
-  int64_t id = rc ? 0 : add_job(co, job);
-  conn_t *c = pl->c;
-  c->planning = false;
-  if (c->closed) { /* the client went away meanwhile; the job stays submitted */
-    ck_proto_conn_fini(&c->pc);
-    ck_free(c);
-  } else {
-    c->last_ms = ck_mono_ms();
-    reply(c, rc, id, rc ? err.message : job->guarantee);
-  }
-  pl->done = true;
-  ck_mutex_unlock(&co->mu);
-  return NULL;
-}
-
-static void planner_free(planner_t *pl) {
-  ck_thread_join(&pl->th);
-  ck_free(pl->name);
-  ck_free(pl->sql);
-  ck_free(pl);
-}
-
-/* Under co->mu: joins the planners that are done (all of them when wait: at the end). */
-static void reap_planners(co_t *co, bool wait) {
-  for (int i = 0; i < co->nplanners;) {
-    planner_t *pl = co->planners[i];
-    if (!pl->done && wait) {
-      ck_mutex_unlock(&co->mu);
-      struct pollfd none;
-      (void)poll(&none, 0, 20);
-      ck_mutex_lock(&co->mu);
-      continue;
-    }
-    if (!pl->done) {
-      i++;
-      continue;
-    }
-    co->planners[i] = co->planners[--co->nplanners];
-    planner_free(pl);
-  }
-}
-
-static void on_cli_frame(co_t *co, conn_t *c, ck_proto_frame_t *f) {
-  ck_proto_reader_t *r = &f->body;
-  ck_error_t err;
-  ck_error_clear(&err);
-  if (c->planning) {
-    reply(c, CK_EPROTO, 0, "one request at a time: the SUBMIT on this connection is still "
-                           "being planned");
-  } else if (f->type == CK_PROTO_SUBMIT) {
-    if (!cli_allowed(co, c, r, true)) return;
-    size_t name_len, sql_len;
-    char *name = ck_proto_strn(r, &name_len), *sql = ck_proto_strn(r, &sql_len);
-    int par = (int)ck_proto_u32(r);
-    const char *bad = r->bad ? "could not accept the job: a malformed SUBMIT frame"
-                    : name_len != strlen(name) ? "could not accept the job: its name holds a "
-                                                 "NUL character"
-                    : sql_len != strlen(sql) ? "could not accept the job: its SQL holds a NUL "
-                                               "character"
-                    : co->nplanners >= MAX_PLANNING ? "could not accept the job now: the "
-                                                      "coordinator is planning 8 jobs already; "
-                                                      "submit it again in a moment"
-                    : NULL;
-    if (bad) {
-      reply(c, CK_EINVAL, 0, bad);
-      ck_free(name);
-      ck_free(sql);
-      return;
-    }
-    planner_t *pl = ck_calloc(1, sizeof *pl);
-    *pl = (planner_t){.co = co, .c = c, .name = name, .sql = sql, .par = par};
-    c->planning = true;
-    if (ck_thread_start(&pl->th, "ck-planner", planner_main, pl)) {
-      c->planning = false;
-      reply(c, CK_EINTERNAL, 0, "could not start a thread to plan the job");
-      ck_free(name);
-      ck_free(sql);
-      ck_free(pl);
-      return;
-    }
-    co->planners[co->nplanners++] = pl;
-  } else if (f->type == CK_PROTO_LIST) {
-    if (!cli_allowed(co, c, r, false)) return;
-    ck_buf_t b;
-    ck_buf_init(&b);
-    ck_co_rest_jobs_json(co, &b);
-    reply(c, 0, co->njobs, b.data);
-    ck_buf_fini(&b);
-  } else if (f->type == CK_PROTO_CANCEL_JOB) {
-    if (!cli_allowed(co, c, r, true)) return;
-    int64_t id = ck_proto_i64(r);
-    int rc = r->bad ? ck_error_set(&err, CK_EPROTO, "a malformed CANCEL_JOB frame")
-                    : ck_co_job_cancel(co, id, &err);
-    reply(c, rc, id, rc ? err.message : "cancelling");
-  } else {
-    reply(c, CK_EPROTO, 0, "unexpected frame");
-  }
-}
-
-/* The connection of a registered worker has been closed by its peer (a kill closes it at once,
- * but its end of stream may still be unread in this round of the loop). */
-static bool conn_hung_up(const conn_t *c) {
-  struct pollfd pfd = {.fd = c->pc.fd, .events = POLLIN | POLLRDHUP};
-  return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
-static void close_conn(co_t *co, int i, const char *why);
-
-static void on_register(co_t *co, conn_t *c, ck_proto_frame_t *f) {
-  ck_proto_reader_t *r = &f->body;
-  char *id = ck_proto_str(r);
-  int slots = (int)ck_proto_u32(r);
-  char *host = ck_proto_str(r);
-  int http_port = (int)ck_proto_u32(r), pid = (int)ck_proto_u32(r);
-  size_t tok_len;
-  char *tok = ck_proto_strn(r, &tok_len);
-  bool tok_ok = !co->o.auth_token || ck_http_token_equal(tok, tok_len, co->o.auth_token);
-  ck_free(tok);
-  if (r->bad || slots < 1 || !*id) {
-    ck_free(id);
-    ck_free(host);
-    reply(c, CK_EPROTO, 0, "a malformed REGISTER frame");
-    return;
-  }
-  if (!tok_ok) {
-    CK_LOG_WARN(LOG_CO, "refused a worker registration with a wrong or missing token (pid %d)",
-                pid);
-    ck_free(id);
-    ck_free(host);
-    reply(c, CK_EINVAL, 0, "the token is not valid for this cluster: start the worker with "
-                           "CLINK_AUTH_TOKEN set to the coordinator's");
-    return;
-  }
-  if (check_job_name(id, &(ck_error_t){0})) {
-    ck_free(id);
-    ck_free(host);
-    reply(c, CK_EINVAL, 0, "a worker id must be printable UTF-8 of at most 128 bytes");
-    return;
-  }
-  /* A worker id belongs to one live worker: a second one is refused (never the first
-   * deposed: it would keep running its subtasks, unsupervised). A registered worker whose
-   * connection has closed is lost now, and its id is free again. */
-  for (int i = 0; i < co->nworkers; i++) {
-    worker_t *old = co->workers[i];
-    if (!old->alive || strcmp(old->id, id)) continue;
-    if (old->conn && conn_hung_up(old->conn)) {
-      for (int k = 0; k < co->nconns; k++)
-        if (co->conns[k] == old->conn) {
-          close_conn(co, k, "the peer closed the connection");
-          break;
-        }
-      continue;
-    }
-    char msg[512];
-    snprintf(msg, sizeof msg, "a worker with the id '%s' is already registered and alive (pid "
-             "%d, registered %lld s ago): give every worker its own --id", id, old->pid,
-             (long long)((ck_mono_ms() - old->registered_at) / 1000));
-    CK_LOG_WARN(LOG_CO, "refused a second worker '%s' (pid %d): the id belongs to the live "
-                "worker of pid %d", id, pid, old->pid);
-    ck_free(id);
-    ck_free(host);
-    reply(c, CK_EEXISTS, 0, msg);
-    return;
-  }
-  worker_t *w = ck_calloc(1, sizeof *w);
-  w->num = co->nworkers;
-  w->id = id;
-  w->host = host;
-  w->slots = slots;
-  w->http_port = http_port;
-  w->pid = pid;
-  w->conn = c;
-  w->alive = true;
-  w->last_hb = w->registered_at = ck_mono_ms();
-  co->workers = ck_realloc(co->workers, sizeof *co->workers * (size_t)(co->nworkers + 1));
-  co->workers[co->nworkers++] = w;
-  c->kind = CONN_WORKER;
-  c->worker = w->num;
-  c->pc.max_frame = c->pc.max_submit = 0; /* a registered worker's heartbeats may be large */
-  ck_buf_t p;
-  ck_buf_init(&p);
-  ck_proto_put_u32(&p, (uint32_t)w->num);
-  ck_proto_put_u32(&p, (uint32_t)co->o.heartbeat_ms);
-  (void)ck_proto_send(&c->pc, CK_PROTO_REGISTERED, co->epoch, &p, NULL);
-  ck_buf_fini(&p);
-  CK_LOG_INFO(LOG_CO, "worker registered: %s (%d slot%s, pid %d)", id, slots,
-              slots == 1 ? "" : "s", pid);
-}
-
-static void close_conn(co_t *co, int i, const char *why) {
-  conn_t *c = co->conns[i];
-  if (c->kind == CONN_WORKER) {
-    worker_t *w = find_worker(co, c->worker);
-    if (w && w->conn == c) {
-      worker_lost(co, w, why);
-      w->conn = NULL;
-    }
-  }
-  co->conns[i] = co->conns[--co->nconns];
-  if (c->planning) { /* its planner answers, sees closed, and frees it */
-    c->closed = true;
-    shutdown(c->pc.fd, SHUT_RDWR);
-    return;
-  }
-  ck_proto_conn_fini(&c->pc);
-  ck_free(c);
-}
-
-/* Counts the connections that are not a registered worker's. */
-static int unregistered(const co_t *co) {
-  int n = 0;
-  for (int i = 0; i < co->nconns; i++) n += co->conns[i]->kind != CONN_WORKER;
-  return n;
-}
-
-/*
- * Control loop: accepts what is waiting (at most 64 a round). A registered worker's
- * connection is never refused or evicted for others: at most MAX_UNREGISTERED connections
- * that are not one (the CLI, workers before REGISTER, anyone) are kept; a new one past that
- * evicts the oldest of them not waiting for a plan. New connections read frames of at most
- * CK_PROTO_MAX_UNREGISTERED bytes (SUBMIT: CK_PROTO_MAX_SUBMIT) until they register.
- */
-static void accept_conns(co_t *co) {
-  for (int round = 0; round < 64 && co->nconns < MAX_CONNS; round++) {
-    int fd = accept4(co->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return; /* EAGAIN: nothing more waits (the listening socket is non-blocking) */
-    if (unregistered(co) >= MAX_UNREGISTERED) {
-      int oldest = -1;
-      for (int i = 0; i < co->nconns; i++) {
-        const conn_t *o = co->conns[i];
-        if (o->kind != CONN_WORKER && !o->planning &&
-            (oldest < 0 || o->last_ms < co->conns[oldest]->last_ms))
-          oldest = i;
-      }
-      if (oldest < 0) {
-        close(fd);
-        continue;
-      }
-      CK_LOG_DEBUG(LOG_CO, "%d connections are not registered workers: closing the one idle "
-                   "longest for a new one", MAX_UNREGISTERED);
-      close_conn(co, oldest, "evicted for a newer connection");
-    }
-    int one = 1; /* control frames are small and latency matters: no Nagle */
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    conn_t *c = ck_calloc(1, sizeof *c);
-    ck_proto_conn_init(&c->pc, fd);
-    c->pc.max_frame = CK_PROTO_MAX_UNREGISTERED;
-    c->pc.max_submit = CK_PROTO_MAX_SUBMIT;
-    c->kind = CONN_NEW;
-    c->worker = -1;
-    c->opened_ms = c->last_ms = ck_mono_ms();
-    co->conns[co->nconns++] = c;
-  }
-}
-
-/* Control loop: closes connections that sent no whole frame within HANDSHAKE_MS of being
- * accepted, and CLI connections silent for CLI_IDLE_MS (workers have heartbeats). */
-static void expire_conns(co_t *co, int64_t now) {
-  for (int i = 0; i < co->nconns;) {
-    const conn_t *c = co->conns[i];
-    bool late = !c->planning &&
-                ((c->kind == CONN_NEW && now - c->opened_ms > HANDSHAKE_MS) ||
-                 (c->kind == CONN_CLI && now - c->last_ms > CLI_IDLE_MS));
-    if (late) close_conn(co, i, c->kind == CONN_NEW ? "no request within the handshake time"
-                                                    : "idle");
-    else i++;
-  }
-}
-
 /* ================================================================ timers */
 
 static void tick(co_t *co) {
   int64_t now = ck_mono_ms();
-  expire_conns(co, now);
+  ck_co_conns_expire(co, now);
   int64_t limit = (int64_t)co->o.heartbeat_ms * co->o.missed_heartbeats;
   /* this loop itself was held up (a submission's plan-time checks reach out to ClickHouse):
    * heartbeats that arrived meanwhile are still unread, which is not the workers' fault */
@@ -962,11 +630,11 @@ static void tick(co_t *co) {
     if (w->alive && now - w->last_hb > limit) {
       char why[96];
       snprintf(why, sizeof why, "no heartbeat for %lld ms", (long long)(now - w->last_hb));
-      worker_lost(co, w, why);
+      ck_co_worker_lost(co, w, why);
       for (int k = 0; k < co->nconns; k++)
         if (co->conns[k] == w->conn) {
           w->conn->kind = CONN_NEW;
-          close_conn(co, k, why);
+          ck_co_conn_close(co, k, why);
           break;
         }
       w->conn = NULL;
@@ -1029,27 +697,6 @@ static void free_all(co_t *co) {
   if (co->lock_fd >= 0) close(co->lock_fd);
 }
 
-/* True when every address host names is a loopback one (127.0.0.0/8, ::1, ::ffff:127.x). */
-static bool host_is_loopback(const char *host) {
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-  if (getaddrinfo(host, NULL, &hints, &ai) || !ai) return false;
-  bool all = true;
-  for (struct addrinfo *a = ai; a; a = a->ai_next) {
-    if (a->ai_family == AF_INET) {
-      uint32_t v = ntohl(((struct sockaddr_in *)a->ai_addr)->sin_addr.s_addr);
-      all &= (v >> 24) == 127;
-    } else if (a->ai_family == AF_INET6) {
-      const struct in6_addr *v6 = &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr;
-      all &= IN6_IS_ADDR_LOOPBACK(v6) ||
-             (IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127);
-    } else {
-      all = false;
-    }
-  }
-  freeaddrinfo(ai);
-  return all;
-}
-
 ck_coordinator_t *ck_coordinator_detached_new(const ck_coordinator_opts_t *opts) {
   co_t *co = ck_calloc(1, sizeof *co);
   co->o = *opts;
@@ -1064,7 +711,7 @@ ck_coordinator_t *ck_coordinator_detached_new(const ck_coordinator_opts_t *opts)
   co->started_ms = ck_mono_ms();
   ck_mutex_init(&co->mu);
   ck_mutex_init(&co->plan_mu);
-  co->refuse_writes = !co->o.auth_token && !host_is_loopback(co->o.host);
+  co->refuse_writes = !co->o.auth_token && !ck_co_host_is_loopback(co->o.host);
   co->guard = (ck_http_guard_t){.token = co->o.auth_token, .refuse_writes = co->refuse_writes,
                                 .json_writes = true};
   return co;
@@ -1102,7 +749,7 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
   int rc = co->o.ha_dir ? ck_co_ha_take(co, err) : 0;
   if (!rc) rc = ck_sock_listen(co->o.host, co->o.port, &co->listen_fd, err);
   if (!rc) (void)fcntl(co->listen_fd, F_SETFL, fcntl(co->listen_fd, F_GETFL) | O_NONBLOCK);
-  co->refuse_writes = !co->o.auth_token && !host_is_loopback(co->o.host);
+  co->refuse_writes = !co->o.auth_token && !ck_co_host_is_loopback(co->o.host);
   co->guard = (ck_http_guard_t){.token = co->o.auth_token, .refuse_writes = co->refuse_writes,
                                 .json_writes = true};
   if (!rc && co->o.http_port >= 0)
@@ -1117,7 +764,7 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
               co->o.host, ck_sock_port(co->listen_fd), co->o.host,
               co->http ? ck_http_port(co->http) : -1, co->o.checkpoint_dir);
   ck_mutex_lock(&co->mu);
-  if (co->o.ha_dir) ck_co_ha_recover(co);
+  if (co->o.ha_dir) ck_co_planners_recover(co, ck_co_ha_recover(co));
   skip_used_job_ids(co);
   ck_mutex_unlock(&co->mu);
 
@@ -1135,7 +782,7 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
     ck_mutex_unlock(&co->mu);
     int pr = poll(pfds, (nfds_t)n + 1, 50);
     ck_mutex_lock(&co->mu);
-    if (pr > 0 && (pfds[0].revents & POLLIN)) accept_conns(co);
+    if (pr > 0 && (pfds[0].revents & POLLIN)) ck_co_conns_accept(co);
     for (int k = 0; pr > 0 && k < n; k++) {
       if (!pfds[k + 1].revents) continue;
       int i = -1;
@@ -1151,10 +798,10 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
       while (!fr && (got = ck_proto_next(&c->pc, &f, &e)) == 1) {
         c->last_ms = ck_mono_ms();
         if (c->kind == CONN_NEW) {
-          if (f.type == CK_PROTO_REGISTER) on_register(co, c, &f);
+          if (f.type == CK_PROTO_REGISTER) ck_co_on_register(co, c, &f);
           else c->kind = CONN_CLI;
         }
-        if (c->kind == CONN_CLI) on_cli_frame(co, c, &f);
+        if (c->kind == CONN_CLI) ck_co_on_cli_frame(co, c, &f);
         else if (c->kind == CONN_WORKER && f.type != CK_PROTO_REGISTER) {
           worker_t *w = find_worker(co, c->worker);
           if (w && w->alive) on_worker_frame(co, w, &f);
@@ -1164,17 +811,17 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
       if (fr) /* its index may have moved: a frame's handling can close other connections */
         for (int x = 0; x < co->nconns; x++)
           if (co->conns[x] == c) {
-            close_conn(co, x, e.message[0] ? e.message : "connection closed");
+            ck_co_conn_close(co, x, e.message[0] ? e.message : "connection closed");
             break;
           }
     }
     tick(co);
-    reap_planners(co, false);
+    ck_co_planners_reap(co, false);
     ck_mutex_unlock(&co->mu);
   }
   CK_LOG_INFO(LOG_CO, "stopping");
   ck_mutex_lock(&co->mu);
-  reap_planners(co, true); /* a submission being planned is answered first */
+  ck_co_planners_reap(co, true); /* a submission being planned is answered first */
   ck_mutex_unlock(&co->mu);
   /* jobs keep their checkpoints; workers cancel their work when the connection goes */
 out:

@@ -27,9 +27,15 @@
  * size and idle time, so none of them can lock out a worker or the CLI.
  *
  * Threads: the control loop (one thread: accept, read frames, timers), libmicrohttpd's threads
- * for the REST API (one per connection), and a planner thread per control-port SUBMIT; all
- * hold the coordinator's mutex while they touch its state, and none holds it while planning
- * (plan-time checks may wait on the network): planning is serialised by a mutex of its own.
+ * for the REST API (one per connection), a planner thread per control-port SUBMIT, and one
+ * that plans the jobs an HA takeover recovers; all hold the coordinator's mutex while they
+ * touch its state, and none holds it while planning (plan-time checks may wait on the
+ * network; a REST submission releases it while it plans): planning is serialised by a mutex
+ * of its own, and the control loop never plans.
+ *
+ * Files: coordinator.c (the control loop, jobs, deployments, restarts), conns.c (the control
+ * port's connections, registration, the CLI's requests, planner threads), rest.c (the REST
+ * API), ha.c (leader lock, epoch, manifests), coordinator_int.h (the state they share).
  */
 #ifndef CK_CLUSTER_COORDINATOR_H
 #define CK_CLUSTER_COORDINATOR_H

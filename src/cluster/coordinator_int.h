@@ -162,18 +162,50 @@ static inline int free_slots(const co_t *co, int worker) {
 
 /* ---- coordinator.c, for rest.c and ha.c */
 
+/* Called WITHOUT co->mu: plans the job (one plan at a time, under co->plan_mu), then takes
+ * co->mu, adds and deploys it. Returns with co->mu held: 0 with *id and *guarantee (the
+ * job's, valid while co->mu is held), or an error. */
+int ck_co_job_plan_add(co_t *co, const char *name, const char *sql, int parallelism,
+                       int64_t *id, const char **guarantee, ck_error_t *err);
 /* Called with co->mu held: plans the job WITHOUT co->mu (plan-time checks may wait on the
  * network; planning is serialised by co->plan_mu), then adds and deploys it under co->mu.
  * 0 with *id and *guarantee (the job's, valid while co->mu is held), or an error. */
 int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelism, int64_t *id,
                      const char **guarantee, ck_error_t *err);
+/* A job name (and a worker id) is 1 to 128 bytes of UTF-8 without control characters. */
+int ck_co_job_check_name(const char *name, ck_error_t *err);
+/* Under co->mu: the worker is lost (its connection closed, or its heartbeats stopped); the
+ * jobs it took part in restart. */
+void ck_co_worker_lost(co_t *co, worker_t *w, const char *why);
 /* Under co->mu: cancels job id (0 when it has ended already), or CK_ENOTFOUND. */
 int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err);
 
-/* Recovery (ck_co_ha_recover) found job id, not ended, in its manifest: runs it again under
- * that id, counting its restarts from attempt. Under co->mu. */
+/* A job an HA takeover found not ended in its manifest. */
+typedef struct ck_co_recovered {
+  int64_t id;
+  int attempt, par;
+  char *name, *sql;
+  struct ck_co_recovered *next;
+} ck_co_recovered_t;
+
+/* Runs a recovered job again under its id, counting its restarts from attempt: called
+ * WITHOUT co->mu (on the recovery planner thread), plans it, then adds it under co->mu. */
 void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql, int parallelism,
                        int attempt);
+
+/* ---- conns.c: the control port's connections (the control loop, under co->mu) */
+
+void ck_co_conns_accept(co_t *co);                 /* accepts what is waiting */
+void ck_co_conns_expire(co_t *co, int64_t now);    /* closes silent ones */
+void ck_co_conn_close(co_t *co, int i, const char *why); /* co->conns[i] */
+void ck_co_on_register(co_t *co, conn_t *c, ck_proto_frame_t *f);
+void ck_co_on_cli_frame(co_t *co, conn_t *c, ck_proto_frame_t *f);
+/* Joins the planner threads that are done (all of them when wait: at the end). */
+void ck_co_planners_reap(co_t *co, bool wait);
+/* Under co->mu: plans and adds the recovered jobs on a thread of their own; takes the list. */
+void ck_co_planners_recover(co_t *co, ck_co_recovered_t *list);
+/* True when every address host names is a loopback one (127.0.0.0/8, ::1, ::ffff:127.x). */
+bool ck_co_host_is_loopback(const char *host);
 
 /* ---- ha.c (with --ha-dir; co->o.ha_dir NULL: none of these is called but save_manifest,
  *      which then does nothing) */
@@ -183,9 +215,10 @@ void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql, 
 int ck_co_ha_take(co_t *co, ck_error_t *err);
 /* Writes the job's manifest durably (errors are logged: the job goes on). Under co->mu. */
 void ck_co_ha_save_manifest(co_t *co, const job_t *job);
-/* Runs again (ck_co_job_recover) every job the manifests hold that had not ended; fails, in
- * its manifest, one that cannot be (its credentials were not stored). Under co->mu. */
-void ck_co_ha_recover(co_t *co);
+/* The jobs the manifests hold that had not ended, in a list (ck_co_planners_recover plans
+ * them); fails, in its manifest, one that cannot run again (its credentials were not
+ * stored), and raises co->next_job_id above every manifest's id. Under co->mu, at start. */
+ck_co_recovered_t *ck_co_ha_recover(co_t *co);
 
 /* ---- rest.c */
 

@@ -14,7 +14,9 @@
  * definitions. Credentials never reach the disk (the SQL is stored redacted, base/redact.h).
  *
  * Threads: ck_co_ha_take runs on the starting thread before any other; ck_co_ha_save_manifest
- * under co->mu from any of the coordinator's threads; ck_co_ha_recover at start, under co->mu.
+ * under co->mu from any of the coordinator's threads; ck_co_ha_recover at start, under co->mu:
+ * it only reads the manifests; the jobs they hold are planned on a planner thread of their
+ * own (conns.c), never under co->mu, since plan-time checks may wait on the network.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -226,11 +228,12 @@ static int parse_manifest(char *text, size_t len, int *par, int *attempt, char *
   return p == end ? 0 : -1;
 }
 
-void ck_co_ha_recover(co_t *co) {
+ck_co_recovered_t *ck_co_ha_recover(co_t *co) {
+  ck_co_recovered_t *list = NULL, **tail_of = &list;
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/jobs", co->o.ha_dir);
   DIR *d = opendir(dir);
-  if (!d) return;
+  if (!d) return NULL;
   struct dirent *e;
   while ((e = readdir(d))) {
     long long id;
@@ -267,8 +270,16 @@ void ck_co_ha_recover(co_t *co) {
       ck_free(text);
       continue;
     }
-    ck_co_job_recover(co, id, name, sql, par, attempt);
+    ck_co_recovered_t *r = ck_calloc(1, sizeof *r);
+    *r = (ck_co_recovered_t){.id = id, .attempt = attempt, .par = par};
+    r->name = ck_malloc(strlen(name) + 1);
+    memcpy(r->name, name, strlen(name) + 1);
+    r->sql = ck_malloc(strlen(sql) + 1);
+    memcpy(r->sql, sql, strlen(sql) + 1);
+    *tail_of = r;
+    tail_of = &r->next;
     ck_free(text);
   }
   closedir(d);
+  return list;
 }

@@ -257,29 +257,90 @@ def test_slow_http_clients_never_starve_health(cluster):
 
 # ---------------------------------------------------------------- §5 planning off the lock
 
-def test_a_slow_plan_time_check_delays_neither_health_nor_heartbeats(cluster, tmp_path):
-    # a "ClickHouse" that accepts and never answers: the sink's plan-time check waits 10 s
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(16)
-    held, stop = [], threading.Event()
+class SilentServer:
+    """A "ClickHouse" on 127.0.0.1 that accepts and never answers: a ClickHouse sink's
+    plan-time check waits on it for its 10 s receive timeout."""
 
-    def hold():
-        silent.settimeout(0.2)
-        while not stop.is_set():
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.held, self.stop = [], threading.Event()
+        self.t = threading.Thread(target=self._hold, daemon=True)
+        self.t.start()
+
+    def _hold(self):
+        self.sock.settimeout(0.2)
+        while not self.stop.is_set():
             try:
-                held.append(silent.accept()[0])
+                self.held.append(self.sock.accept()[0])
             except OSError:
                 pass
-    t = threading.Thread(target=hold, daemon=True)
-    t.start()
+
+    def close(self):
+        self.stop.set()
+        self.t.join()
+        for s in self.held:
+            s.close()
+        self.sock.close()
+
+
+def silent_sink_sql(port):
+    return (f"CREATE TABLE g (a BIGINT) WITH (connector = 'datagen', rows = '5');\n"
+            f"CREATE TABLE snk (a BIGINT) WITH (connector = 'clickhouse', host = '127.0.0.1', "
+            f"port = '{port}', table = 't');\n"
+            f"INSERT INTO snk SELECT a FROM g;\n")
+
+
+def probe_while(c, pending, seconds_at_least, seconds_at_most=60):
+    """While pending() holds, every 0.1 s: times GET /api/v1/health (which takes no lock) and
+    GET /api/v1/workers (which takes the coordinator's lock, as every route but health does),
+    and reads each worker's heartbeat age. Returns the samples; fails unless pending() held
+    for at least seconds_at_least, so that the samples were taken while planning waited."""
+    samples, t0 = [], time.monotonic()
+    while pending():
+        assert time.monotonic() - t0 < seconds_at_most, "the planning did not end"
+        q = time.monotonic()
+        code = c.get("/api/v1/health", auth=False)[0]
+        health = time.monotonic() - q
+        q = time.monotonic()
+        wcode, body = c.get("/api/v1/workers")
+        locked = time.monotonic() - q
+        assert code == 200 and wcode == 200, (code, wcode, body)
+        samples.append((health, locked, [(w["id"], w["status"], w["last_heartbeat_ms_ago"])
+                                         for w in body["workers"]]))
+        time.sleep(0.1)
+    assert time.monotonic() - t0 >= seconds_at_least, (
+        f"planning ended {time.monotonic() - t0:.1f} s after the probes began: the plan-time "
+        f"check did not wait, no test")
+    return samples
+
+
+def check_probes(samples, workers):
+    """The condition, robust on a loaded machine: for health and for a locked route, the
+    median answer under 100 ms and the slowest under 500 ms; every worker REGISTERED in every
+    answer with its last heartbeat less than 1.5 s old (3 missed heartbeats of 500 ms: the
+    coordinator's limit for declaring it lost). Planning under the coordinator's lock holds
+    the locked route (and the control loop that reads heartbeats) for the whole 10 s wait."""
+    assert len(samples) >= 5, samples
+    for i, what in ((0, "health"), (1, "GET /api/v1/workers")):
+        times = sorted(s[i] for s in samples)
+        median, worst = times[len(times) // 2], times[-1]
+        assert median < 0.1 and worst < 0.5, (
+            f"{what}: median {median * 1000:.0f} ms, slowest {worst * 1000:.0f} ms over "
+            f"{len(times)} requests while a submission was planned (limits 100 and 500 ms)")
+    for _, _, ws in samples:
+        assert [w[:2] for w in ws] == [(w, "REGISTERED") for w in workers], ws
+        assert all(w[2] < 1500 for w in ws), f"a heartbeat was late while planning: {ws}"
+
+
+def test_a_slow_plan_time_check_delays_neither_health_nor_heartbeats(cluster, tmp_path):
+    silent = SilentServer()
     c = cluster()
     c.start_coordinator()
     c.start_worker("w1")
-    sql = (f"CREATE TABLE g (a BIGINT) WITH (connector = 'datagen', rows = '5');\n"
-           f"CREATE TABLE snk (a BIGINT) WITH (connector = 'clickhouse', host = '127.0.0.1', "
-           f"port = '{silent.getsockname()[1]}', table = 't');\n"
-           f"INSERT INTO snk SELECT a FROM g;\n")
+    sql = silent_sink_sql(silent.port)
     path = tmp_path / "slow.sql"
     path.write_text(sql)
     try:
@@ -293,30 +354,48 @@ def test_a_slow_plan_time_check_delays_neither_health_nor_heartbeats(cluster, tm
         cli = subprocess.Popen([CLINK, "run", str(path), "--coordinator-port", str(c.port),
                                 "--parallelism", "2", "--name", "cli"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=c.env)
-        wait_for(lambda: len(held) >= 2, 20, "both plan-time checks to reach the silent server")
-        t0, worst = time.monotonic(), 0.0
-        while tr.is_alive() or cli.poll() is None:
-            if time.monotonic() - t0 > 60:
-                raise AssertionError("the submissions did not end within 60 s")
-            q = time.monotonic()
-            assert c.get("/api/v1/health", auth=False)[0] == 200
-            worst = max(worst, time.monotonic() - q)
-            time.sleep(0.2)
-        assert time.monotonic() - t0 > 3, "the plan-time checks did not wait: no test"
-        assert worst < 2.0, f"health took {worst:.2f} s while a submission was planned"
+        wait_for(lambda: len(silent.held) >= 1, 20, "a plan-time check to reach the silent "
+                 "server")
+        samples = probe_while(c, lambda: tr.is_alive() or cli.poll() is None, 3)
+        check_probes(samples, ["w1"])
         tr.join()
         assert rest["r"][0] == 201, rest
         out, err = cli.communicate(timeout=10)
         assert cli.returncode == 0, err
+        assert len(silent.held) >= 2, "both plan-time checks reached the silent server"
         workers = c.get("/api/v1/workers")[1]["workers"]
         assert [(w["id"], w["status"]) for w in workers] == [("w1", "REGISTERED")], workers
         assert "worker lost" not in c.coordinator.text()
         assert {j["name"] for j in c.get("/api/v1/jobs")[1]["jobs"]} == {"rest", "cli"}
     finally:
-        stop.set()
-        t.join()
-        for s in held:
-            s.close()
+        silent.close()
+
+
+def test_recovering_a_job_with_a_slow_plan_time_check_blocks_nothing(cluster, tmp_path):
+    # An HA takeover plans the jobs it recovers: off the control loop and off its lock, so
+    # workers register and heartbeat and every route answers while a recovered job's
+    # plan-time check waits 10 s on a silent server.
+    silent = SilentServer()
+    c = cluster()
+    (c.ha / "jobs").mkdir(parents=True)
+    sql = silent_sink_sql(silent.port).encode()
+    (c.ha / "jobs" / "job-7.manifest").write_bytes(
+        b"clink-job 2\nid 7\nparallelism 2\nstatus RUNNING\nattempt 1\nname 6\nslowed\n"
+        b"sql %d\n%s\n" % (len(sql), sql))
+    recovered = "job_id=7 recovered from the HA directory"
+    try:
+        c.start_coordinator(ha=True)
+        wait_for(lambda: len(silent.held) >= 1, 20, "the recovered job's plan-time check to "
+                 "reach the silent server")
+        c.start_worker("w1")  # registers while the recovered job is being planned
+        assert recovered not in c.coordinator.text(), "the recovery ended before the worker " \
+            "registered: it held up the control loop"
+        samples = probe_while(c, lambda: recovered not in c.coordinator.text(), 2)
+        check_probes(samples, ["w1"])
+        job = c.job(7)  # parallelism 2 > 1 slot: it waits for capacity, never deploys
+        assert (job["name"], job["restarts"], job["status"]) == ("slowed", 1, "RESTARTING"), job
+        assert "worker lost" not in c.coordinator.text()
+    finally:
         silent.close()
 
 
