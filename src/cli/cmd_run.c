@@ -148,10 +148,7 @@ typedef struct progress {
 static void progress_text(ck_exec_t *ex, ck_buf_t *out) {
   int64_t sum[CK_OPM_COUNT], read, written;
   ck_exec_metrics_sum(ex, sum, &read, &written);
-  ck_buf_printf(out, "%lld records read, %lld written", (long long)read, (long long)written);
-  for (int m = 0; m < CK_OPM_COUNT; m++)
-    if (ck_op_metric_defs[m].phrase)
-      ck_buf_printf(out, ", %lld %s", (long long)sum[m], ck_op_metric_defs[m].phrase);
+  ck_metrics_progress_line(out, read, written, sum);
 }
 
 static void *progress_main(void *arg) {

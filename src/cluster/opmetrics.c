@@ -8,7 +8,7 @@
 #include "runtime/metrics.h"
 
 void ck_opmetrics_prom_header(ck_buf_t *out, int m) {
-  const ck_op_metric_def_t *d = &ck_op_metric_defs[m];
+  const ck_metric_def_t *d = &ck_metric_defs[m];
   ck_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", d->prom, d->help, d->prom, d->kind);
 }
 
@@ -58,7 +58,7 @@ static void put_plain_label(ck_buf_t *out, const char *name, const char *s) {
 
 void ck_opmetrics_prom_samples(ck_buf_t *out, int m, int64_t job, const char *worker,
                                const char *json) {
-  const ck_op_metric_def_t *d = &ck_op_metric_defs[m];
+  const ck_metric_def_t *d = &ck_metric_defs[m];
   for (const char *p = json ? strchr(json, '{') : NULL; p; p = strchr(p, '{')) {
     /* the objects are flat: the next '}' outside a string ends this one */
     const char *end = p + 1;
@@ -84,10 +84,14 @@ void ck_opmetrics_prom_samples(ck_buf_t *out, int m, int64_t job, const char *wo
 }
 
 void ck_opmetrics_markdown(ck_buf_t *out) {
-  ck_buf_puts(out, "| Key (operators route) | Prometheus (`/metrics`) | Kind | Meaning |\n"
-                   "|---|---|---|---|\n");
-  for (int m = 0; m < CK_OPM_COUNT; m++) {
-    const ck_op_metric_def_t *d = &ck_op_metric_defs[m];
-    ck_buf_printf(out, "| `%s` | `%s` | %s | %s |\n", d->key, d->prom, d->kind, d->help);
+  static const char *const scopes[] = {"operator", "job", "cluster"};
+  ck_buf_puts(out, "| Prometheus (`/metrics`) | Per | Key (operators route) | Kind | Unit | "
+                   "Counted in | Meaning |\n|---|---|---|---|---|---|---|\n");
+  for (int m = 0; m < CK_METRIC_COUNT; m++) {
+    const ck_metric_def_t *d = &ck_metric_defs[m];
+    ck_buf_printf(out, "| `%s` | %s | ", d->prom, scopes[d->scope]);
+    if (d->key) ck_buf_printf(out, "`%s`", d->key);
+    else ck_buf_puts(out, "—");
+    ck_buf_printf(out, " | %s | %s | `src/%s` | %s |\n", d->kind, d->unit, d->where, d->help);
   }
 }

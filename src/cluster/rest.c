@@ -375,49 +375,62 @@ static void r_cancel(void *ctx, const ck_http_req_t *req, const char *const *par
                 status_name(job->status));
 }
 
+/* The value of a cluster row (runtime/metrics.h) now. */
+static long long cluster_value(co_t *co, int m) {
+  int alive = 0;
+  switch (m) {
+    case CK_M_WORKERS:
+      for (int i = 0; i < co->nworkers; i++) alive += co->workers[i]->alive;
+      return alive;
+    case CK_M_WORKERS_LOST: return co->workers_lost_total;
+    case CK_M_RESTARTS: return co->restarts_total;
+    case CK_M_CHECKPOINTS: return co->checkpoints_completed_total;
+    default: return 0;
+  }
+}
+
+/* The samples of a job row for one job. */
+static void job_samples(ck_buf_t *b, int m, const job_t *job) {
+  const char *prom = ck_metric_defs[m].prom;
+  switch (m) {
+    case CK_M_JOB_STATUS:
+      ck_buf_printf(b, "%s{job=\"%lld\",status=\"%s\"} 1\n", prom, (long long)job->id,
+                    status_name(job->status));
+      break;
+    case CK_M_JOB_LAST_CHECKPOINT:
+      ck_buf_printf(b, "%s{job=\"%lld\"} %lld\n", prom, (long long)job->id,
+                    (long long)(job->store_open ? job->ck.last_completed : 0));
+      break;
+    case CK_M_JOB_RESTARTS:
+      ck_buf_printf(b, "%s{job=\"%lld\"} %d\n", prom, (long long)job->id, job->attempt);
+      break;
+  }
+}
+
+/* Every row of the metrics table, in its order: a HELP and TYPE line, then its samples. */
 static void r_metrics(void *ctx, const ck_http_req_t *req, const char *const *params,
                       ck_http_resp_t *resp) {
   co_t *co = ctx;
   resp->content_type = "text/plain; version=0.0.4";
   ck_buf_t *b = &resp->body;
-  int alive = 0;
-  for (int i = 0; i < co->nworkers; i++) alive += co->workers[i]->alive;
-  ck_buf_printf(b, "# HELP clink_workers Workers registered and alive.\n# TYPE clink_workers "
-                "gauge\nclink_workers %d\n", alive);
-  ck_buf_printf(b, "# HELP clink_workers_lost_total Workers declared lost.\n# TYPE "
-                "clink_workers_lost_total counter\nclink_workers_lost_total %lld\n",
-                (long long)co->workers_lost_total);
-  ck_buf_printf(b, "# HELP clink_job_restarts_total Job restarts.\n# TYPE "
-                "clink_job_restarts_total counter\nclink_job_restarts_total %lld\n",
-                (long long)co->restarts_total);
-  ck_buf_printf(b, "# HELP clink_checkpoints_completed_total Checkpoints completed.\n# TYPE "
-                "clink_checkpoints_completed_total counter\n"
-                "clink_checkpoints_completed_total %lld\n",
-                (long long)co->checkpoints_completed_total);
-  ck_buf_puts(b, "# HELP clink_job_status 1 for the job's current status.\n# TYPE "
-              "clink_job_status gauge\n");
-  for (int j = 0; j < co->njobs; j++)
-    ck_buf_printf(b, "clink_job_status{job=\"%lld\",status=\"%s\"} 1\n",
-                  (long long)co->jobs[j]->id, status_name(co->jobs[j]->status));
-  ck_buf_puts(b, "# HELP clink_job_last_checkpoint Newest completed checkpoint id.\n# TYPE "
-              "clink_job_last_checkpoint gauge\n");
-  for (int j = 0; j < co->njobs; j++)
-    ck_buf_printf(b, "clink_job_last_checkpoint{job=\"%lld\"} %lld\n", (long long)co->jobs[j]->id,
-                  (long long)(co->jobs[j]->store_open ? co->jobs[j]->ck.last_completed : 0));
-  ck_buf_puts(b, "# HELP clink_job_restarts Restarts of the job so far.\n# TYPE "
-              "clink_job_restarts gauge\n");
-  for (int j = 0; j < co->njobs; j++)
-    ck_buf_printf(b, "clink_job_restarts{job=\"%lld\"} %d\n", (long long)co->jobs[j]->id,
-                  co->jobs[j]->attempt);
-  /* per operator and subtask, from the workers' last heartbeats (runtime/metrics.h) */
-  for (int m = 0; m < CK_OPM_COUNT; m++) {
+  for (int m = 0; m < CK_METRIC_COUNT; m++) {
     ck_opmetrics_prom_header(b, m);
-    for (int j = 0; j < co->njobs; j++)
-      for (int i = 0; i < co->jobs[j]->nparts; i++) {
-        worker_t *w = find_worker(co, co->jobs[j]->parts[i].worker);
-        ck_opmetrics_prom_samples(b, m, co->jobs[j]->id, w ? w->id : "",
-                                  co->jobs[j]->parts[i].metrics);
-      }
+    switch (ck_metric_defs[m].scope) {
+      case CK_METRIC_CLUSTER:
+        ck_buf_printf(b, "%s %lld\n", ck_metric_defs[m].prom, cluster_value(co, m));
+        break;
+      case CK_METRIC_JOB:
+        for (int j = 0; j < co->njobs; j++) job_samples(b, m, co->jobs[j]);
+        break;
+      case CK_METRIC_OPERATOR: /* from the workers' last heartbeats */
+        for (int j = 0; j < co->njobs; j++)
+          for (int i = 0; i < co->jobs[j]->nparts; i++) {
+            worker_t *w = find_worker(co, co->jobs[j]->parts[i].worker);
+            ck_opmetrics_prom_samples(b, m, co->jobs[j]->id, w ? w->id : "",
+                                      co->jobs[j]->parts[i].metrics);
+          }
+        break;
+    }
   }
 }
 
@@ -426,7 +439,7 @@ const ck_http_route_t ck_coordinator_routes[] = {
     {"GET", "/api/v1/jobs", false, r_jobs, "every job: id, name, status, error_count, restarts, guarantee"},
     {"POST", "/api/v1/jobs/sql", false, r_submit, "submit {\"sql\":…, \"name\":…, \"parallelism\":…}; 201 {\"id\":…}"},
     {"GET", "/api/v1/jobs/:id", false, r_job, "one job, with its last error and its workers"},
-    {"GET", "/api/v1/jobs/:id/operators", false, r_operators, "per operator and subtask: records in/out, late, skipped, without event time, watermark, backpressure"},
+    {"GET", "/api/v1/jobs/:id/operators", false, r_operators, "per operator and subtask: every operator metric (docs/cluster.md, metrics)"},
     {"GET", "/api/v1/jobs/:id/checkpoints", false, r_checkpoints, "latest completed/confirmed, in flight, recent checkpoints"},
     {"POST", "/api/v1/jobs/:id/cancel", false, r_cancel, "cancel the job"},
     {"GET", "/api/v1/workers", false, r_workers, "registered workers, slots, heartbeats"},

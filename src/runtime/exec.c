@@ -124,6 +124,7 @@ struct task {
   _Atomic int64_t blocked_ns; /* time spent waiting on a full channel or for credit */
   _Atomic int64_t wm_pub;     /* the watermark, published */
   _Atomic int64_t *late_pub;  /* per stage: its late_dropped, published after each call */
+  _Atomic int64_t *state_pub; /* per stage: state_entries, state_bytes, likewise */
   _Atomic int64_t skipped_pub, time_skipped_pub; /* the source's, published after each poll */
 };
 
@@ -265,6 +266,15 @@ static const ck_node_t *stage_node(const task_t *t, int i) {
 static int exchange_batch(task_t *t, ck_batch_t *batch, ck_error_t *err);
 static int exchange_control(task_t *t, msg_kind_t kind, int64_t value);
 
+/* Publishes stage i's operator counters for ck_exec_metrics (runtime/metrics.h). Its own
+ * subtask's thread. */
+static void publish_stage(task_t *t, int i) {
+  const ck_op_metrics_t *m = &t->ops[i].metrics;
+  atomic_store_explicit(&t->late_pub[i], m->late_dropped, memory_order_relaxed);
+  atomic_store_explicit(&t->state_pub[2 * i], m->state_entries, memory_order_relaxed);
+  atomic_store_explicit(&t->state_pub[2 * i + 1], m->state_bytes, memory_order_relaxed);
+}
+
 /* Delivers a batch to stage i of the chain (or past its end, to the exchange). Takes it. */
 static int deliver_batch(task_t *t, int i, ck_batch_t *batch, ck_error_t *err) {
   if (ck_mem_over()) { /* the memory guard: at every batch, on every subtask thread */
@@ -282,7 +292,7 @@ static int deliver_batch(task_t *t, int i, ck_batch_t *batch, ck_error_t *err) {
     t->sink_records += (int64_t)batch->nrows;
   } else {
     rc = t->ops[i].ops->process(&t->ops[i], batch, err);
-    atomic_store_explicit(&t->late_pub[i], t->ops[i].metrics.late_dropped, memory_order_relaxed);
+    publish_stage(t, i);
   }
   ck_batch_free(batch);
   return rc;
@@ -295,7 +305,7 @@ static int deliver_watermark(task_t *t, int i, int64_t wm, ck_error_t *err) {
   if (n->kind == CK_NODE_SINK) return 0;
   t->ops[i].metrics.watermark = wm;
   int rc = t->ops[i].ops->watermark(&t->ops[i], wm, err);
-  atomic_store_explicit(&t->late_pub[i], t->ops[i].metrics.late_dropped, memory_order_relaxed);
+  publish_stage(t, i);
   return rc;
 }
 
@@ -1132,6 +1142,7 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
       t->stages = ck_calloc((size_t)t->nstages, sizeof *t->stages);
       t->rows_in = ck_calloc((size_t)t->nstages, sizeof *t->rows_in);
       t->late_pub = ck_calloc((size_t)t->nstages, sizeof *t->late_pub);
+      t->state_pub = ck_calloc(2 * (size_t)t->nstages, sizeof *t->state_pub);
       for (int i = 0; i < t->nstages; i++) t->stages[i] = (stage_t){t, i};
       t->has_source = first->kind == CK_NODE_SOURCE;
       t->has_sink = graph->nodes[seg->last].kind == CK_NODE_SINK;
@@ -1284,6 +1295,8 @@ static void stage_metrics(task_t *t, int i, int64_t v[CK_OPM_COUNT], bool has[CK
   v[CK_OPM_WATERMARK] = atomic_load_explicit(&t->wm_pub, memory_order_relaxed);
   has[CK_OPM_WATERMARK] = v[CK_OPM_WATERMARK] != CK_WATERMARK_MIN;
   v[CK_OPM_BACKPRESSURE_MS] = atomic_load_explicit(&t->blocked_ns, memory_order_relaxed) / 1000000;
+  v[CK_OPM_STATE_ENTRIES] = atomic_load_explicit(&t->state_pub[2 * i], memory_order_relaxed);
+  v[CK_OPM_STATE_BYTES] = atomic_load_explicit(&t->state_pub[2 * i + 1], memory_order_relaxed);
 }
 
 void ck_exec_metrics_json(ck_exec_t *ex, ck_buf_t *out) {
@@ -1303,7 +1316,7 @@ void ck_exec_metrics_json(ck_exec_t *ex, ck_buf_t *out) {
       ck_buf_put_json_str(out, n->name, strlen(n->name));
       ck_buf_printf(out, ",\"subtask\":%d,\"task\":%d", t->subtask, t->index);
       for (int m = 0; m < CK_OPM_COUNT; m++) {
-        ck_buf_printf(out, ",\"%s\":", ck_op_metric_defs[m].key);
+        ck_buf_printf(out, ",\"%s\":", ck_metric_defs[m].key);
         if (has[m]) ck_buf_printf(out, "%lld", (long long)v[m]);
         else ck_buf_puts(out, "null");
       }
@@ -1325,7 +1338,7 @@ void ck_exec_metrics_sum(ck_exec_t *ex, int64_t sum[], int64_t *read,
       bool has[CK_OPM_COUNT];
       stage_metrics(t, i, v, has);
       for (int m = 0; m < CK_OPM_COUNT; m++)
-        if (ck_op_metric_defs[m].phrase) sum[m] += v[m];
+        if (ck_metric_defs[m].phrase) sum[m] += v[m];
       const ck_node_t *n = stage_node(t, i);
       if (n->kind == CK_NODE_SOURCE) *read += v[CK_OPM_RECORDS_OUT];
       if (n->kind == CK_NODE_SINK) *written += v[CK_OPM_RECORDS_IN];
@@ -1348,6 +1361,7 @@ void ck_exec_free(ck_exec_t *ex) {
       ck_free(t->stages);
       ck_free(t->rows_in);
       ck_free(t->late_pub);
+      ck_free(t->state_pub);
       ck_free(t->sender_wm);
       ck_free(t->sender_idle);
       ck_free(t->blocked);

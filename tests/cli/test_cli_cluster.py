@@ -14,8 +14,8 @@ def run(clink_bin, *args):
 
 
 def test_docs_metrics_table_is_generated_from_the_code(clink_bin):
-    """The operators' metrics: one table in the code feeds the operators route, /metrics, the
-    embedded progress line and this page."""
+    """The metrics: one table in the code feeds the operators route, /metrics, the embedded
+    progress line and this page."""
     r = run(clink_bin, "coordinator", "--metrics-markdown")
     assert r.returncode == 0, r.stderr
     doc = (REPO / "docs" / "cluster.md").read_text()
@@ -25,7 +25,16 @@ def test_docs_metrics_table_is_generated_from_the_code(clink_bin):
                                     "coordinator --metrics-markdown`; paste the new output "
                                     "between the markers")
     for key in ("late_dropped", "decode_skipped", "no_event_time"):
-        assert "| `%s` | `clink_operator_%s_total` | counter |" % (key, key) in r.stdout
+        assert "| `clink_operator_%s_total` | operator | `%s` | counter |" % (key, key) in r.stdout
+    for key in ("state_entries", "state_bytes"):  # counted, and exported since issue 13
+        assert "| `clink_operator_%s` | operator | `%s` | gauge |" % (key, key) in r.stdout
+    for name in ("clink_workers", "clink_job_status", "clink_checkpoints_completed_total"):
+        assert "| `%s` |" % name in r.stdout  # the coordinator's own rows: the same table
+    # the file each row says counts it exists
+    where = re.findall(r"\| `(src/[^`]+)` \|", r.stdout)
+    assert len(where) == r.stdout.count("\n") - 2, r.stdout
+    missing = sorted({w for w in where if not (REPO / w).is_file()})
+    assert not missing, f"the metrics table names files that do not exist: {missing}"
 
 
 def test_docs_route_table_is_generated_from_the_code(clink_bin):

@@ -6,14 +6,18 @@ The job reads an unbounded Kafka topic: first on-time records up to ts 10000, th
 window operator's watermark has passed 10000 (read from the operators route), three late
 records (ts 100, 200, 300: their window fired long ago), two malformed ones
 (on_decode_error = 'skip') and four without event time (event_time_null = 'skip'). The
-expectation is those counts, exactly, on both routes, while the job is RUNNING.
+expectation is those counts, exactly, on both routes, while the job is RUNNING. The window
+operator's state (state_entries, state_bytes: counted, and once exported nowhere) is on both
+routes too, and every row of the metrics table (runtime/metrics.h, as `clink coordinator
+--metrics-markdown` prints it) is on `/metrics` with its HELP and TYPE lines and a sample.
 """
 import json
 import os
 import re
+import subprocess
 import sys
 
-from conftest import REPO, wait_for
+from conftest import CLINK, REPO, wait_for
 
 sys.path.insert(0, str(REPO / "scripts"))
 from kafka_topic import create_topic  # noqa: E402
@@ -89,6 +93,27 @@ def test_late_skipped_and_timeless_counters_are_live_on_both_routes(cluster, tmp
                 r'(\d+)$' % (name, jid), text, re.M))
         return got == want and text
     text = wait_for(prom, 30, "the counters on /metrics")
+
+    # the window [11000, 12000) stays open (no watermark ever passes 12000): state is held
+    aggs = [o for o in operators() if o["late_dropped"] == 3]
+    assert len(aggs) == 1 and aggs[0]["state_entries"] >= 1 and aggs[0]["state_bytes"] > 0, aggs
+    for key in ("state_entries", "state_bytes"):
+        m = re.search(r'^clink_operator_%s\{job="%d",node="%d",operator="[^"]*",subtask="0",'
+                      r'worker="worker-1"\} (\d+)$' % (key, jid, aggs[0]["node"]), text, re.M)
+        assert m and int(m.group(1)) >= 1, (key, text)
+    # every row of the one metrics table, on /metrics, in the table's order
+    md = subprocess.run([CLINK, "coordinator", "--metrics-markdown"], capture_output=True,
+                        text=True, timeout=30, check=True).stdout
+    rows = re.findall(r"^\| `(\w+)` \| (\w+) \| [^|]* \| (counter|gauge) \|", md, re.M)
+    assert len(rows) >= 16 and {r[1] for r in rows} == {"operator", "job", "cluster"}, md
+    at = -1
+    for name, per, kind in rows:
+        head = "# HELP %s " % name
+        assert head in text and "# TYPE %s %s\n" % (name, kind) in text, (name, text)
+        assert text.index(head) > at, f"{name} is out of the table's order on /metrics"
+        at = text.index(head)
+        labels = r'\{job="%d"(,[^}]*)?\}' % jid if per != "cluster" else ""
+        assert re.search(r"^%s%s -?\d+$" % (name, labels), text, re.M), (name, per, text)
     assert re.search(r'^clink_operator_records_in_total\{job="%d",.*\} [1-9]' % jid, text, re.M)
     assert c.job(jid)["status"] == "RUNNING"
     code, body, _ = c.request("POST", f"/api/v1/jobs/{jid}/cancel")
