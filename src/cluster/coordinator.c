@@ -618,8 +618,9 @@ static void tick(co_t *co) {
   int64_t now = ck_mono_ms();
   ck_co_conns_expire(co, now);
   int64_t limit = (int64_t)co->o.heartbeat_ms * co->o.missed_heartbeats;
-  /* this loop itself was held up (a submission's plan-time checks reach out to ClickHouse):
-   * heartbeats that arrived meanwhile are still unread, which is not the workers' fault */
+  /* this loop itself was held up (it never plans, but a slow disk under a deploy's restore
+   * point choice, or a machine short of CPU, can stall it): heartbeats that arrived meanwhile
+   * are still unread, which is not the workers' fault */
   if (co->last_tick && now - co->last_tick > co->o.heartbeat_ms)
     for (int i = 0; i < co->nworkers; i++)
       if (co->workers[i]->alive && co->workers[i]->last_hb < now - co->o.heartbeat_ms)
