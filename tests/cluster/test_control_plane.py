@@ -318,21 +318,27 @@ def probe_while(c, pending, seconds_at_least, seconds_at_most=60):
 
 
 def check_probes(samples, workers):
-    """The condition, robust on a loaded machine: for health and for a locked route, the
-    median answer under 100 ms and the slowest under 500 ms; every worker REGISTERED in every
-    answer with its last heartbeat less than 1.5 s old (3 missed heartbeats of 500 ms: the
-    coordinator's limit for declaring it lost). Planning under the coordinator's lock holds
-    the locked route (and the control loop that reads heartbeats) for the whole 10 s wait."""
+    """The condition, robust on a loaded machine (2 shared cores, a sanitizer build: a single
+    answer can take a second when the scheduler starves the process, which is no lock's
+    doing): for health and for a route that takes the coordinator's lock, the median answer
+    under 100 ms, nine in ten under 500 ms and the slowest under 2.5 s; every worker REGISTERED
+    in every answer, its heartbeat age under 1.5 s (3 missed heartbeats of 500 ms, the limit
+    for declaring it lost) in the median and under 2.5 s in every answer. Planning under the
+    lock holds the locked route (and the control loop that reads heartbeats) for the whole
+    10 s the plan-time check waits, which fails every one of these bounds at once."""
     assert len(samples) >= 5, samples
     for i, what in ((0, "health"), (1, "GET /api/v1/workers")):
         times = sorted(s[i] for s in samples)
-        median, worst = times[len(times) // 2], times[-1]
-        assert median < 0.1 and worst < 0.5, (
-            f"{what}: median {median * 1000:.0f} ms, slowest {worst * 1000:.0f} ms over "
-            f"{len(times)} requests while a submission was planned (limits 100 and 500 ms)")
+        median, p90, worst = times[len(times) // 2], times[len(times) * 9 // 10], times[-1]
+        assert median < 0.1 and p90 < 0.5 and worst < 2.5, (
+            f"{what}: median {median * 1000:.0f} ms, 90th percentile {p90 * 1000:.0f} ms, "
+            f"slowest {worst * 1000:.0f} ms over {len(times)} requests while a submission was "
+            f"planned (limits 100, 500 and 2500 ms)")
     for _, _, ws in samples:
         assert [w[:2] for w in ws] == [(w, "REGISTERED") for w in workers], ws
-        assert all(w[2] < 1500 for w in ws), f"a heartbeat was late while planning: {ws}"
+        assert all(w[2] < 2500 for w in ws), f"a heartbeat was late while planning: {ws}"
+    ages = sorted(w[2] for _, _, ws in samples for w in ws)
+    assert ages[len(ages) // 2] < 1500, f"heartbeats were late while planning: {ages}"
 
 
 def test_a_slow_plan_time_check_delays_neither_health_nor_heartbeats(cluster, tmp_path):
