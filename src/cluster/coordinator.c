@@ -465,9 +465,7 @@ static bool deploy(co_t *co, job_t *job) {
     ck_proto_put_i64(&p, job->deployment);
     ck_proto_put_i64(&p, job->id);
     ck_proto_put_str(&p, job->name);
-    ck_proto_put_str(&p, job->sql);
-    ck_proto_put_u32(&p, (uint32_t)job->parallelism);
-    ck_proto_put_u32(&p, (uint32_t)job->plan.graph->max_parallelism);
+    ck_proto_put_bytes(&p, job->plan.wire.data, job->plan.wire.len); /* the job graph */
     ck_proto_put_str(&p, job->dir);
     ck_proto_put_i64(&p, lin.restore_id);
     ck_proto_put_i64(&p, ids_above);

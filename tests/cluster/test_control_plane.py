@@ -214,7 +214,7 @@ def test_idle_and_oversized_control_connections_lock_nobody_out(cluster):
     big = []
     for _ in range(4):
         s = socket.create_connection(("127.0.0.1", c.port), timeout=10)
-        s.sendall(HDR.pack(60 << 20, 0x4B43, 1, 15, 0))
+        s.sendall(HDR.pack(60 << 20, 0x4B43, 2, 15, 0))
         try:
             for _ in range(16):
                 s.sendall(b"\xab" * 65536)
