@@ -1,7 +1,7 @@
 /*
  * DESIGN: libFuzzer target for the coordinator's REST request path — the guard (bearer token,
  * refused writes, JSON content type), the route dispatcher (src/cluster/http.c) and every
- * route handler with its body reader (src/cluster/coordinator.c), called directly through
+ * route handler with its body reader (src/cluster/rest.c), called directly through
  * ck_coordinator_detached_http with arbitrary method, path, query, headers and body: no
  * sockets, no threads, a fresh detached coordinator per input.
  *

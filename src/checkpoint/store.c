@@ -63,17 +63,15 @@ static int fsync_dir(const char *dir) {
   return rc;
 }
 
-int ck_store_write(const ck_store_t *store, const char *relpath, const void *data, size_t n,
-                   ck_error_t *err) {
-  char path[4096], tmp[4200], dir[4096];
-  full(store, relpath, path, sizeof path);
+int ck_store_replace(const char *path, const void *data, size_t n, int mode, ck_error_t *err) {
+  char tmp[4200], dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
-  *slash = 0;
-  if (mkdirs(dir))
-    return ck_error_set(err, CK_EIO, "could not create '%s': %s", dir, strerror(errno));
+  if (slash) *slash = 0;
+  else snprintf(dir, sizeof dir, ".");
   snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  (void)unlink(tmp); /* a leftover would keep its old mode through O_TRUNC: start afresh */
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
   if (fd < 0) return ck_error_set(err, CK_EIO, "could not create '%s': %s", tmp, strerror(errno));
   const char *p = data;
   size_t left = n;
@@ -102,6 +100,18 @@ int ck_store_write(const ck_store_t *store, const char *relpath, const void *dat
   if (fsync_dir(dir))
     return ck_error_set(err, CK_EIO, "could not sync directory '%s': %s", dir, strerror(errno));
   return 0;
+}
+
+int ck_store_write(const ck_store_t *store, const char *relpath, const void *data, size_t n,
+                   ck_error_t *err) {
+  char path[4096], dir[4096];
+  full(store, relpath, path, sizeof path);
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  *slash = 0;
+  if (mkdirs(dir))
+    return ck_error_set(err, CK_EIO, "could not create '%s': %s", dir, strerror(errno));
+  return ck_store_replace(path, data, n, 0644, err);
 }
 
 int ck_store_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, ck_error_t *err) {

@@ -40,7 +40,13 @@ typedef struct ck_store {
 int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err);
 void ck_store_close(ck_store_t *store);
 
-/* Durable whole-file write of relpath (under root); parent directories are created. */
+/* Durable whole-file replace of path (any path, not only under a store): written to a fresh
+ * temporary name beside it created with `mode` (less the umask), fsynced, renamed into place,
+ * and the directory fsynced — so path holds either the old bytes or the new ones, whole. Also
+ * what the coordinator's HA directory (cluster/ha.c) writes its epoch and manifests with. */
+int ck_store_replace(const char *path, const void *data, size_t n, int mode, ck_error_t *err);
+/* Durable whole-file write of relpath (under root, ck_store_replace, mode 0644); parent
+ * directories are created. */
 int ck_store_write(const ck_store_t *store, const char *relpath, const void *data, size_t n,
                    ck_error_t *err);
 /* Reads relpath; CK_ENOTFOUND when it does not exist. */

@@ -1,5 +1,7 @@
 /*
- * DESIGN: see coordinator.h.
+ * DESIGN: see coordinator.h. This file is the control loop: connections and their frames
+ * (workers and the CLI), timers, placement, deployments, checkpoints and restarts. The REST
+ * API is rest.c; the state all of them share is coordinator_int.h.
  *
  * State: workers (by number, never reused within one coordinator run) and jobs (by id), under
  * co->mu. A job's current deployment has an id that is also the data plane's session (the
@@ -10,7 +12,7 @@
  * (shown as awaiting_restart in the log: the old deployment is being cancelled, or the job
  * waits for capacity), CANCELLING, and the terminal FINISHED, FAILED, CANCELLED.
  */
-#include "cluster/coordinator.h"
+#include "cluster/coordinator_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,14 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
-#include "base/redact.h"
 #include "base/thread.h"
 #include "base/time.h"
 #include "checkpoint/coord.h"
@@ -46,250 +46,13 @@
 #define LOG_WATCH "coordinator.watchdog"
 #define LOG_RESTART "coordinator.restart"
 #define LOG_CO "coordinator"
-#define MAX_CONNS 1024        /* registered workers plus MAX_UNREGISTERED others */
 #define MAX_UNREGISTERED 32   /* connections that are not a registered worker (CLI, anyone) */
 #define HANDSHAKE_MS 5000     /* a new connection's first frame must be whole within this */
 #define CLI_IDLE_MS 30000     /* a CLI connection silent this long is closed */
-#define MAX_PLANNING 8        /* control-port submissions being planned at once */
-#define CANCEL_WAIT_MS 15000
-
-typedef enum {
-  JOB_CREATED,
-  JOB_RUNNING,
-  JOB_RESTARTING,
-  JOB_CANCELLING,
-  JOB_FINISHED,
-  JOB_FAILED,
-  JOB_CANCELLED,
-} job_status_t;
-
-static const char *const status_names[] = {"CREATED",    "RUNNING",  "RESTARTING", "CANCELLING",
-                                           "FINISHED",   "FAILED",   "CANCELLED"};
-
-static bool terminal(job_status_t s) { return s >= JOB_FINISHED; }
-
-typedef enum { CONN_NEW, CONN_WORKER, CONN_CLI } conn_kind_t;
-
-typedef struct conn {
-  ck_proto_conn_t pc;
-  conn_kind_t kind;
-  int worker;          /* CONN_WORKER: its number */
-  int64_t opened_ms;   /* accepted */
-  int64_t last_ms;     /* its last whole frame (opened_ms before the first) */
-  bool planning;       /* a planner thread will answer its SUBMIT: do not free it */
-  bool closed;         /* taken out of conns while planning: the planner frees it */
-} conn_t;
-
-typedef struct worker {
-  int num;
-  char *id, *host;
-  int slots, http_port, pid;
-  conn_t *conn;     /* NULL once lost */
-  bool alive;
-  int64_t last_hb, registered_at;
-} worker_t;
-
-/* A participant of the current deployment. */
-typedef struct part {
-  int worker;
-  bool deployed, ended;
-  int data_port;
-  char *metrics; /* its last heartbeat's JSON array for this deployment */
-} part_t;
-
-typedef struct job {
-  int64_t id;
-  char *name, *sql, *error, *guarantee;
-  int parallelism;
-  job_status_t status;
-  int attempt;            /* restarts so far (lifetime) */
-  int error_count;
-  ck_jobplan_t plan;
-  char dir[PATH_MAX];     /* its checkpoint directory */
-  ck_store_t store;
-  bool store_open;
-  ck_ckpt_coord_t ck;
-  int64_t used_ids;       /* highest checkpoint id any deployment handed out */
-  int64_t restore_id;     /* of the current deployment */
-  int64_t rewind_below;   /* next deployment restores below this (a sink's lost commit) */
-  /* the current deployment */
-  int64_t deployment;     /* 0: none */
-  bool started;
-  int *slot_worker;       /* nslots */
-  part_t *parts;
-  int nparts;
-  int64_t cancel_deadline;
-  bool capacity_logged, input_ended, failed_this_deployment;
-  int64_t records_in, records_out;
-  int64_t restart_at;     /* a restart not before (backoff) */
-} job_t;
-
-typedef struct planner planner_t;
-
-typedef struct co {
-  ck_coordinator_opts_t o;
-  ck_mutex_t mu;
-  ck_mutex_t plan_mu;   /* one plan at a time (never held with mu) */
-  bool refuse_writes;   /* a non-loopback bind without a token: no submit/cancel */
-  ck_http_guard_t guard;
-  uint64_t epoch;
-  int64_t deploy_seq;
-  int listen_fd;
-  conn_t *conns[MAX_CONNS];
-  int nconns;
-  worker_t **workers;
-  int nworkers;
-  job_t **jobs;
-  int njobs;
-  int64_t next_job_id;
-  int lock_fd;
-  ck_http_t *http;
-  planner_t *planners[MAX_PLANNING];
-  int nplanners;
-  int64_t started_ms, last_tick;
-  int64_t checkpoints_completed_total, restarts_total, workers_lost_total;
-} co_t;
-
-/* ================================================================ HA: epoch, manifests */
-
-/* Writes path durably (temporary name, fsync, rename, fsync the directory), mode 0600: the
- * files of the HA directory hold job definitions, credentials included. */
-static int write_durable(const char *path, const char *data, size_t n, ck_error_t *err) {
-  char tmp[PATH_MAX + 8];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return ck_error_set(err, CK_EIO, "could not write '%s': %s", tmp, strerror(errno));
-  /* a leftover temporary file keeps its old mode through O_TRUNC */
-  bool ok = fchmod(fd, 0600) == 0 && write(fd, data, n) == (ssize_t)n && fsync(fd) == 0;
-  close(fd);
-  if (!ok || rename(tmp, path))
-    return ck_error_set(err, CK_EIO, "could not write '%s': %s", path, strerror(errno));
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash) {
-    *slash = 0;
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) fsync(dfd), close(dfd);
-  }
-  return 0;
-}
-
-static char *read_text(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  ck_buf_t b;
-  ck_buf_init(&b);
-  char chunk[8192];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) ck_buf_append(&b, chunk, n);
-  fclose(f);
-  ck_buf_reserve(&b, 0);
-  b.data[b.len] = 0;
-  if (len) *len = b.len;
-  return ck_buf_detach(&b);
-}
-
-static void manifest_path(const co_t *co, int64_t id, char *out, size_t n) {
-  snprintf(out, n, "%s/jobs/job-%lld.manifest", co->o.ha_dir, (long long)id);
-}
-
-/*
- * The job's manifest: what a coordinator taking over needs to run it again. Format 2: lines
- * "clink-job 2", "id N", "parallelism N", "status S", "attempt N", "redacted 1" when the SQL
- * held a credential, then "name <bytes>\n" followed by exactly that many bytes and a newline,
- * and "sql <bytes>\n" likewise — so no content of the name or the SQL can move a field.
- * Written 0600 in a 0700 directory. The SQL is stored redacted (base/redact.h): a credential
- * written inline never reaches the disk. Such a job cannot be run again from its manifest;
- * recover_jobs fails it, saying why.
- */
-static void save_manifest(co_t *co, const job_t *job) {
-  if (!co->o.ha_dir) return;
-  ck_buf_t sql;
-  ck_buf_init(&sql);
-  bool redacted = ck_redact_sql(job->sql, strlen(job->sql), &sql, NULL);
-  ck_buf_t b;
-  ck_buf_init(&b);
-  ck_buf_printf(&b, "clink-job 2\nid %lld\nparallelism %d\nstatus %s\nattempt %d\n%s",
-                (long long)job->id, job->parallelism, status_names[job->status], job->attempt,
-                redacted ? "redacted 1\n" : "");
-  ck_buf_printf(&b, "name %zu\n", strlen(job->name));
-  ck_buf_puts(&b, job->name);
-  ck_buf_printf(&b, "\nsql %zu\n", sql.len);
-  ck_buf_append(&b, sql.data, sql.len);
-  ck_buf_putc(&b, '\n');
-  ck_buf_fini(&sql);
-  char path[PATH_MAX];
-  manifest_path(co, job->id, path, sizeof path);
-  ck_error_t err;
-  ck_error_clear(&err);
-  if (write_durable(path, b.data, b.len, &err))
-    CK_LOG_ERR(LOG_CO, "job_id=%lld: %s", (long long)job->id, err.message);
-  ck_buf_fini(&b);
-}
-
-/* A directory of the HA directory: created 0700, or narrowed to 0700 when it exists. */
-static int private_dir(const char *path, ck_error_t *err) {
-  if (mkdir(path, 0700) && errno != EEXIST)
-    return ck_error_set(err, CK_EIO, "could not create the HA directory '%s': %s", path,
-                        strerror(errno));
-  struct stat st;
-  if (stat(path, &st) || !S_ISDIR(st.st_mode))
-    return ck_error_set(err, CK_EIO, "could not use the HA directory '%s': it is not a "
-                        "directory", path);
-  if ((st.st_mode & 077) && chmod(path, st.st_mode & 0700)) {
-    ck_error_set(err, CK_EIO, "could not make the HA directory '%s' private (mode 0700): %s",
-                 path, strerror(errno));
-    ck_error_hint(err, "It holds job definitions with their credentials; run the coordinator "
-                       "as the directory's owner or give it a directory of its own.");
-    return CK_EIO;
-  }
-  return 0;
-}
-
-static int take_ha_dir(co_t *co, ck_error_t *err) {
-  char path[PATH_MAX];
-  int rc = private_dir(co->o.ha_dir, err);
-  snprintf(path, sizeof path, "%s/jobs", co->o.ha_dir);
-  if (!rc) rc = private_dir(path, err);
-  if (rc) return rc;
-  snprintf(path, sizeof path, "%s/leader.lock", co->o.ha_dir);
-  co->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (co->lock_fd < 0)
-    return ck_error_set(err, CK_EIO, "could not open the leader lock '%s': %s", path,
-                        strerror(errno));
-  (void)fchmod(co->lock_fd, 0600); /* one left by an older version may be 0644 */
-  if (flock(co->lock_fd, LOCK_EX | LOCK_NB)) {
-    CK_LOG_INFO(LOG_CO, "another coordinator holds the leader lock '%s': standing by", path);
-    if (flock(co->lock_fd, LOCK_EX))
-      return ck_error_set(err, CK_EIO, "could not take the leader lock '%s': %s", path,
-                          strerror(errno));
-  }
-  snprintf(path, sizeof path, "%s/epoch", co->o.ha_dir);
-  char *text = read_text(path, NULL);
-  uint64_t epoch = text ? strtoull(text, NULL, 10) : 0;
-  ck_free(text);
-  co->epoch = epoch + 1;
-  char num[32];
-  int n = snprintf(num, sizeof num, "%llu\n", (unsigned long long)co->epoch);
-  rc = write_durable(path, num, (size_t)n, err);
-  if (rc) return rc;
-  CK_LOG_INFO(LOG_CO, "leader of HA directory '%s' with epoch %llu", co->o.ha_dir,
-              (unsigned long long)co->epoch);
-  return 0;
-}
-
 /* ================================================================ jobs */
 
-static job_t *find_job(co_t *co, int64_t id) {
-  for (int i = 0; i < co->njobs; i++)
-    if (co->jobs[i]->id == id) return co->jobs[i];
-  return NULL;
-}
-
-static worker_t *find_worker(co_t *co, int num) {
-  return num >= 0 && num < co->nworkers ? co->workers[num] : NULL;
-}
+/* The manifest (ha.c) of a job whose state changed: one name for the many call sites. */
+static void save_manifest(co_t *co, const job_t *job) { ck_co_ha_save_manifest(co, job); }
 
 static void send_to(co_t *co, int worker, int type, const ck_buf_t *payload) {
   worker_t *w = find_worker(co, worker);
@@ -310,26 +73,6 @@ static void send_deployment(co_t *co, job_t *job, int type, int64_t a, int64_t b
   for (int i = 0; i < job->nparts; i++)
     if (!job->parts[i].ended) send_to(co, job->parts[i].worker, type, &p);
   ck_buf_fini(&p);
-}
-
-static int slots_used(const co_t *co, int worker) {
-  int used = 0;
-  for (int j = 0; j < co->njobs; j++) {
-    const job_t *job = co->jobs[j];
-    if (!job->deployment) continue;
-    for (int i = 0; i < job->nparts; i++) {
-      if (job->parts[i].worker != worker || job->parts[i].ended) continue;
-      for (int s = 0; s < job->plan.nslots; s++) used += job->slot_worker[s] == worker;
-    }
-  }
-  return used;
-}
-
-static int free_slots(const co_t *co, int worker) {
-  const worker_t *w = co->workers[worker];
-  if (!w->alive) return 0;
-  int f = w->slots - slots_used(co, worker);
-  return f > 0 ? f : 0;
 }
 
 static int total_free(const co_t *co) {
@@ -653,7 +396,19 @@ static int submit(co_t *co, const char *name, const char *sql, int parallelism, 
   return rc;
 }
 
-static int cancel_job(co_t *co, int64_t id, ck_error_t *err) {
+int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelism, int64_t *id,
+                     const char **guarantee, ck_error_t *err) {
+  job_t *job;
+  ck_mutex_unlock(&co->mu);
+  int rc = plan_job(co, name, sql, parallelism, &job, err);
+  ck_mutex_lock(&co->mu);
+  if (rc) return rc;
+  *id = add_job(co, job);
+  *guarantee = job->guarantee;
+  return 0;
+}
+
+int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err) {
   job_t *job = find_job(co, id);
   if (!job) return ck_error_set(err, CK_ENOTFOUND, "no job %lld", (long long)id);
   if (terminal(job->status)) return 0;
@@ -668,153 +423,22 @@ static int cancel_job(co_t *co, int64_t id, ck_error_t *err) {
   return 0;
 }
 
-/* Rewrites a manifest with status FAILED, so no later takeover tries the job again. */
-static void mark_unrecoverable(co_t *co, const char *path) {
-  char *text = read_text(path, NULL); /* whole: the caller's copy was cut in place */
-  const char *st = text ? strstr(text, "\nstatus ") : NULL;
-  if (!st) {
-    ck_free(text);
-    return;
-  }
-  const char *eol = strchr(st + 1, '\n');
-  ck_buf_t b;
-  ck_buf_init(&b);
-  ck_buf_append(&b, text, (size_t)(st - text));
-  ck_buf_puts(&b, "\nstatus FAILED");
-  if (eol) ck_buf_puts(&b, eol);
+void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql, int parallelism,
+                       int attempt) {
+  int64_t save_next = co->next_job_id;
+  co->next_job_id = id;
+  int64_t got;
   ck_error_t err;
   ck_error_clear(&err);
-  if (write_durable(path, b.data, b.len, &err)) CK_LOG_ERR(LOG_CO, "%s", err.message);
-  ck_buf_fini(&b);
-  ck_free(text);
-  (void)co;
-}
-
-/* A manifest line "<key> <value>\n" at *p: the value's start (and *p moves past the line),
- * or NULL. */
-static char *manifest_line(char **p, const char *end, const char *key) {
-  size_t k = strlen(key);
-  char *nl = memchr(*p, '\n', (size_t)(end - *p));
-  if (!nl || (size_t)(nl - *p) <= k || strncmp(*p, key, k) || (*p)[k] != ' ') return NULL;
-  *nl = 0;
-  char *v = *p + k + 1;
-  *p = nl + 1;
-  return v;
-}
-
-/* A field "<key> <length>\n<length bytes>\n": the bytes, NUL-terminated in place. */
-static char *manifest_field(char **p, const char *end, const char *key) {
-  char *v = manifest_line(p, end, key);
-  if (!v) return NULL;
-  char *e;
-  unsigned long long n = strtoull(v, &e, 10);
-  if (e == v || *e || n >= (unsigned long long)(end - *p)) return NULL;
-  char *field = *p;
-  if (field[n] != '\n' || memchr(field, 0, (size_t)n)) return NULL;
-  field[n] = 0;
-  *p = field + n + 1;
-  return field;
-}
-
-/* Reads a manifest (format 2, or the line-based format 1 of older versions) in place. */
-static int parse_manifest(char *text, size_t len, int *par, int *attempt, char *status,
-                          bool *redacted, const char **name, const char **sql) {
-  char *end = text + len, *p = text, *v;
-  *redacted = false;
-  if (len > 12 && !strncmp(text, "clink-job 1\n", 12)) { /* the SQL ran to the end */
-    char *sqlp = strstr(text, "\nsql\n"), *namep = strstr(text, "\nname ");
-    if (!sqlp || !namep || namep > sqlp) return -1;
-    if ((v = strstr(text, "\nparallelism ")) && v < sqlp) *par = atoi(v + 13);
-    if ((v = strstr(text, "\nattempt ")) && v < sqlp) *attempt = atoi(v + 9);
-    if ((v = strstr(text, "\nstatus ")) && v < sqlp) sscanf(v + 8, "%31s", status);
-    if ((v = strstr(text, "\nredacted 1\n")) && v < sqlp) *redacted = true;
-    *sqlp = 0;
-    char *nl = strchr(namep + 6, '\n');
-    if (nl) *nl = 0;
-    *name = namep + 6;
-    *sql = sqlp + 5;
-    return 0;
+  if (submit(co, name, sql, parallelism, &got, &err)) {
+    CK_LOG_ERR(LOG_CO, "could not recover job %lld: %s", (long long)id, err.message);
+  } else {
+    job_t *job = find_job(co, got);
+    job->attempt = attempt;
+    CK_LOG_INFO(LOG_CO, "job_id=%lld recovered from the HA directory", (long long)got);
+    if (job->status == JOB_CREATED) job->status = JOB_RESTARTING;
   }
-  if (!(v = manifest_line(&p, end, "clink-job")) || strcmp(v, "2")) return -1;
-  if (!manifest_line(&p, end, "id")) return -1;
-  if (!(v = manifest_line(&p, end, "parallelism"))) return -1;
-  *par = atoi(v);
-  if (!(v = manifest_line(&p, end, "status"))) return -1;
-  snprintf(status, 32, "%s", v);
-  if (!(v = manifest_line(&p, end, "attempt"))) return -1;
-  *attempt = atoi(v);
-  char *q = p;
-  if ((v = manifest_line(&q, end, "redacted")) && !strcmp(v, "1")) {
-    *redacted = true;
-    p = q;
-  } else if (v) {
-    return -1;
-  }
-  if (!(*name = manifest_field(&p, end, "name"))) return -1;
-  if (!(*sql = manifest_field(&p, end, "sql"))) return -1;
-  return p == end ? 0 : -1;
-}
-
-/* Loads the jobs a previous coordinator left in the HA directory. */
-static void recover_jobs(co_t *co) {
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/jobs", co->o.ha_dir);
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    long long id;
-    char tail[16];
-    if (sscanf(e->d_name, "job-%lld.%15s", &id, tail) != 2 || strcmp(tail, "manifest")) continue;
-    char path[PATH_MAX + 300];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    size_t len = 0;
-    char *text = read_text(path, &len);
-    if (!text) continue;
-    (void)chmod(path, 0600); /* one written by an older version may be 0644 */
-    int par = 1, attempt = 0;
-    char status[32] = "";
-    const char *name = NULL, *sql = NULL;
-    bool redacted = false;
-    if (parse_manifest(text, len, &par, &attempt, status, &redacted, &name, &sql)) {
-      CK_LOG_WARN(LOG_CO, "ignoring the unreadable job manifest '%s'", path);
-      ck_free(text);
-      continue;
-    }
-    if (id >= co->next_job_id) co->next_job_id = id + 1;
-    bool done = !strcmp(status, "FINISHED") || !strcmp(status, "FAILED") ||
-                !strcmp(status, "CANCELLED");
-    if (done) {
-      ck_free(text);
-      continue;
-    }
-    if (redacted) { /* its credentials were never stored */
-      CK_LOG_ERR(LOG_CO, "could not recover job %lld ('%s'): its SQL holds credentials, which "
-                 "the HA manifest does not keep; submit it again, giving them through "
-                 "password_env (read where the job runs) so a takeover can rerun it", id,
-                 name);
-      mark_unrecoverable(co, path);
-      ck_free(text);
-      continue;
-    }
-    int64_t save_next = co->next_job_id;
-    co->next_job_id = id;
-    int64_t got;
-    ck_error_t err;
-    ck_error_clear(&err);
-    co->o.max_restarts += 0;
-    if (submit(co, name, sql, par, &got, &err)) {
-      CK_LOG_ERR(LOG_CO, "could not recover job %lld: %s", id, err.message);
-    } else {
-      job_t *job = find_job(co, got);
-      job->attempt = attempt;
-      CK_LOG_INFO(LOG_CO, "job_id=%lld recovered from the HA directory", (long long)got);
-      if (job->status == JOB_CREATED) job->status = JOB_RESTARTING;
-    }
-    co->next_job_id = save_next > co->next_job_id ? save_next : co->next_job_id;
-    ck_free(text);
-  }
-  closedir(d);
+  co->next_job_id = save_next > co->next_job_id ? save_next : co->next_job_id;
 }
 
 /* New jobs get ids above every job-<id> directory already in the checkpoint directory: a new
@@ -1002,8 +626,6 @@ static void reply(conn_t *c, int rc, int64_t value, const char *text) {
   ck_buf_fini(&p);
 }
 
-static void jobs_json(co_t *co, ck_buf_t *out);
-
 /*
  * The first field of every CLI frame is the token. True when the request may go on; false
  * when it was answered with the refusal: a token that differs from CLINK_AUTH_TOKEN (when
@@ -1136,14 +758,14 @@ static void on_cli_frame(co_t *co, conn_t *c, ck_proto_frame_t *f) {
     if (!cli_allowed(co, c, r, false)) return;
     ck_buf_t b;
     ck_buf_init(&b);
-    jobs_json(co, &b);
+    ck_co_rest_jobs_json(co, &b);
     reply(c, 0, co->njobs, b.data);
     ck_buf_fini(&b);
   } else if (f->type == CK_PROTO_CANCEL_JOB) {
     if (!cli_allowed(co, c, r, true)) return;
     int64_t id = ck_proto_i64(r);
     int rc = r->bad ? ck_error_set(&err, CK_EPROTO, "a malformed CANCEL_JOB frame")
-                    : cancel_job(co, id, &err);
+                    : ck_co_job_cancel(co, id, &err);
     reply(c, rc, id, rc ? err.message : "cancelling");
   } else {
     reply(c, CK_EPROTO, 0, "unexpected frame");
@@ -1376,432 +998,6 @@ static void tick(co_t *co) {
   }
 }
 
-/* ================================================================ REST */
-
-static void job_json(co_t *co, const job_t *job, ck_buf_t *out) {
-  ck_buf_printf(out, "{\"id\":%lld,\"name\":", (long long)job->id);
-  ck_buf_put_json_str(out, job->name, strlen(job->name));
-  ck_buf_printf(out, ",\"status\":\"%s\",\"error_count\":%d,\"restarts\":%d,\"parallelism\":%d,"
-                "\"tasks\":%d,\"guarantee\":", status_names[job->status], job->error_count,
-                job->attempt, job->parallelism, job->plan.ntasks);
-  ck_buf_put_json_str(out, job->guarantee, strlen(job->guarantee));
-  ck_buf_printf(out, ",\"last_checkpoint\":%lld,\"restore_point\":%lld,\"error\":",
-                (long long)(job->store_open ? job->ck.last_completed : 0),
-                (long long)job->restore_id);
-  if (job->error) ck_buf_put_json_str(out, job->error, strlen(job->error));
-  else ck_buf_puts(out, "null");
-  ck_buf_puts(out, ",\"workers\":[");
-  for (int i = 0; i < job->nparts; i++) {
-    worker_t *w = find_worker(co, job->parts[i].worker);
-    if (i) ck_buf_putc(out, ',');
-    ck_buf_put_json_str(out, w->id, strlen(w->id));
-  }
-  ck_buf_puts(out, "]}");
-}
-
-static void jobs_json(co_t *co, ck_buf_t *out) {
-  ck_buf_puts(out, "{\"jobs\":[");
-  for (int j = 0; j < co->njobs; j++) {
-    if (j) ck_buf_putc(out, ',');
-    job_json(co, co->jobs[j], out);
-  }
-  ck_buf_puts(out, "]}");
-}
-
-static job_t *route_job(co_t *co, const char *const *params, ck_http_resp_t *resp) {
-  int64_t id;
-  if (ck_http_param_id(params[0], &id)) {
-    ck_http_error(resp, 400, "'%s' is not a job id", params[0]);
-    return NULL;
-  }
-  job_t *job = find_job(co, id);
-  if (!job) ck_http_error(resp, 404, "no job %lld", (long long)id);
-  return job;
-}
-
-/* Called without co->mu (on_http): reads only what is fixed before the server starts. */
-static void r_health(void *ctx, const ck_http_req_t *req, const char *const *params,
-                     ck_http_resp_t *resp) {
-  co_t *co = ctx;
-  ck_buf_printf(&resp->body, "{\"status\":\"ok\",\"role\":\"coordinator\",\"epoch\":%llu}",
-                (unsigned long long)co->epoch);
-}
-
-static void r_jobs(void *ctx, const ck_http_req_t *req, const char *const *params,
-                   ck_http_resp_t *resp) {
-  jobs_json(ctx, &resp->body);
-}
-
-static void r_job(void *ctx, const ck_http_req_t *req, const char *const *params,
-                  ck_http_resp_t *resp) {
-  job_t *job = route_job(ctx, params, resp);
-  if (job) job_json(ctx, job, &resp->body);
-}
-
-static void r_operators(void *ctx, const ck_http_req_t *req, const char *const *params,
-                        ck_http_resp_t *resp) {
-  co_t *co = ctx;
-  job_t *job = route_job(co, params, resp);
-  if (!job) return;
-  ck_buf_printf(&resp->body, "{\"id\":%lld,\"status\":\"%s\",\"operators\":[",
-                (long long)job->id, status_names[job->status]);
-  bool first = true;
-  for (int i = 0; i < job->nparts; i++) {
-    const char *m = job->parts[i].metrics;
-    if (!m || strlen(m) < 3) continue; /* "[]" */
-    worker_t *w = find_worker(co, job->parts[i].worker);
-    /* the worker's array, each object tagged with the worker's id */
-    const char *p = m + 1;
-    while (*p && *p != ']') {
-      const char *end = strchr(p, '}');
-      if (!end) break;
-      if (!first) ck_buf_putc(&resp->body, ',');
-      first = false;
-      ck_buf_append(&resp->body, p, (size_t)(end - p));
-      ck_buf_puts(&resp->body, ",\"worker\":");
-      ck_buf_put_json_str(&resp->body, w->id, strlen(w->id));
-      ck_buf_putc(&resp->body, '}');
-      p = end + 1;
-      if (*p == ',') p++;
-    }
-  }
-  ck_buf_puts(&resp->body, "]}");
-}
-
-static void r_checkpoints(void *ctx, const ck_http_req_t *req, const char *const *params,
-                          ck_http_resp_t *resp) {
-  job_t *job = route_job(ctx, params, resp);
-  if (!job) return;
-  const ck_ckpt_coord_t *c = &job->ck;
-  bool open = job->store_open;
-  ck_buf_printf(&resp->body, "{\"id\":%lld,\"directory\":", (long long)job->id);
-  ck_buf_put_json_str(&resp->body, job->dir, strlen(job->dir));
-  ck_buf_printf(&resp->body, ",\"latest_completed\":%lld,\"latest_confirmed\":%lld,"
-                "\"in_flight\":%lld,\"completed_this_run\":%lld,\"restore_point\":%lld,"
-                "\"checkpoints\":[", (long long)(open ? c->last_completed : 0),
-                (long long)(open ? c->last_confirmed : 0), (long long)(open ? c->pending : 0),
-                (long long)(open ? c->completed_count : 0), (long long)job->restore_id);
-  bool first = true;
-  if (open) {
-    int64_t hi = c->last_completed;
-    for (int64_t id = hi; id > 0 && id > hi - 10; id--) {
-      bool done = ck_store_marked(&job->store, "completed", id);
-      if (!done) continue;
-      bool conf = ck_store_marked(&job->store, "confirmed", id);
-      if (!first) ck_buf_putc(&resp->body, ',');
-      first = false;
-      ck_buf_printf(&resp->body, "{\"id\":%lld,\"status\":\"%s\"}", (long long)id,
-                    conf ? "CONFIRMED" : "COMPLETED");
-    }
-  }
-  ck_buf_puts(&resp->body, "]}");
-}
-
-static void r_workers(void *ctx, const ck_http_req_t *req, const char *const *params,
-                      ck_http_resp_t *resp) {
-  co_t *co = ctx;
-  int64_t now = ck_mono_ms();
-  ck_buf_puts(&resp->body, "{\"workers\":[");
-  bool first = true;
-  for (int i = 0; i < co->nworkers; i++) {
-    worker_t *w = co->workers[i];
-    if (!first) ck_buf_putc(&resp->body, ',');
-    first = false;
-    ck_buf_puts(&resp->body, "{\"id\":");
-    ck_buf_put_json_str(&resp->body, w->id, strlen(w->id));
-    ck_buf_printf(&resp->body, ",\"status\":\"%s\",\"slots\":%d,\"free_slots\":%d,\"pid\":%d,"
-                  "\"last_heartbeat_ms_ago\":%lld}", w->alive ? "REGISTERED" : "LOST", w->slots,
-                  free_slots(co, i), w->pid, (long long)(now - w->last_hb));
-  }
-  ck_buf_puts(&resp->body, "]}");
-}
-
-/*
- * A tiny reader for the submit body: {"sql": "...", "name": "...", "parallelism": 2}. Every
- * read is bounded by the body's length (json_t.end), never by a NUL: a body may be empty, hold
- * NULs, or stop in the middle of a token.
- */
-typedef struct json {
-  const char *p, *end, *start;
-} json_t;
-
-static void json_skip_ws(json_t *j) {
-  while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
-    j->p++;
-}
-
-static int json_peek(const json_t *j) { return j->p < j->end ? (unsigned char)*j->p : -1; }
-
-static int json_hex4(json_t *j, unsigned *v) {
-  if (j->end - j->p < 4) return -1;
-  *v = 0;
-  for (int i = 0; i < 4; i++) {
-    char h = j->p[i];
-    int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-          : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-    if (d < 0) return -1;
-    *v = *v * 16 + (unsigned)d;
-  }
-  j->p += 4;
-  return 0;
-}
-
-static void json_put_utf8(ck_buf_t *out, unsigned v) {
-  if (v < 0x80) {
-    ck_buf_putc(out, (char)v);
-  } else if (v < 0x800) {
-    ck_buf_putc(out, (char)(0xc0 | (v >> 6)));
-    ck_buf_putc(out, (char)(0x80 | (v & 0x3f)));
-  } else if (v < 0x10000) {
-    ck_buf_putc(out, (char)(0xe0 | (v >> 12)));
-    ck_buf_putc(out, (char)(0x80 | ((v >> 6) & 0x3f)));
-    ck_buf_putc(out, (char)(0x80 | (v & 0x3f)));
-  } else {
-    ck_buf_putc(out, (char)(0xf0 | (v >> 18)));
-    ck_buf_putc(out, (char)(0x80 | ((v >> 12) & 0x3f)));
-    ck_buf_putc(out, (char)(0x80 | ((v >> 6) & 0x3f)));
-    ck_buf_putc(out, (char)(0x80 | (v & 0x3f)));
-  }
-}
-
-/* A JSON string into out (NUL-terminated). 0, or -1 with why: malformed, or a NUL character
- * in it (the SQL and names are C strings: a NUL would silently end them). */
-static int json_string(json_t *j, ck_buf_t *out, char *why, size_t whylen) {
-  if (json_peek(j) != '"') return snprintf(why, whylen, "expected a JSON string"), -1;
-  for (j->p++; j->p < j->end && *j->p != '"'; j->p++) {
-    size_t at = (size_t)(j->p - j->start);
-    if (*j->p == 0)
-      return snprintf(why, whylen, "a NUL byte at offset %zu of the body, inside a string", at),
-             -1;
-    if (*j->p != '\\') {
-      ck_buf_putc(out, *j->p);
-      continue;
-    }
-    if (++j->p == j->end) break;
-    switch (*j->p) {
-      case 'n': ck_buf_putc(out, '\n'); break;
-      case 't': ck_buf_putc(out, '\t'); break;
-      case 'r': ck_buf_putc(out, '\r'); break;
-      case 'b': ck_buf_putc(out, '\b'); break;
-      case 'f': ck_buf_putc(out, '\f'); break;
-      case '"': case '\\': case '/': ck_buf_putc(out, *j->p); break;
-      case 'u': {
-        j->p++;
-        unsigned v, lo;
-        if (json_hex4(j, &v))
-          return snprintf(why, whylen, "a \\u escape at offset %zu needs four hex digits", at),
-                 -1;
-        if (v >= 0xd800 && v < 0xdc00) { /* a surrogate pair */
-          if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u')
-            return snprintf(why, whylen, "an unpaired surrogate \\u%04x at offset %zu", v, at),
-                   -1;
-          j->p += 2;
-          if (json_hex4(j, &lo) || lo < 0xdc00 || lo > 0xdfff)
-            return snprintf(why, whylen, "an unpaired surrogate \\u%04x at offset %zu", v, at),
-                   -1;
-          v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
-        } else if (v >= 0xdc00 && v < 0xe000) {
-          return snprintf(why, whylen, "an unpaired surrogate \\u%04x at offset %zu", v, at), -1;
-        }
-        if (v == 0)
-          return snprintf(why, whylen, "a NUL character (\\u0000) at offset %zu of the body, "
-                          "inside a string", at), -1;
-        json_put_utf8(out, v);
-        j->p--; /* the loop steps past the last hex digit */
-        break;
-      }
-      default:
-        return snprintf(why, whylen, "an invalid escape '\\%c' at offset %zu",
-                        *j->p >= 0x20 && *j->p < 0x7f ? *j->p : '?', at), -1;
-    }
-  }
-  if (j->p >= j->end) return snprintf(why, whylen, "an unterminated string"), -1;
-  j->p++;
-  ck_buf_reserve(out, 0);
-  out->data[out->len] = 0;
-  return 0;
-}
-
-static int parse_submit(const char *body, size_t len, ck_buf_t *sql, ck_buf_t *name, int *par,
-                        char *why, size_t whylen) {
-  json_t j = {body, body + len, body};
-  char sub[160];
-  json_skip_ws(&j);
-  if (json_peek(&j) != '{')
-    return snprintf(why, whylen, "the body must be a JSON object%s",
-                    len ? "" : " (it is empty)"), -1;
-  j.p++;
-  json_skip_ws(&j);
-  while (json_peek(&j) != '}') {
-    ck_buf_t key;
-    ck_buf_init(&key);
-    if (json_string(&j, &key, sub, sizeof sub)) {
-      ck_buf_fini(&key);
-      return snprintf(why, whylen, "malformed JSON: expected a quoted key (%s)", sub), -1;
-    }
-    json_skip_ws(&j);
-    if (json_peek(&j) != ':') {
-      ck_buf_fini(&key);
-      return snprintf(why, whylen, "malformed JSON: expected ':'"), -1;
-    }
-    j.p++;
-    json_skip_ws(&j);
-    if (!strcmp(key.data, "sql") || !strcmp(key.data, "name")) {
-      ck_buf_t *dst = key.data[0] == 's' ? sql : name;
-      ck_buf_reset(dst);
-      if (json_string(&j, dst, sub, sizeof sub)) {
-        snprintf(why, whylen, "'%s' must be a JSON string: %s", key.data, sub);
-        ck_buf_fini(&key);
-        return -1;
-      }
-    } else if (!strcmp(key.data, "parallelism")) {
-      long v = 0;
-      int digits = 0;
-      while (j.p < j.end && *j.p >= '0' && *j.p <= '9' && digits < 6)
-        v = v * 10 + (*j.p++ - '0'), digits++;
-      if (!digits || v < 1 || v > 4096 || (j.p < j.end && *j.p >= '0' && *j.p <= '9')) {
-        ck_buf_fini(&key);
-        return snprintf(why, whylen, "'parallelism' must be a whole number from 1 to 4096"), -1;
-      }
-      *par = (int)v;
-    } else {
-      snprintf(why, whylen, "unknown field '%.64s' (expected sql, name, parallelism)",
-               key.data);
-      ck_buf_fini(&key);
-      return -1;
-    }
-    ck_buf_fini(&key);
-    json_skip_ws(&j);
-    if (json_peek(&j) == ',') j.p++, json_skip_ws(&j);
-    else if (json_peek(&j) != '}')
-      return snprintf(why, whylen, json_peek(&j) < 0 ? "malformed JSON: unterminated object"
-                                                     : "malformed JSON: expected ',' or '}'"),
-             -1;
-  }
-  j.p++;
-  json_skip_ws(&j);
-  if (j.p != j.end)
-    return snprintf(why, whylen, "malformed JSON: something follows the object at offset %zu",
-                    (size_t)(j.p - j.start)), -1;
-  if (!sql->len) return snprintf(why, whylen, "the body needs a non-empty \"sql\""), -1;
-  return 0;
-}
-
-static void r_submit(void *ctx, const ck_http_req_t *req, const char *const *params,
-                     ck_http_resp_t *resp) {
-  co_t *co = ctx;
-  ck_buf_t sql, name;
-  ck_buf_init(&sql);
-  ck_buf_init(&name);
-  int par = 1;
-  char why[256];
-  if (parse_submit(req->body, req->body_len, &sql, &name, &par, why, sizeof why)) {
-    ck_http_error(resp, 400, "%s", why);
-  } else {
-    ck_error_t err;
-    ck_error_clear(&err);
-    job_t *job;
-    /* called with co->mu held (on_http): planning may wait on the network, never under it */
-    ck_mutex_unlock(&co->mu);
-    int rc = plan_job(co, name.data, sql.data, par, &job, &err);
-    ck_mutex_lock(&co->mu);
-    if (rc) {
-      ck_http_error(resp, 400, "%s", err.message);
-    } else {
-      int64_t id = add_job(co, job);
-      resp->status = 201;
-      ck_buf_printf(&resp->body, "{\"id\":%lld,\"guarantee\":", (long long)id);
-      ck_buf_put_json_str(&resp->body, job->guarantee, strlen(job->guarantee));
-      ck_buf_putc(&resp->body, '}');
-    }
-  }
-  ck_buf_fini(&sql);
-  ck_buf_fini(&name);
-}
-
-static void r_cancel(void *ctx, const ck_http_req_t *req, const char *const *params,
-                     ck_http_resp_t *resp) {
-  co_t *co = ctx;
-  job_t *job = route_job(co, params, resp);
-  if (!job) return;
-  ck_error_t err;
-  ck_error_clear(&err);
-  cancel_job(co, job->id, &err);
-  ck_buf_printf(&resp->body, "{\"id\":%lld,\"status\":\"%s\"}", (long long)job->id,
-                status_names[job->status]);
-}
-
-static void r_metrics(void *ctx, const ck_http_req_t *req, const char *const *params,
-                      ck_http_resp_t *resp) {
-  co_t *co = ctx;
-  resp->content_type = "text/plain; version=0.0.4";
-  ck_buf_t *b = &resp->body;
-  int alive = 0;
-  for (int i = 0; i < co->nworkers; i++) alive += co->workers[i]->alive;
-  ck_buf_printf(b, "# HELP clink_workers Workers registered and alive.\n# TYPE clink_workers "
-                "gauge\nclink_workers %d\n", alive);
-  ck_buf_printf(b, "# HELP clink_workers_lost_total Workers declared lost.\n# TYPE "
-                "clink_workers_lost_total counter\nclink_workers_lost_total %lld\n",
-                (long long)co->workers_lost_total);
-  ck_buf_printf(b, "# HELP clink_job_restarts_total Job restarts.\n# TYPE "
-                "clink_job_restarts_total counter\nclink_job_restarts_total %lld\n",
-                (long long)co->restarts_total);
-  ck_buf_printf(b, "# HELP clink_checkpoints_completed_total Checkpoints completed.\n# TYPE "
-                "clink_checkpoints_completed_total counter\n"
-                "clink_checkpoints_completed_total %lld\n",
-                (long long)co->checkpoints_completed_total);
-  ck_buf_puts(b, "# HELP clink_job_status 1 for the job's current status.\n# TYPE "
-              "clink_job_status gauge\n");
-  for (int j = 0; j < co->njobs; j++)
-    ck_buf_printf(b, "clink_job_status{job=\"%lld\",status=\"%s\"} 1\n",
-                  (long long)co->jobs[j]->id, status_names[co->jobs[j]->status]);
-  ck_buf_puts(b, "# HELP clink_job_last_checkpoint Newest completed checkpoint id.\n# TYPE "
-              "clink_job_last_checkpoint gauge\n");
-  for (int j = 0; j < co->njobs; j++)
-    ck_buf_printf(b, "clink_job_last_checkpoint{job=\"%lld\"} %lld\n", (long long)co->jobs[j]->id,
-                  (long long)(co->jobs[j]->store_open ? co->jobs[j]->ck.last_completed : 0));
-  ck_buf_puts(b, "# HELP clink_job_restarts Restarts of the job so far.\n# TYPE "
-              "clink_job_restarts gauge\n");
-  for (int j = 0; j < co->njobs; j++)
-    ck_buf_printf(b, "clink_job_restarts{job=\"%lld\"} %d\n", (long long)co->jobs[j]->id,
-                  co->jobs[j]->attempt);
-  /* per operator and subtask, from the workers' last heartbeats (runtime/metrics.h) */
-  for (int m = 0; m < CK_OPM_COUNT; m++) {
-    ck_opmetrics_prom_header(b, m);
-    for (int j = 0; j < co->njobs; j++)
-      for (int i = 0; i < co->jobs[j]->nparts; i++) {
-        worker_t *w = find_worker(co, co->jobs[j]->parts[i].worker);
-        ck_opmetrics_prom_samples(b, m, co->jobs[j]->id, w ? w->id : "",
-                                  co->jobs[j]->parts[i].metrics);
-      }
-  }
-}
-
-const ck_http_route_t ck_coordinator_routes[] = {
-    {"GET", "/api/v1/health", true, r_health, "liveness: 200 while the coordinator runs"},
-    {"GET", "/api/v1/jobs", false, r_jobs, "every job: id, name, status, error_count, restarts, guarantee"},
-    {"POST", "/api/v1/jobs/sql", false, r_submit, "submit {\"sql\":…, \"name\":…, \"parallelism\":…}; 201 {\"id\":…}"},
-    {"GET", "/api/v1/jobs/:id", false, r_job, "one job, with its last error and its workers"},
-    {"GET", "/api/v1/jobs/:id/operators", false, r_operators, "per operator and subtask: records in/out, late, skipped, without event time, watermark, backpressure"},
-    {"GET", "/api/v1/jobs/:id/checkpoints", false, r_checkpoints, "latest completed/confirmed, in flight, recent checkpoints"},
-    {"POST", "/api/v1/jobs/:id/cancel", false, r_cancel, "cancel the job"},
-    {"GET", "/api/v1/workers", false, r_workers, "registered workers, slots, heartbeats"},
-    {"GET", "/metrics", false, r_metrics, "Prometheus text format"},
-};
-const size_t ck_coordinator_nroutes = sizeof ck_coordinator_routes / sizeof *ck_coordinator_routes;
-
-/* libmicrohttpd's threads (one per connection): every route runs under co->mu, except that
- * r_submit releases it while it plans, and health, which reads only the epoch (fixed before
- * the server starts), takes no lock: it answers even while the control loop is held up. */
-static void on_http(void *ctx, const ck_http_req_t *req, ck_http_resp_t *resp) {
-  co_t *co = ctx;
-  bool health = req->path && !strcmp(req->path, "/api/v1/health") &&
-                !ck_http_method_writes(req->method);
-  if (!health) ck_mutex_lock(&co->mu);
-  ck_http_dispatch(ck_coordinator_routes, ck_coordinator_nroutes, &co->guard, co, req, resp);
-  if (!health) ck_mutex_unlock(&co->mu);
-}
-
 /* ================================================================ the loop */
 
 static void free_all(co_t *co) {
@@ -1874,7 +1070,7 @@ ck_coordinator_t *ck_coordinator_detached_new(const ck_coordinator_opts_t *opts)
 
 void ck_coordinator_detached_http(ck_coordinator_t *co, const ck_http_req_t *req,
                                   ck_http_resp_t *resp) {
-  on_http(co, req, resp);
+  ck_co_rest_serve(co, req, resp);
 }
 
 void ck_coordinator_detached_free(ck_coordinator_t *co) {
@@ -1901,14 +1097,14 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
   ck_mutex_init(&co->mu);
   ck_mutex_init(&co->plan_mu);
   mkdir(co->o.checkpoint_dir, 0755);
-  int rc = co->o.ha_dir ? take_ha_dir(co, err) : 0;
+  int rc = co->o.ha_dir ? ck_co_ha_take(co, err) : 0;
   if (!rc) rc = ck_sock_listen(co->o.host, co->o.port, &co->listen_fd, err);
   if (!rc) (void)fcntl(co->listen_fd, F_SETFL, fcntl(co->listen_fd, F_GETFL) | O_NONBLOCK);
   co->refuse_writes = !co->o.auth_token && !host_is_loopback(co->o.host);
   co->guard = (ck_http_guard_t){.token = co->o.auth_token, .refuse_writes = co->refuse_writes,
                                 .json_writes = true};
   if (!rc && co->o.http_port >= 0)
-    rc = ck_http_start(co->o.host, co->o.http_port, on_http, co, &co->http, err);
+    rc = ck_http_start(co->o.host, co->o.http_port, ck_co_rest_serve, co, &co->http, err);
   if (rc) goto out;
   if (co->refuse_writes)
     CK_LOG_WARN(LOG_CO, "listening on %s, which is not a loopback address, without "
@@ -1919,7 +1115,7 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
               co->o.host, ck_sock_port(co->listen_fd), co->o.host,
               co->http ? ck_http_port(co->http) : -1, co->o.checkpoint_dir);
   ck_mutex_lock(&co->mu);
-  if (co->o.ha_dir) recover_jobs(co);
+  if (co->o.ha_dir) ck_co_ha_recover(co);
   skip_used_job_ids(co);
   ck_mutex_unlock(&co->mu);
 

@@ -1,0 +1,198 @@
+/*
+ * DESIGN: the coordinator's state, shared by the files that make up the coordinator and by no
+ * one else: coordinator.c (the control loop: connections, frames, timers, placement,
+ * deployments, restarts), rest.c (the REST API's routes and handlers) and ha.c (the leader
+ * lock, the epoch and the job manifests of --ha-dir). coordinator.h is the public face.
+ *
+ * Everything here is under co->mu (ck_coordinator_t's mutex), except what is fixed before any
+ * thread but the starting one runs (co->o, co->epoch, co->guard, co->refuse_writes).
+ */
+#ifndef CK_CLUSTER_COORDINATOR_INT_H
+#define CK_CLUSTER_COORDINATOR_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/thread.h"
+#include "checkpoint/coord.h"
+#include "checkpoint/store.h"
+#include "cluster/coordinator.h"
+#include "cluster/http.h"
+#include "cluster/jobplan.h"
+#include "cluster/proto.h"
+
+#define MAX_CONNS 1024        /* registered workers plus MAX_UNREGISTERED others */
+#define MAX_PLANNING 8        /* control-port submissions being planned at once */
+
+#define CANCEL_WAIT_MS 15000
+
+typedef enum {
+  JOB_CREATED,
+  JOB_RUNNING,
+  JOB_RESTARTING,
+  JOB_CANCELLING,
+  JOB_FINISHED,
+  JOB_FAILED,
+  JOB_CANCELLED,
+} job_status_t;
+
+static inline const char *status_name(job_status_t s) {
+  static const char *const names[] = {"CREATED",  "RUNNING", "RESTARTING", "CANCELLING",
+                                      "FINISHED", "FAILED",  "CANCELLED"};
+  return names[s];
+}
+
+static inline bool terminal(job_status_t s) { return s >= JOB_FINISHED; }
+
+typedef enum { CONN_NEW, CONN_WORKER, CONN_CLI } conn_kind_t;
+
+typedef struct conn {
+  ck_proto_conn_t pc;
+  conn_kind_t kind;
+  int worker;          /* CONN_WORKER: its number */
+  int64_t opened_ms;   /* accepted */
+  int64_t last_ms;     /* its last whole frame (opened_ms before the first) */
+  bool planning;       /* a planner thread will answer its SUBMIT: do not free it */
+  bool closed;         /* taken out of conns while planning: the planner frees it */
+} conn_t;
+
+typedef struct worker {
+  int num;
+  char *id, *host;
+  int slots, http_port, pid;
+  conn_t *conn;     /* NULL once lost */
+  bool alive;
+  int64_t last_hb, registered_at;
+} worker_t;
+
+/* A participant of the current deployment. */
+typedef struct part {
+  int worker;
+  bool deployed, ended;
+  int data_port;
+  char *metrics; /* its last heartbeat's JSON array for this deployment */
+} part_t;
+
+typedef struct job {
+  int64_t id;
+  char *name, *sql, *error, *guarantee;
+  int parallelism;
+  job_status_t status;
+  int attempt;            /* restarts so far (lifetime) */
+  int error_count;
+  ck_jobplan_t plan;
+  char dir[PATH_MAX];     /* its checkpoint directory */
+  ck_store_t store;
+  bool store_open;
+  ck_ckpt_coord_t ck;
+  int64_t used_ids;       /* highest checkpoint id any deployment handed out */
+  int64_t restore_id;     /* of the current deployment */
+  int64_t rewind_below;   /* next deployment restores below this (a sink's lost commit) */
+  /* the current deployment */
+  int64_t deployment;     /* 0: none */
+  bool started;
+  int *slot_worker;       /* nslots */
+  part_t *parts;
+  int nparts;
+  int64_t cancel_deadline;
+  bool capacity_logged, input_ended, failed_this_deployment;
+  int64_t records_in, records_out;
+  int64_t restart_at;     /* a restart not before (backoff) */
+} job_t;
+
+typedef struct planner planner_t;
+
+typedef struct co {
+  ck_coordinator_opts_t o;
+  ck_mutex_t mu;
+  ck_mutex_t plan_mu;   /* one plan at a time (never held with mu) */
+  bool refuse_writes;   /* a non-loopback bind without a token: no submit/cancel */
+  ck_http_guard_t guard;
+  uint64_t epoch;
+  int64_t deploy_seq;
+  int listen_fd;
+  conn_t *conns[MAX_CONNS];
+  int nconns;
+  worker_t **workers;
+  int nworkers;
+  job_t **jobs;
+  int njobs;
+  int64_t next_job_id;
+  int lock_fd;
+  ck_http_t *http;
+  planner_t *planners[MAX_PLANNING];
+  int nplanners;
+  int64_t started_ms, last_tick;
+  int64_t checkpoints_completed_total, restarts_total, workers_lost_total;
+} co_t;
+
+/* Lookups and slot counts, under co->mu. */
+static inline job_t *find_job(co_t *co, int64_t id) {
+  for (int i = 0; i < co->njobs; i++)
+    if (co->jobs[i]->id == id) return co->jobs[i];
+  return NULL;
+}
+
+static inline worker_t *find_worker(co_t *co, int num) {
+  return num >= 0 && num < co->nworkers ? co->workers[num] : NULL;
+}
+
+static inline int slots_used(const co_t *co, int worker) {
+  int used = 0;
+  for (int j = 0; j < co->njobs; j++) {
+    const job_t *job = co->jobs[j];
+    if (!job->deployment) continue;
+    for (int i = 0; i < job->nparts; i++) {
+      if (job->parts[i].worker != worker || job->parts[i].ended) continue;
+      for (int s = 0; s < job->plan.nslots; s++) used += job->slot_worker[s] == worker;
+    }
+  }
+  return used;
+}
+
+static inline int free_slots(const co_t *co, int worker) {
+  const worker_t *w = co->workers[worker];
+  if (!w->alive) return 0;
+  int f = w->slots - slots_used(co, worker);
+  return f > 0 ? f : 0;
+}
+
+/* ---- coordinator.c, for rest.c and ha.c */
+
+/* Called with co->mu held: plans the job WITHOUT co->mu (plan-time checks may wait on the
+ * network; planning is serialised by co->plan_mu), then adds and deploys it under co->mu.
+ * 0 with *id and *guarantee (the job's, valid while co->mu is held), or an error. */
+int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelism, int64_t *id,
+                     const char **guarantee, ck_error_t *err);
+/* Under co->mu: cancels job id (0 when it has ended already), or CK_ENOTFOUND. */
+int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err);
+
+/* Recovery (ck_co_ha_recover) found job id, not ended, in its manifest: runs it again under
+ * that id, counting its restarts from attempt. Under co->mu. */
+void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql, int parallelism,
+                       int attempt);
+
+/* ---- ha.c (with --ha-dir; co->o.ha_dir NULL: none of these is called but save_manifest,
+ *      which then does nothing) */
+
+/* Takes the leader lock (waiting, standing by, while another coordinator holds it), raises
+ * the epoch durably into co->epoch. On the starting thread, before any other runs. */
+int ck_co_ha_take(co_t *co, ck_error_t *err);
+/* Writes the job's manifest durably (errors are logged: the job goes on). Under co->mu. */
+void ck_co_ha_save_manifest(co_t *co, const job_t *job);
+/* Runs again (ck_co_job_recover) every job the manifests hold that had not ended; fails, in
+ * its manifest, one that cannot be (its credentials were not stored). Under co->mu. */
+void ck_co_ha_recover(co_t *co);
+
+/* ---- rest.c */
+
+/* Answers one REST request (libmicrohttpd's threads, or the detached coordinator's caller):
+ * takes co->mu for every route but health. */
+void ck_co_rest_serve(void *ctx, const ck_http_req_t *req, ck_http_resp_t *resp);
+/* {"jobs":[...]}, as GET /api/v1/jobs and the CLI's LIST answer it. Under co->mu. */
+void ck_co_rest_jobs_json(co_t *co, ck_buf_t *out);
+
+#endif

@@ -1,0 +1,274 @@
+/*
+ * DESIGN: high availability — what a coordinator started with --ha-dir keeps there, so that
+ * one started after it (after a kill, or a standby waiting on the lock) takes over its jobs.
+ *
+ *   <ha-dir>/leader.lock            flock'ed by the leader for its whole life; a second
+ *                                   coordinator blocks on it (standing by)
+ *   <ha-dir>/epoch                  raised by each new leader, stamped on every frame it sends
+ *                                   (workers drop frames of an older epoch: a deposed leader
+ *                                   cannot act)
+ *   <ha-dir>/jobs/job-<id>.manifest one per job: what running it again needs (format below)
+ *
+ * Every file is replaced durably with the checkpoint store's ck_store_replace (temporary name,
+ * fsync, rename, fsync the directory), mode 0600 in 0700 directories: the manifests hold job
+ * definitions. Credentials never reach the disk (the SQL is stored redacted, base/redact.h).
+ *
+ * Threads: ck_co_ha_take runs on the starting thread before any other; ck_co_ha_save_manifest
+ * under co->mu from any of the coordinator's threads; ck_co_ha_recover at start, under co->mu.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/redact.h"
+#include "checkpoint/store.h"
+#include "cluster/coordinator_int.h"
+
+#define LOG_CO "coordinator"
+
+static char *read_text(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  ck_buf_t b;
+  ck_buf_init(&b);
+  char chunk[8192];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) ck_buf_append(&b, chunk, n);
+  fclose(f);
+  ck_buf_reserve(&b, 0);
+  b.data[b.len] = 0;
+  if (len) *len = b.len;
+  return ck_buf_detach(&b);
+}
+
+static void manifest_path(const co_t *co, int64_t id, char *out, size_t n) {
+  snprintf(out, n, "%s/jobs/job-%lld.manifest", co->o.ha_dir, (long long)id);
+}
+
+/*
+ * The job's manifest: what a coordinator taking over needs to run it again. Format 2: lines
+ * "clink-job 2", "id N", "parallelism N", "status S", "attempt N", "redacted 1" when the SQL
+ * held a credential, then "name <bytes>\n" followed by exactly that many bytes and a newline,
+ * and "sql <bytes>\n" likewise — so no content of the name or the SQL can move a field.
+ * Written 0600 in a 0700 directory. The SQL is stored redacted (base/redact.h): a credential
+ * written inline never reaches the disk. Such a job cannot be run again from its manifest;
+ * ck_co_ha_recover fails it, saying why.
+ */
+void ck_co_ha_save_manifest(co_t *co, const job_t *job) {
+  if (!co->o.ha_dir) return;
+  ck_buf_t sql;
+  ck_buf_init(&sql);
+  bool redacted = ck_redact_sql(job->sql, strlen(job->sql), &sql, NULL);
+  ck_buf_t b;
+  ck_buf_init(&b);
+  ck_buf_printf(&b, "clink-job 2\nid %lld\nparallelism %d\nstatus %s\nattempt %d\n%s",
+                (long long)job->id, job->parallelism, status_name(job->status), job->attempt,
+                redacted ? "redacted 1\n" : "");
+  ck_buf_printf(&b, "name %zu\n", strlen(job->name));
+  ck_buf_puts(&b, job->name);
+  ck_buf_printf(&b, "\nsql %zu\n", sql.len);
+  ck_buf_append(&b, sql.data, sql.len);
+  ck_buf_putc(&b, '\n');
+  ck_buf_fini(&sql);
+  char path[PATH_MAX];
+  manifest_path(co, job->id, path, sizeof path);
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (ck_store_replace(path, b.data, b.len, 0600, &err))
+    CK_LOG_ERR(LOG_CO, "job_id=%lld: %s", (long long)job->id, err.message);
+  ck_buf_fini(&b);
+}
+
+/* A directory of the HA directory: created 0700, or narrowed to 0700 when it exists. */
+static int private_dir(const char *path, ck_error_t *err) {
+  if (mkdir(path, 0700) && errno != EEXIST)
+    return ck_error_set(err, CK_EIO, "could not create the HA directory '%s': %s", path,
+                        strerror(errno));
+  struct stat st;
+  if (stat(path, &st) || !S_ISDIR(st.st_mode))
+    return ck_error_set(err, CK_EIO, "could not use the HA directory '%s': it is not a "
+                        "directory", path);
+  if ((st.st_mode & 077) && chmod(path, st.st_mode & 0700)) {
+    ck_error_set(err, CK_EIO, "could not make the HA directory '%s' private (mode 0700): %s",
+                 path, strerror(errno));
+    ck_error_hint(err, "It holds job definitions with their credentials; run the coordinator "
+                       "as the directory's owner or give it a directory of its own.");
+    return CK_EIO;
+  }
+  return 0;
+}
+
+int ck_co_ha_take(co_t *co, ck_error_t *err) {
+  char path[PATH_MAX];
+  int rc = private_dir(co->o.ha_dir, err);
+  snprintf(path, sizeof path, "%s/jobs", co->o.ha_dir);
+  if (!rc) rc = private_dir(path, err);
+  if (rc) return rc;
+  snprintf(path, sizeof path, "%s/leader.lock", co->o.ha_dir);
+  co->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (co->lock_fd < 0)
+    return ck_error_set(err, CK_EIO, "could not open the leader lock '%s': %s", path,
+                        strerror(errno));
+  (void)fchmod(co->lock_fd, 0600); /* one left by an older version may be 0644 */
+  if (flock(co->lock_fd, LOCK_EX | LOCK_NB)) {
+    CK_LOG_INFO(LOG_CO, "another coordinator holds the leader lock '%s': standing by", path);
+    if (flock(co->lock_fd, LOCK_EX))
+      return ck_error_set(err, CK_EIO, "could not take the leader lock '%s': %s", path,
+                          strerror(errno));
+  }
+  snprintf(path, sizeof path, "%s/epoch", co->o.ha_dir);
+  char *text = read_text(path, NULL);
+  uint64_t epoch = text ? strtoull(text, NULL, 10) : 0;
+  ck_free(text);
+  co->epoch = epoch + 1;
+  char num[32];
+  int n = snprintf(num, sizeof num, "%llu\n", (unsigned long long)co->epoch);
+  rc = ck_store_replace(path, num, (size_t)n, 0600, err);
+  if (rc) return rc;
+  CK_LOG_INFO(LOG_CO, "leader of HA directory '%s' with epoch %llu", co->o.ha_dir,
+              (unsigned long long)co->epoch);
+  return 0;
+}
+
+/* Rewrites a manifest with status FAILED, so no later takeover tries the job again. */
+static void mark_unrecoverable(co_t *co, const char *path) {
+  char *text = read_text(path, NULL); /* whole: the caller's copy was cut in place */
+  const char *st = text ? strstr(text, "\nstatus ") : NULL;
+  if (!st) {
+    ck_free(text);
+    return;
+  }
+  const char *eol = strchr(st + 1, '\n');
+  ck_buf_t b;
+  ck_buf_init(&b);
+  ck_buf_append(&b, text, (size_t)(st - text));
+  ck_buf_puts(&b, "\nstatus FAILED");
+  if (eol) ck_buf_puts(&b, eol);
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (ck_store_replace(path, b.data, b.len, 0600, &err)) CK_LOG_ERR(LOG_CO, "%s", err.message);
+  ck_buf_fini(&b);
+  ck_free(text);
+  (void)co;
+}
+
+/* A manifest line "<key> <value>\n" at *p: the value's start (and *p moves past the line),
+ * or NULL. */
+static char *manifest_line(char **p, const char *end, const char *key) {
+  size_t k = strlen(key);
+  char *nl = memchr(*p, '\n', (size_t)(end - *p));
+  if (!nl || (size_t)(nl - *p) <= k || strncmp(*p, key, k) || (*p)[k] != ' ') return NULL;
+  *nl = 0;
+  char *v = *p + k + 1;
+  *p = nl + 1;
+  return v;
+}
+
+/* A field "<key> <length>\n<length bytes>\n": the bytes, NUL-terminated in place. */
+static char *manifest_field(char **p, const char *end, const char *key) {
+  char *v = manifest_line(p, end, key);
+  if (!v) return NULL;
+  char *e;
+  unsigned long long n = strtoull(v, &e, 10);
+  if (e == v || *e || n >= (unsigned long long)(end - *p)) return NULL;
+  char *field = *p;
+  if (field[n] != '\n' || memchr(field, 0, (size_t)n)) return NULL;
+  field[n] = 0;
+  *p = field + n + 1;
+  return field;
+}
+
+/* Reads a manifest (format 2, or the line-based format 1 of older versions) in place. */
+static int parse_manifest(char *text, size_t len, int *par, int *attempt, char *status,
+                          bool *redacted, const char **name, const char **sql) {
+  char *end = text + len, *p = text, *v;
+  *redacted = false;
+  if (len > 12 && !strncmp(text, "clink-job 1\n", 12)) { /* the SQL ran to the end */
+    char *sqlp = strstr(text, "\nsql\n"), *namep = strstr(text, "\nname ");
+    if (!sqlp || !namep || namep > sqlp) return -1;
+    if ((v = strstr(text, "\nparallelism ")) && v < sqlp) *par = atoi(v + 13);
+    if ((v = strstr(text, "\nattempt ")) && v < sqlp) *attempt = atoi(v + 9);
+    if ((v = strstr(text, "\nstatus ")) && v < sqlp) sscanf(v + 8, "%31s", status);
+    if ((v = strstr(text, "\nredacted 1\n")) && v < sqlp) *redacted = true;
+    *sqlp = 0;
+    char *nl = strchr(namep + 6, '\n');
+    if (nl) *nl = 0;
+    *name = namep + 6;
+    *sql = sqlp + 5;
+    return 0;
+  }
+  if (!(v = manifest_line(&p, end, "clink-job")) || strcmp(v, "2")) return -1;
+  if (!manifest_line(&p, end, "id")) return -1;
+  if (!(v = manifest_line(&p, end, "parallelism"))) return -1;
+  *par = atoi(v);
+  if (!(v = manifest_line(&p, end, "status"))) return -1;
+  snprintf(status, 32, "%s", v);
+  if (!(v = manifest_line(&p, end, "attempt"))) return -1;
+  *attempt = atoi(v);
+  char *q = p;
+  if ((v = manifest_line(&q, end, "redacted")) && !strcmp(v, "1")) {
+    *redacted = true;
+    p = q;
+  } else if (v) {
+    return -1;
+  }
+  if (!(*name = manifest_field(&p, end, "name"))) return -1;
+  if (!(*sql = manifest_field(&p, end, "sql"))) return -1;
+  return p == end ? 0 : -1;
+}
+
+void ck_co_ha_recover(co_t *co) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/jobs", co->o.ha_dir);
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    long long id;
+    char tail[16];
+    if (sscanf(e->d_name, "job-%lld.%15s", &id, tail) != 2 || strcmp(tail, "manifest")) continue;
+    char path[PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    size_t len = 0;
+    char *text = read_text(path, &len);
+    if (!text) continue;
+    (void)chmod(path, 0600); /* one written by an older version may be 0644 */
+    int par = 1, attempt = 0;
+    char status[32] = "";
+    const char *name = NULL, *sql = NULL;
+    bool redacted = false;
+    if (parse_manifest(text, len, &par, &attempt, status, &redacted, &name, &sql)) {
+      CK_LOG_WARN(LOG_CO, "ignoring the unreadable job manifest '%s'", path);
+      ck_free(text);
+      continue;
+    }
+    if (id >= co->next_job_id) co->next_job_id = id + 1;
+    bool done = !strcmp(status, "FINISHED") || !strcmp(status, "FAILED") ||
+                !strcmp(status, "CANCELLED");
+    if (done) {
+      ck_free(text);
+      continue;
+    }
+    if (redacted) { /* its credentials were never stored */
+      CK_LOG_ERR(LOG_CO, "could not recover job %lld ('%s'): its SQL holds credentials, which "
+                 "the HA manifest does not keep; submit it again, giving them through "
+                 "password_env (read where the job runs) so a takeover can rerun it", id,
+                 name);
+      mark_unrecoverable(co, path);
+      ck_free(text);
+      continue;
+    }
+    ck_co_job_recover(co, id, name, sql, par, attempt);
+    ck_free(text);
+  }
+  closedir(d);
+}
