@@ -327,12 +327,13 @@ static int check_job_name(const char *name, ck_error_t *err) {
 
 /*
  * A submission's first half: checks the name and parallelism and plans the SQL (refusing bad
- * SQL with its position) into a new job with no id. Touches no coordinator state: runs
+ * SQL with its position) — or, recovering a job, builds its serialised plan (wire, not NULL;
+ * the SQL is then only shown) — into a new job with no id. Touches no coordinator state: runs
  * WITHOUT co->mu (plan-time checks may wait on the network), one at a time under plan_mu
  * (the planner is not known to be reentrant). *out is the caller's until add_job.
  */
-static int plan_job(co_t *co, const char *name, const char *sql, int parallelism, job_t **out,
-                    ck_error_t *err) {
+static int plan_job(co_t *co, const char *name, const char *sql, const void *wire,
+                    size_t wire_len, int parallelism, job_t **out, ck_error_t *err) {
   *out = NULL;
   if (parallelism < 1 || parallelism > 4096)
     return ck_error_set(err, CK_EINVAL, "parallelism must be from 1 to 4096, not %d",
@@ -342,7 +343,8 @@ static int plan_job(co_t *co, const char *name, const char *sql, int parallelism
   char fname[256];
   snprintf(fname, sizeof fname, "%s", name && *name ? name : "<submitted>");
   ck_mutex_lock(&co->plan_mu);
-  int rc = ck_jobplan_init(&job->plan, sql, fname, parallelism, 128, err);
+  int rc = wire ? ck_jobplan_decode(&job->plan, wire, wire_len, err)
+                : ck_jobplan_init(&job->plan, sql, fname, parallelism, 128, err);
   ck_mutex_unlock(&co->plan_mu);
   if (rc) {
     ck_free(job);
@@ -388,10 +390,10 @@ static int64_t add_job(co_t *co, job_t *job) {
 
 /* Both halves at once, under co->mu: only for recovering jobs at start, before any worker
  * or client is served. */
-static int submit(co_t *co, const char *name, const char *sql, int parallelism, int64_t *id,
-                  ck_error_t *err) {
+static int submit(co_t *co, const char *name, const char *sql, const void *wire,
+                  size_t wire_len, int parallelism, int64_t *id, ck_error_t *err) {
   job_t *job;
-  int rc = plan_job(co, name, sql, parallelism, &job, err);
+  int rc = plan_job(co, name, sql, wire, wire_len, parallelism, &job, err);
   if (!rc) *id = add_job(co, job);
   return rc;
 }
@@ -400,7 +402,7 @@ int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelis
                      const char **guarantee, ck_error_t *err) {
   job_t *job;
   ck_mutex_unlock(&co->mu);
-  int rc = plan_job(co, name, sql, parallelism, &job, err);
+  int rc = plan_job(co, name, sql, NULL, 0, parallelism, &job, err);
   ck_mutex_lock(&co->mu);
   if (rc) return rc;
   *id = add_job(co, job);
@@ -423,14 +425,14 @@ int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err) {
   return 0;
 }
 
-void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql, int parallelism,
-                       int attempt) {
+void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql,
+                       const void *plan, size_t plan_len, int parallelism, int attempt) {
   int64_t save_next = co->next_job_id;
   co->next_job_id = id;
   int64_t got;
   ck_error_t err;
   ck_error_clear(&err);
-  if (submit(co, name, sql, parallelism, &got, &err)) {
+  if (submit(co, name, sql, plan, plan_len, parallelism, &got, &err)) {
     CK_LOG_ERR(LOG_CO, "could not recover job %lld: %s", (long long)id, err.message);
   } else {
     job_t *job = find_job(co, got);
@@ -671,7 +673,7 @@ static void *planner_main(void *arg) {
   ck_error_t err;
   ck_error_clear(&err);
   job_t *job = NULL;
-  int rc = plan_job(co, pl->name, pl->sql, pl->par, &job, &err);
+  int rc = plan_job(co, pl->name, pl->sql, NULL, 0, pl->par, &job, &err);
   ck_mutex_lock(&co->mu);
   int64_t id = rc ? 0 : add_job(co, job);
   conn_t *c = pl->c;

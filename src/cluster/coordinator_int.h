@@ -171,9 +171,10 @@ int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelis
 int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err);
 
 /* Recovery (ck_co_ha_recover) found job id, not ended, in its manifest: runs it again under
- * that id, counting its restarts from attempt. Under co->mu. */
-void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql, int parallelism,
-                       int attempt);
+ * that id, counting its restarts from attempt — built from its serialised plan when the
+ * manifest has one (sql then only shown), else planned from sql. Under co->mu. */
+void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql,
+                       const void *plan, size_t plan_len, int parallelism, int attempt);
 
 /* ---- ha.c (with --ha-dir; co->o.ha_dir NULL: none of these is called but save_manifest,
  *      which then does nothing) */

@@ -96,8 +96,9 @@ enum {
   CK_PLAN_WIRE_REDACT = 1,   /* credentials masked: the HA manifest's form */
   CK_PLAN_WIRE_IDENTITY = 2, /* masked, no parallelism, no physical plan: the fingerprint's */
 };
-/* Appends the graph (and, unless IDENTITY, its physical plan) to out. */
-void ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out);
+/* Appends the graph (and, unless IDENTITY, its physical plan) to out. Returns whether a
+ * masked form masked anything (a plan with no credential masks to itself but its flags). */
+bool ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out);
 /* A new graph from a plain encoding (freed with ck_graph_free). CK_EPROTO for bytes that are
  * not one, CK_ENOTFOUND for a connector this process does not have, CK_EOPTION for options
  * its tables refuse. The connectors must be registered first. */

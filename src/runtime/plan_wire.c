@@ -130,7 +130,9 @@ static void put_opt_expr(ck_buf_t *b, const ck_expr_t *e) {
   if (e) put_expr(b, e);
 }
 
-static void put_conn(ck_buf_t *b, const ck_conn_spec_t *c, bool sink, bool redact) {
+/* Returns whether it masked an option's value. */
+static bool put_conn(ck_buf_t *b, const ck_conn_spec_t *c, bool sink, bool redact) {
+  bool masked_any = false;
   put_str(b, c->connector->name);
   put_str(b, c->table);
   put_schema(b, &c->schema);
@@ -146,15 +148,19 @@ static void put_conn(ck_buf_t *b, const ck_conn_spec_t *c, bool sink, bool redac
     ck_buf_reset(&masked);
     ck_redact_option(c->options.keys[i], c->options.values[i], &masked);
     put_bytes(b, masked.data ? masked.data : "", masked.len);
+    masked_any |= masked.len != strlen(c->options.values[i]) ||
+                  memcmp(masked.data ? masked.data : "", c->options.values[i], masked.len);
   }
   ck_buf_fini(&masked);
   put_i32(b, c->event_time_col);
   put_i64(b, c->watermark_lag_ms);
   put_i64(b, c->idle_timeout_ms);
   put_ints(b, sink ? c->col_map : NULL, c->schema.ncols);
+  return masked_any;
 }
 
-void ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out) {
+bool ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out) {
+  bool masked = false;
   bool identity = flags & CK_PLAN_WIRE_IDENTITY;
   bool redact = identity || (flags & CK_PLAN_WIRE_REDACT);
   ck_buf_append(out, MAGIC, 4);
@@ -175,7 +181,9 @@ void ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out) {
     put_u8(out, n->changelog);
     switch (n->kind) {
       case CK_NODE_SOURCE:
-      case CK_NODE_SINK: put_conn(out, &n->u.conn, n->kind == CK_NODE_SINK, redact); break;
+      case CK_NODE_SINK:
+        masked |= put_conn(out, &n->u.conn, n->kind == CK_NODE_SINK, redact);
+        break;
       case CK_NODE_CALC:
         put_opt_expr(out, n->u.calc.filter);
         put_i32(out, n->u.calc.nexprs);
@@ -204,7 +212,7 @@ void ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out) {
       }
     }
   }
-  if (identity) return;
+  if (identity) return masked;
   ck_plan_t plan;
   ck_plan_build(graph, &plan);
   put_i32(out, plan.nsegs);
@@ -220,6 +228,7 @@ void ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out) {
   put_i32(out, plan.ntasks);
   put_i32(out, plan.nslots);
   ck_plan_fini(&plan);
+  return masked;
 }
 
 void ck_plan_identity(const ck_graph_t *graph, ck_buf_t *out) {

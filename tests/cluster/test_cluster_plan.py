@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CLINK, REPO, wait_for
+from test_cluster_jobs import check, write_job
 
 SQL_DIR = REPO / "tests/sql"
 
@@ -126,3 +127,27 @@ def test_a_worker_built_from_the_serialised_plan_prints_what_the_sql_run_embedde
     for w in c.workers.values():
         got += golden_lines(w.text())
     assert got == want, f"cluster {sorted(got.elements())} != embedded {sorted(want.elements())}"
+
+
+def test_a_takeover_runs_the_manifests_plan_and_keeps_its_sql_only_for_display(cluster, tmp_path):
+    c = cluster()
+    c.start_coordinator(ha=True)
+    rows = 2000
+    sql, out = write_job(tmp_path, rows=rows, rate=20000)
+    jid = c.submit(sql)  # no worker yet: it waits for a slot
+    manifest = c.ha / "jobs" / f"job-{jid}.manifest"
+    wait_for(manifest.exists, 10, "the manifest")
+    c.coordinator.kill()
+    text = manifest.read_bytes()
+    assert text.startswith(b"clink-job 3\n") and b"\nplan " in text and b"redacted 1" not in text
+    # the SQL field is for display: a takeover that planned it would refuse this one
+    head, _, _ = text.partition(b"\nsql ")
+    shown = b"SELEC this is not the job"
+    manifest.write_bytes(head + b"\nsql %d\n" % len(shown) + shown + b"\n")
+    c.start_coordinator(ha=True, log="coordinator-2.log")
+    wait_for(lambda: f"job_id={jid} recovered from the HA directory" in c.coordinator.text(), 20,
+             "the recovery")
+    c.start_worker("w1")
+    job = c.wait_status(jid, {"FINISHED", "FAILED"})
+    assert job["status"] == "FINISHED", job
+    check(out, 1, rows)

@@ -372,6 +372,7 @@ def test_a_format_1_manifest_of_an_older_version_is_recovered_and_rewritten(clus
     assert c.wait_status(7, {"FINISHED", "FAILED"})["status"] == "FINISHED"
     check(out, 1, rows)
     text = old.read_text()
-    assert text.startswith("clink-job 2\n") and "\nstatus FINISHED\n" in text, text[:200]
+    assert text.startswith("clink-job 3\n") and "\nstatus FINISHED\n" in text, text[:200]
+    assert "\nplan " in text  # rewritten with the plan it was built from
     assert f"\nsql {len(sql.read_text().encode())}\n" in text
     assert stat.S_IMODE(old.stat().st_mode) == 0o600
