@@ -458,7 +458,8 @@ static int get_conn(rd_t *r, ck_node_t *node, int in_cols, ck_error_t *err) {
   int nmap;
   c->col_map = get_ints(r, &nmap);
   if (r->bad) return 0;
-  if (!sink && c->event_time_col >= c->schema.ncols) bad(r, "the event time column is out of range");
+  if (!sink && c->event_time_col >= c->schema.ncols)
+    bad(r, "the event time column is out of range");
   if (sink && (!c->col_map || nmap != c->schema.ncols)) bad(r, "a sink has no column map");
   if (sink && c->col_map) check_cols(r, c->col_map, nmap, -1, in_cols);
   if (!name || r->bad) {
@@ -536,7 +537,8 @@ static int get_node(rd_t *r, ck_graph_t *g, int i, ck_error_t *err) {
         call->fn = (ck_agg_fn_t)fn;
         call->distinct = get_bool(r);
         call->arg_col = get_i32(r);
-        if (call->arg_col < -1 || call->arg_col >= in_cols) bad(r, "a column number is out of range");
+        if (call->arg_col < -1 || call->arg_col >= in_cols)
+          bad(r, "a column number is out of range");
         call->arg_type = get_type(r);
         call->result_type = get_type(r);
       }

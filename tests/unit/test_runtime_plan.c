@@ -1,9 +1,9 @@
 /*
  * DESIGN: unit tests for the physical plan and the serialised job graph (runtime/plan.h).
  *
- * - every SQL golden case (every .sql under tests/sql) that plans, at parallelism 1 and 3, round-trips:
- *   serialise → deserialise → serialise is byte-identical, the decoded graph makes the same
- *   physical plan and the same fingerprint;
+ * - every SQL golden case (every .sql under tests/sql) that plans, at parallelism 1 and 3,
+ *   round-trips: serialise → deserialise → serialise is byte-identical, the decoded graph
+ *   makes the same physical plan and the same fingerprint;
  * - a 100,000-term chain of first operands round-trips (no recursion along it);
  * - decoding never runs a connector's plan-time check (a registered test connector counts);
  * - the masked forms hold no credential, keep the fingerprint across a password change and are
