@@ -117,7 +117,7 @@ static void *planner_main(void *arg) {
 static void *recover_main(void *arg) {
   planner_t *pl = arg;
   for (ck_co_recovered_t *r = pl->recovered; r; r = r->next)
-    ck_co_job_recover(pl->co, r->id, r->name, r->sql, r->par, r->attempt);
+    ck_co_job_recover(pl->co, r->id, r->name, r->sql, r->plan, r->plan_len, r->par, r->attempt);
   ck_mutex_lock(&pl->co->mu);
   pl->done = true;
   ck_mutex_unlock(&pl->co->mu);
@@ -133,6 +133,7 @@ static void planner_free(planner_t *pl) {
     pl->recovered = r->next;
     ck_free(r->name);
     ck_free(r->sql);
+    ck_free(r->plan);
     ck_free(r);
   }
   ck_free(pl);
@@ -148,7 +149,7 @@ void ck_co_planners_recover(co_t *co, ck_co_recovered_t *list) {
                 "before serving");
     ck_mutex_unlock(&co->mu);
     for (ck_co_recovered_t *r = list; r; r = r->next)
-      ck_co_job_recover(co, r->id, r->name, r->sql, r->par, r->attempt);
+      ck_co_job_recover(co, r->id, r->name, r->sql, r->plan, r->plan_len, r->par, r->attempt);
     ck_mutex_lock(&co->mu);
     pl->th = (ck_thread_t){0};
     planner_free(pl);

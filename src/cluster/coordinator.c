@@ -202,9 +202,7 @@ static bool deploy(co_t *co, job_t *job) {
     ck_proto_put_i64(&p, job->deployment);
     ck_proto_put_i64(&p, job->id);
     ck_proto_put_str(&p, job->name);
-    ck_proto_put_str(&p, job->sql);
-    ck_proto_put_u32(&p, (uint32_t)job->parallelism);
-    ck_proto_put_u32(&p, (uint32_t)job->plan.graph->max_parallelism);
+    ck_proto_put_bytes(&p, job->plan.wire.data, job->plan.wire.len); /* the job graph */
     ck_proto_put_str(&p, job->dir);
     ck_proto_put_i64(&p, lin.restore_id);
     ck_proto_put_i64(&p, ids_above);
@@ -323,12 +321,13 @@ static int check_job_name(const char *name, ck_error_t *err) {
 
 /*
  * A submission's first half: checks the name and parallelism and plans the SQL (refusing bad
- * SQL with its position) into a new job with no id. Touches no coordinator state: runs
+ * SQL with its position) — or, recovering a job, builds its serialised plan (wire, not NULL;
+ * the SQL is then only shown) — into a new job with no id. Touches no coordinator state: runs
  * WITHOUT co->mu (plan-time checks may wait on the network), one at a time under plan_mu
  * (the planner is not known to be reentrant). *out is the caller's until add_job.
  */
-static int plan_job(co_t *co, const char *name, const char *sql, int parallelism, job_t **out,
-                    ck_error_t *err) {
+static int plan_job(co_t *co, const char *name, const char *sql, const void *wire,
+                    size_t wire_len, int parallelism, job_t **out, ck_error_t *err) {
   *out = NULL;
   if (parallelism < 1 || parallelism > 4096)
     return ck_error_set(err, CK_EINVAL, "parallelism must be from 1 to 4096, not %d",
@@ -338,7 +337,8 @@ static int plan_job(co_t *co, const char *name, const char *sql, int parallelism
   char fname[256];
   snprintf(fname, sizeof fname, "%s", name && *name ? name : "<submitted>");
   ck_mutex_lock(&co->plan_mu);
-  int rc = ck_jobplan_init(&job->plan, sql, fname, parallelism, 128, err);
+  int rc = wire ? ck_jobplan_decode(&job->plan, wire, wire_len, err)
+                : ck_jobplan_init(&job->plan, sql, fname, parallelism, 128, err);
   ck_mutex_unlock(&co->plan_mu);
   if (rc) {
     ck_free(job);
@@ -387,7 +387,7 @@ int ck_co_job_check_name(const char *name, ck_error_t *err) { return check_job_n
 int ck_co_job_plan_add(co_t *co, const char *name, const char *sql, int parallelism,
                        int64_t *id, const char **guarantee, ck_error_t *err) {
   job_t *job;
-  int rc = plan_job(co, name, sql, parallelism, &job, err);
+  int rc = plan_job(co, name, sql, NULL, 0, parallelism, &job, err);
   ck_mutex_lock(&co->mu);
   if (rc) return rc;
   *id = add_job(co, job);
@@ -416,12 +416,12 @@ int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err) {
   return 0;
 }
 
-void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql, int parallelism,
-                       int attempt) {
+void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql,
+                       const void *plan, size_t plan_len, int parallelism, int attempt) {
   job_t *job;
   ck_error_t err;
   ck_error_clear(&err);
-  int rc = plan_job(co, name, sql, parallelism, &job, &err); /* without co->mu */
+  int rc = plan_job(co, name, sql, plan, plan_len, parallelism, &job, &err); /* without co->mu */
   ck_mutex_lock(&co->mu);
   if (rc) {
     CK_LOG_ERR(LOG_CO, "could not recover job %lld: %s", (long long)id, err.message);

@@ -4,8 +4,9 @@
  * One process that accepts workers (register, heartbeats every 500 ms, three missed → lost),
  * accepts jobs (SQL text, a name, a parallelism) from `clink run --coordinator-host` and from
  * POST /api/v1/jobs/sql, places each job's subtasks on worker slots (slot p of a job runs
- * subtask p of every operator), deploys them in two steps (DEPLOY: each worker plans the SQL,
- * opens its data port and builds its subtasks; START: every worker learns every peer's data
+ * subtask p of every operator), deploys them in two steps (DEPLOY: the job graph planned here,
+ * serialised — each worker builds it without the SQL, opens its data port and builds its
+ * subtasks; START: every worker learns every peer's data
  * port and runs), and drives the job's checkpoints with the same state machine as the
  * embedded run (checkpoint/coord.h): TRIGGER to the workers, ACKs back, COMPLETED written
  * here, COMMIT out, COMMITTED back, CONFIRMED written here.

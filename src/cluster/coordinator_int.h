@@ -185,13 +185,16 @@ typedef struct ck_co_recovered {
   int64_t id;
   int attempt, par;
   char *name, *sql;
+  void *plan; /* the serialised job graph (NULL: plan from sql, an older manifest) */
+  size_t plan_len;
   struct ck_co_recovered *next;
 } ck_co_recovered_t;
 
 /* Runs a recovered job again under its id, counting its restarts from attempt: called
- * WITHOUT co->mu (on the recovery planner thread), plans it, then adds it under co->mu. */
-void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql, int parallelism,
-                       int attempt);
+ * WITHOUT co->mu (on the recovery planner thread); builds it from its serialised plan when the
+ * manifest has one (sql then only shown), else plans sql; then adds it under co->mu. */
+void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql,
+                       const void *plan, size_t plan_len, int parallelism, int attempt);
 
 /* ---- conns.c: the control port's connections (the control loop, under co->mu) */
 

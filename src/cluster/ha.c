@@ -11,7 +11,8 @@
  *
  * Every file is replaced durably with the checkpoint store's ck_store_replace (temporary name,
  * fsync, rename, fsync the directory), mode 0600 in 0700 directories: the manifests hold job
- * definitions. Credentials never reach the disk (the SQL is stored redacted, base/redact.h).
+ * definitions. Credentials never reach the disk (the job graph and the SQL are stored
+ * redacted, base/redact.h).
  *
  * Threads: ck_co_ha_take runs on the starting thread before any other; ck_co_ha_save_manifest
  * under co->mu from any of the coordinator's threads; ck_co_ha_recover at start, under co->mu:
@@ -57,30 +58,49 @@ static void manifest_path(const co_t *co, int64_t id, char *out, size_t n) {
 }
 
 /*
- * The job's manifest: what a coordinator taking over needs to run it again. Format 2: lines
- * "clink-job 2", "id N", "parallelism N", "status S", "attempt N", "redacted 1" when the SQL
- * held a credential, then "name <bytes>\n" followed by exactly that many bytes and a newline,
- * and "sql <bytes>\n" likewise — so no content of the name or the SQL can move a field.
- * Written 0600 in a 0700 directory. The SQL is stored redacted (base/redact.h): a credential
- * written inline never reaches the disk. Such a job cannot be run again from its manifest;
- * ck_co_ha_recover fails it, saying why.
+ * The job's manifest: what a coordinator taking over needs to run it again. Format 3: lines
+ * "clink-job 3", "id N", "parallelism N", "status S", "attempt N", "redacted 1" when the job
+ * graph held a credential, then three length-prefixed fields — "name <bytes>\n" followed by
+ * exactly that many bytes and a newline, "plan <bytes>\n" (the serialised job graph,
+ * runtime/plan.h, in hex) and "sql <bytes>\n" — so no content of any can move a field.
+ * Written 0600 in a 0700 directory.
+ *
+ * The plan is what a takeover runs: it is decoded, not planned, so the SQL is kept only for
+ * display, always redacted (base/redact.h). A plan whose options hold a credential written
+ * inline (password = '…', a dsn with a password) is stored masked (CK_PLAN_WIRE_REDACT) with
+ * "redacted 1": the credential never reaches the disk, and such a job cannot be run again
+ * from its manifest — ck_co_ha_recover fails it, saying to give the credential through
+ * password_env (read where the job runs), which a plan keeps by name. Workers get the real
+ * value in DEPLOY only (in memory, over the control connection). Formats 2 and 1 (older
+ * versions: the SQL, redacted) are still recovered by planning their SQL again.
  */
 void ck_co_ha_save_manifest(co_t *co, const job_t *job) {
   if (!co->o.ha_dir) return;
-  ck_buf_t sql;
+  ck_buf_t sql, masked;
   ck_buf_init(&sql);
-  bool redacted = ck_redact_sql(job->sql, strlen(job->sql), &sql, NULL);
+  ck_buf_init(&masked);
+  (void)ck_redact_sql(job->sql, strlen(job->sql), &sql, NULL);
+  bool redacted = ck_plan_encode(job->plan.graph, CK_PLAN_WIRE_REDACT, &masked);
+  const ck_buf_t *plan = redacted ? &masked : &job->plan.wire; /* no credential: the plan */
   ck_buf_t b;
   ck_buf_init(&b);
-  ck_buf_printf(&b, "clink-job 2\nid %lld\nparallelism %d\nstatus %s\nattempt %d\n%s",
+  ck_buf_printf(&b, "clink-job 3\nid %lld\nparallelism %d\nstatus %s\nattempt %d\n%s",
                 (long long)job->id, job->parallelism, status_name(job->status), job->attempt,
                 redacted ? "redacted 1\n" : "");
   ck_buf_printf(&b, "name %zu\n", strlen(job->name));
   ck_buf_puts(&b, job->name);
+  ck_buf_printf(&b, "\nplan %zu\n", plan->len * 2);
+  static const char hex[] = "0123456789abcdef";
+  ck_buf_reserve(&b, plan->len * 2);
+  for (size_t i = 0; i < plan->len; i++) {
+    ck_buf_putc(&b, hex[(uint8_t)plan->data[i] >> 4]);
+    ck_buf_putc(&b, hex[(uint8_t)plan->data[i] & 15]);
+  }
   ck_buf_printf(&b, "\nsql %zu\n", sql.len);
   ck_buf_append(&b, sql.data, sql.len);
   ck_buf_putc(&b, '\n');
   ck_buf_fini(&sql);
+  ck_buf_fini(&masked);
   char path[PATH_MAX];
   manifest_path(co, job->id, path, sizeof path);
   ck_error_t err;
@@ -88,6 +108,24 @@ void ck_co_ha_save_manifest(co_t *co, const job_t *job) {
   if (ck_store_replace(path, b.data, b.len, 0600, &err))
     CK_LOG_ERR(LOG_CO, "job_id=%lld: %s", (long long)job->id, err.message);
   ck_buf_fini(&b);
+}
+
+/* Hex text into bytes, in place (the text is at least as long); false when it is not hex. */
+static bool unhex(char *text, size_t *len) {
+  size_t n = *len;
+  if (n % 2) return false;
+  for (size_t i = 0; i < n; i += 2) {
+    int v = 0;
+    for (int k = 0; k < 2; k++) {
+      char c = text[i + k];
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) return false;
+      v = v << 4 | d;
+    }
+    text[i / 2] = (char)v;
+  }
+  *len = n / 2;
+  return true;
 }
 
 /* A directory of the HA directory: created 0700, or narrowed to 0700 when it exists. */
@@ -189,11 +227,14 @@ static char *manifest_field(char **p, const char *end, const char *key) {
   return field;
 }
 
-/* Reads a manifest (format 2, or the line-based format 1 of older versions) in place. */
+/* Reads a manifest (format 3, or formats 2 and 1 of older versions, which have no plan:
+ * *plan NULL) in place. */
 static int parse_manifest(char *text, size_t len, int *par, int *attempt, char *status,
-                          bool *redacted, const char **name, const char **sql) {
+                          bool *redacted, const char **name, char **plan, size_t *plan_len,
+                          const char **sql) {
   char *end = text + len, *p = text, *v;
   *redacted = false;
+  *plan = NULL;
   if (len > 12 && !strncmp(text, "clink-job 1\n", 12)) { /* the SQL ran to the end */
     char *sqlp = strstr(text, "\nsql\n"), *namep = strstr(text, "\nname ");
     if (!sqlp || !namep || namep > sqlp) return -1;
@@ -208,7 +249,9 @@ static int parse_manifest(char *text, size_t len, int *par, int *attempt, char *
     *sql = sqlp + 5;
     return 0;
   }
-  if (!(v = manifest_line(&p, end, "clink-job")) || strcmp(v, "2")) return -1;
+  if (!(v = manifest_line(&p, end, "clink-job")) || (strcmp(v, "2") && strcmp(v, "3")))
+    return -1;
+  bool has_plan = !strcmp(v, "3");
   if (!manifest_line(&p, end, "id")) return -1;
   if (!(v = manifest_line(&p, end, "parallelism"))) return -1;
   *par = atoi(v);
@@ -224,6 +267,11 @@ static int parse_manifest(char *text, size_t len, int *par, int *attempt, char *
     return -1;
   }
   if (!(*name = manifest_field(&p, end, "name"))) return -1;
+  if (has_plan) {
+    if (!(*plan = manifest_field(&p, end, "plan"))) return -1;
+    *plan_len = strlen(*plan);
+    if (!unhex(*plan, plan_len)) return -1;
+  }
   if (!(*sql = manifest_field(&p, end, "sql"))) return -1;
   return p == end ? 0 : -1;
 }
@@ -248,8 +296,11 @@ ck_co_recovered_t *ck_co_ha_recover(co_t *co) {
     int par = 1, attempt = 0;
     char status[32] = "";
     const char *name = NULL, *sql = NULL;
+    char *plan = NULL;
+    size_t plan_len = 0;
     bool redacted = false;
-    if (parse_manifest(text, len, &par, &attempt, status, &redacted, &name, &sql)) {
+    if (parse_manifest(text, len, &par, &attempt, status, &redacted, &name, &plan, &plan_len,
+                       &sql)) {
       CK_LOG_WARN(LOG_CO, "ignoring the unreadable job manifest '%s'", path);
       ck_free(text);
       continue;
@@ -262,11 +313,11 @@ ck_co_recovered_t *ck_co_ha_recover(co_t *co) {
       continue;
     }
     if (redacted) { /* its credentials were never stored */
+      mark_unrecoverable(co, path); /* first: whoever reads the line below sees it marked */
       CK_LOG_ERR(LOG_CO, "could not recover job %lld ('%s'): its SQL holds credentials, which "
                  "the HA manifest does not keep; submit it again, giving them through "
                  "password_env (read where the job runs) so a takeover can rerun it", id,
                  name);
-      mark_unrecoverable(co, path);
       ck_free(text);
       continue;
     }
@@ -276,6 +327,11 @@ ck_co_recovered_t *ck_co_ha_recover(co_t *co) {
     memcpy(r->name, name, strlen(name) + 1);
     r->sql = ck_malloc(strlen(sql) + 1);
     memcpy(r->sql, sql, strlen(sql) + 1);
+    if (plan) {
+      r->plan = ck_malloc(plan_len ? plan_len : 1);
+      memcpy(r->plan, plan, plan_len);
+      r->plan_len = plan_len;
+    }
     *tail_of = r;
     tail_of = &r->next;
     ck_free(text);

@@ -52,6 +52,11 @@ void ck_proto_put_str(ck_buf_t *b, const char *s) {
   if (n) ck_buf_append(b, s, n);
 }
 
+void ck_proto_put_bytes(ck_buf_t *b, const void *p, size_t n) {
+  ck_proto_put_u32(b, (uint32_t)n);
+  if (n) ck_buf_append(b, p, n);
+}
+
 static bool take(ck_proto_reader_t *r, size_t n) {
   if (r->bad || r->n - r->off < n) {
     r->bad = true;

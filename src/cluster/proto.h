@@ -29,7 +29,7 @@
 #include "base/thread.h"
 
 #define CK_PROTO_MAGIC 0x4B43u /* "CK" */
-#define CK_PROTO_VERSION 1
+#define CK_PROTO_VERSION 2 /* 2: DEPLOY carries the serialised job graph, not the SQL */
 #define CK_PROTO_HEADER 12            /* after the length word: magic, version, type, epoch */
 #define CK_PROTO_MAX_FRAME (64u << 20) /* a SQL script and its metrics fit many times over */
 /* What the coordinator reads from a connection that has not registered as a worker (the CLI,
@@ -45,9 +45,9 @@
                  "str token")                                                                 \
   X(REGISTERED, 2, "coordinator → worker: u32 worker number, u32 heartbeat_ms")                 \
   X(HEARTBEAT, 3, "worker → coordinator: u32 n, n × (i64 deployment, str metrics JSON)")       \
-  X(DEPLOY, 4, "coordinator → worker: i64 deployment, i64 job, str name, str sql, u32 "         \
-               "parallelism, u32 max_parallelism, str checkpoint dir, i64 restore_id, i64 "     \
-               "ids_above, i64 fingerprint, u32 self, u32 nslots, nslots × u32 worker")         \
+  X(DEPLOY, 4, "coordinator → worker: i64 deployment, i64 job, str name, str plan (the "      \
+               "serialised job graph, runtime/plan.h), str checkpoint dir, i64 restore_id, "    \
+               "i64 ids_above, i64 fingerprint, u32 self, u32 nslots, nslots × u32 worker")     \
   X(DEPLOYED, 5, "worker → coordinator: i64 deployment, u32 data port, i32 rc, str error")     \
   X(START, 6, "coordinator → worker: i64 deployment, u32 n, n × (str host, u32 data port)")    \
   X(TRIGGER, 7, "coordinator → worker: i64 deployment, i64 checkpoint, u8 final")               \
@@ -76,6 +76,7 @@ void ck_proto_put_u8(ck_buf_t *b, uint8_t v);
 void ck_proto_put_u32(ck_buf_t *b, uint32_t v);
 void ck_proto_put_i64(ck_buf_t *b, int64_t v);
 void ck_proto_put_str(ck_buf_t *b, const char *s); /* NULL as "" */
+void ck_proto_put_bytes(ck_buf_t *b, const void *p, size_t n); /* a str of n bytes, any bytes */
 
 /* A frame's payload being read; a read past the end sets bad and yields zeros / "". */
 typedef struct ck_proto_reader {

@@ -215,8 +215,8 @@ static void on_deploy(wk_t *wk, ck_proto_reader_t *r) {
   d->job = ck_proto_i64(r);
   d->name = ck_proto_str(r);
   const char *name = d->name;
-  char *sql = ck_proto_str(r);
-  int par = (int)ck_proto_u32(r), maxpar = (int)ck_proto_u32(r);
+  size_t wire_len = 0;
+  char *wire = ck_proto_strn(r, &wire_len);
   d->dir = ck_proto_str(r);
   int64_t restore_id = ck_proto_i64(r), ids_above = ck_proto_i64(r);
   uint64_t fingerprint = (uint64_t)ck_proto_i64(r);
@@ -231,11 +231,16 @@ static void on_deploy(wk_t *wk, ck_proto_reader_t *r) {
   int rc = 0;
   if (r->bad || !d->slot_worker || wk->ndeps >= MAX_DEPS)
     rc = ck_error_set(&err, CK_EPROTO, "a malformed or excess DEPLOY frame");
-  if (!rc) rc = ck_jobplan_init(&d->plan, sql, name, par, maxpar, &err);
+  /* the coordinator planned the SQL; this worker only rebuilds its serialised graph: no
+   * SQL front end, no plan-time check, nothing connects before the subtasks open */
+  if (!rc) rc = ck_jobplan_decode(&d->plan, wire, wire_len, &err);
   if (!rc) d->planned = true;
   if (!rc && d->plan.fingerprint != fingerprint)
-    rc = ck_error_set(&err, CK_ESTATE, "the job graph planned here differs from the "
+    rc = ck_error_set(&err, CK_ESTATE, "the job graph built here differs from the "
                       "coordinator's (a different clink version?)");
+  if (!rc && d->plan.nslots != d->nslots)
+    rc = ck_error_set(&err, CK_EPROTO, "a DEPLOY frame places %d slot(s) for a job of %d",
+                      d->nslots, d->plan.nslots);
   if (!rc) rc = ck_net_start(wk->o.host, 0, (uint64_t)d->id, 8, net_deliver, d, &d->net, &err);
   if (!rc) {
     d->report = (ck_exec_report_t){d, rep_ack, rep_source_done, rep_committed};
@@ -248,10 +253,11 @@ static void on_deploy(wk_t *wk, ck_proto_reader_t *r) {
     eo.ckpt.fingerprint = fingerprint;
     eo.report = &d->report;
     eo.remote = &d->remote;
+    eo.plan = &d->plan.phys;
     eo.max_memory = wk->o.max_memory;
     rc = ck_exec_new(d->plan.graph, &eo, &d->ex, &err);
   }
-  ck_free(sql);
+  ck_free(wire);
   if (rc) {
     CK_LOG_WARN(LOG_W, "could not deploy job %lld: %s", (long long)d->job, err.message);
     reply_deployed(wk, d->id, 0, rc, err.message);

@@ -2,8 +2,9 @@
  * DESIGN: the worker — runs the subtasks a coordinator deploys to it.
  *
  * Connects to the coordinator, registers (id, slots), heartbeats every 500 ms (carrying the
- * metrics of every deployment it runs), and serves the coordinator's frames: DEPLOY plans the
- * job's SQL into the same job graph the coordinator planned (the fingerprints must match),
+ * metrics of every deployment it runs), and serves the coordinator's frames: DEPLOY builds
+ * the job graph the coordinator planned from its serialised form (cluster/jobplan.h: no SQL
+ * is parsed and no connector's plan-time check runs here; the fingerprints must match),
  * opens a data port (cluster/net.h) and builds this worker's subtasks with the executor
  * (runtime/exec.h) placed by slot; START tells it every peer's data port and runs them;
  * TRIGGER / COMMIT drive checkpoints; CANCEL stops them. Snapshot acknowledgements, finished

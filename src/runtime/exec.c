@@ -163,6 +163,8 @@ struct ck_exec {
   atomic_int done;            /* every subtask has exited */
   atomic_int stopped_sources; /* sources that stopped because of ck_exec_stop */
   int mem_account;            /* its subtask threads' allocations (0: none) */
+  const ck_plan_t *plan;      /* opts.plan, or own_plan built from the graph */
+  ck_plan_t own_plan;
 };
 
 /* ---------------------------------------------------------------- channels */
@@ -1030,37 +1032,12 @@ static void *task_main(void *arg) {
 
 /* ---------------------------------------------------------------- setup */
 
-/* Cuts the node list into chains: a node joins its input's chain when the edge is forward,
- * the parallelism equal and the input is that chain's last node. Returns the count. */
-static int cut_segments(const ck_graph_t *graph, seg_t *segs) {
-  int nsegs = 0;
-  int *seg_of = ck_calloc((size_t)graph->nnodes, sizeof(int));
-  for (int i = 0; i < graph->nnodes; i++) {
-    const ck_node_t *n = &graph->nodes[i];
-    bool chained = n->input >= 0 && n->edge == CK_EDGE_FORWARD &&
-                   graph->nodes[n->input].parallelism == n->parallelism &&
-                   segs[seg_of[n->input]].last == n->input;
-    if (chained) {
-      seg_of[i] = seg_of[n->input];
-      segs[seg_of[i]].last = i;
-    } else {
-      seg_t *s = &segs[nsegs];
-      s->first = s->last = i;
-      s->parallelism = n->parallelism;
-      s->down = -1;
-      seg_of[i] = nsegs++;
-      if (n->input >= 0) segs[seg_of[n->input]].down = seg_of[i];
-    }
-  }
-  ck_free(seg_of);
-  return nsegs;
-}
-
+/* Task counts come from the physical plan (runtime/plan.h), the one place they are made. */
 int ck_exec_task_count(const ck_graph_t *graph) {
-  seg_t *segs = ck_calloc((size_t)graph->nnodes, sizeof *segs);
-  int nsegs = cut_segments(graph, segs), n = 0;
-  for (int s = 0; s < nsegs; s++) n += segs[s].parallelism;
-  ck_free(segs);
+  ck_plan_t plan;
+  ck_plan_build(graph, &plan);
+  int n = plan.ntasks;
+  ck_plan_fini(&plan);
   return n;
 }
 
@@ -1078,14 +1055,11 @@ const char *ck_exec_rigid_sink(const ck_graph_t *graph) {
 }
 
 void ck_exec_task_roles(const ck_graph_t *graph, int *nsources, int *nsinks) {
-  seg_t *segs = ck_calloc((size_t)graph->nnodes, sizeof *segs);
-  int nsegs = cut_segments(graph, segs);
-  *nsources = *nsinks = 0;
-  for (int s = 0; s < nsegs; s++) {
-    if (graph->nodes[segs[s].first].kind == CK_NODE_SOURCE) *nsources += segs[s].parallelism;
-    if (graph->nodes[segs[s].last].kind == CK_NODE_SINK) *nsinks += segs[s].parallelism;
-  }
-  ck_free(segs);
+  ck_plan_t plan;
+  ck_plan_build(graph, &plan);
+  *nsources = plan.nsources;
+  *nsinks = plan.nsinks;
+  ck_plan_fini(&plan);
 }
 
 int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t **out,
@@ -1103,14 +1077,23 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
   ck_cond_init(&ex->ckpt_cv);
   ck_mutex_init(&ex->wr_mu);
   ck_cond_init(&ex->wr_cv);
-  ex->segs = ck_calloc((size_t)graph->nnodes, sizeof *ex->segs);
-  ex->nsegs = cut_segments(graph, ex->segs);
+  if (!(ex->plan = ex->opts.plan)) {
+    ck_plan_build(graph, &ex->own_plan);
+    ex->plan = &ex->own_plan;
+  }
+  const ck_plan_t *plan = ex->plan;
+  ex->nsegs = plan->nsegs;
+  ex->segs = ck_calloc((size_t)plan->nsegs + 1, sizeof *ex->segs);
+  for (int s = 0; s < plan->nsegs; s++)
+    ex->segs[s] = (seg_t){plan->segs[s].first, plan->segs[s].last, plan->segs[s].parallelism,
+                          plan->segs[s].down, NULL};
   ex->checkpointing = ex->opts.ckpt.dir != NULL;
   ex->remote_coord = ex->checkpointing && ex->opts.report != NULL;
   if (ex->checkpointing) {
     int rc = ck_store_open(ex->opts.ckpt.dir, &ex->store, err);
     if (rc) {
       ck_free(ex->segs);
+      ck_plan_fini(&ex->own_plan);
       ck_mutex_fini(&ex->err_mu);
       ck_mutex_fini(&ex->ckpt_mu);
       ck_cond_fini(&ex->ckpt_cv);
@@ -1122,15 +1105,13 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
     ex->last_triggered = ex->opts.ckpt.ids_above;
   }
   const ck_exec_remote_t *remote = ex->opts.remote;
-  ex->ntasks = ck_exec_task_count(graph);
+  ex->ntasks = plan->ntasks;
   ex->all = ck_calloc((size_t)ex->ntasks, sizeof *ex->all);
-  int nthreads = 0, total_sinks = 0, total_sources = 0;
+  int total_sinks = 0, total_sources = 0;
   for (int s = 0; s < ex->nsegs; s++) {
     seg_t *seg = &ex->segs[s];
     const ck_node_t *first = &graph->nodes[seg->first];
-    int nsenders = 0;
-    for (int u = 0; u < ex->nsegs; u++)
-      if (ex->segs[u].down == s) nsenders = ex->segs[u].parallelism;
+    int nsenders = plan->segs[s].nsenders;
     seg->tasks = ck_calloc((size_t)seg->parallelism, sizeof *seg->tasks);
     for (int p = 0; p < seg->parallelism; p++) {
       task_t *t = &seg->tasks[p];
@@ -1148,8 +1129,9 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
       t->has_sink = graph->nodes[seg->last].kind == CK_NODE_SINK;
       t->wm = CK_WATERMARK_MIN;
       atomic_store(&t->wm_pub, CK_WATERMARK_MIN);
-      t->index = nthreads + p;
-      t->local = !remote || remote->slot_worker[p % remote->nslots] == remote->self;
+      t->index = ck_plan_task(plan, s, p);
+      t->local = !remote || remote->slot_worker[ck_plan_slot(plan, p) % remote->nslots] ==
+                                remote->self;
       ex->all[t->index] = t;
       total_sinks += t->has_sink;
       total_sources += t->has_source;
@@ -1165,7 +1147,6 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
         t->blocked = ck_calloc((size_t)(nsenders ? nsenders : 1), 1);
       }
     }
-    nthreads += seg->parallelism;
   }
   if (ex->checkpointing && !ex->remote_coord)
     ck_ckpt_coord_init(&ex->coord, &ex->store, ex->ntasks, total_sinks, total_sources,
@@ -1371,6 +1352,7 @@ void ck_exec_free(ck_exec_t *ex) {
     ck_free(seg->tasks);
   }
   ck_free(ex->segs);
+  ck_plan_fini(&ex->own_plan);
   ck_free(ex->all);
   if (ex->checkpointing) ck_store_close(&ex->store);
   ck_mutex_fini(&ex->err_mu);

@@ -2,7 +2,8 @@
  * DESIGN: the executor — runs a job graph on threads in this process.
  *
  * The graph's nodes are cut into segments at every non-forward edge (or change of
- * parallelism); each segment runs as `parallelism` subtasks, one thread each, with the
+ * parallelism) by the physical plan (runtime/plan.h), which also numbers the tasks; each
+ * segment runs as `parallelism` subtasks, one thread each, with the
  * segment's operators chained inside the thread. Between segments, bounded channels carry
  * typed messages — batch, watermark, idle, barrier, end — in band, so their order relative to
  * data is the protocol. A full channel blocks its producer (backpressure); nothing is dropped.
@@ -23,6 +24,7 @@
 #include "base/error.h"
 #include "runtime/graph.h"
 #include "runtime/op.h"
+#include "runtime/plan.h"
 
 typedef struct ck_exec ck_exec_t;
 
@@ -70,18 +72,21 @@ typedef struct ck_exec_opts {
   ck_exec_ckpt_t ckpt;
   const ck_exec_report_t *report; /* NULL: embedded, this process coordinates checkpoints */
   const ck_exec_remote_t *remote; /* NULL: every subtask runs here */
+  /* The graph's physical plan (segments, task numbers, slots), kept alive by the caller until
+   * ck_exec_free; NULL: the executor builds it from the graph (ck_plan_build). */
+  const ck_plan_t *plan;
   /* The job's memory guard (base/alloc.h accounts): the bytes its subtask threads hold may not
    * pass this; the job fails with CK_ENOMEM naming it instead (0: no limit). */
   int64_t max_memory;
 } ck_exec_opts_t;
 
-/* Subtasks the graph runs as (snapshot directories v1/0 … v1/n-1). */
+/* Subtasks the graph runs as (snapshot directories v1/0 … v1/n-1): ck_plan_build's ntasks. */
 int ck_exec_task_count(const ck_graph_t *graph);
 /* The name of a sink that runs exactly once and cannot take back output it committed (its
  * connector's sink_rewinds is false), or NULL: what the restore rule needs to know before it
  * falls back to an older checkpoint (checkpoint/lineage.h). */
 const char *ck_exec_rigid_sink(const ck_graph_t *graph);
-/* Of those, how many read a source and how many end in a sink. */
+/* Of those, how many read a source and how many end in a sink (the plan's nsources, nsinks). */
 void ck_exec_task_roles(const ck_graph_t *graph, int *nsources, int *nsinks);
 
 int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t **out,

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/hash.h"
 
 uint64_t ck_key_hash(const ck_batch_t *batch, const int *key_cols, int nkeys, size_t row) {
@@ -51,4 +52,10 @@ uint64_t ck_key_hash(const ck_batch_t *batch, const int *key_cols, int nkeys, si
     }
   }
   return h;
+}
+
+void ck_graph_free(ck_graph_t *graph) {
+  if (!graph) return;
+  ck_arena_fini(&graph->arena);
+  ck_free(graph);
 }

@@ -122,6 +122,9 @@ typedef struct ck_graph {
   int max_parallelism;     /* key groups (default 128) */
 } ck_graph_t;
 
+/* Frees a graph the planner or ck_plan_decode (runtime/plan.h) made, and its arena. */
+void ck_graph_free(ck_graph_t *graph);
+
 /* Key group of a key hash, and the subtask owning a key group (contiguous ranges, as Flink). */
 static inline int ck_key_group(uint64_t key_hash, int max_parallelism) {
   return (int)(key_hash % (uint64_t)max_parallelism);

@@ -1361,12 +1361,6 @@ int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_gra
   return 0;
 }
 
-void ck_graph_free(ck_graph_t *graph) {
-  if (!graph) return;
-  ck_arena_fini(&graph->arena);
-  ck_free(graph);
-}
-
 void ck_graph_guarantee(const ck_graph_t *graph, bool checkpointing, ck_buf_t *out) {
   ck_guarantee_t worst = CK_GUARANTEE_EXACTLY_ONCE;
   const char *limiter = NULL;

@@ -23,10 +23,9 @@ typedef struct ck_plan_opts {
   int max_parallelism; /* key groups; default 128 */
 } ck_plan_opts_t;
 
-/* Plans every query of the script into a new graph (freed with ck_graph_free). */
+/* Plans every query of the script into a new graph (freed with ck_graph_free, graph.h). */
 int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts, ck_graph_t **out,
                 ck_error_t *err);
-void ck_graph_free(ck_graph_t *graph);
 
 /* A printable identity of the job graph — every node, schema, option and expression, but
  * not its parallelism — for the checkpoint fingerprint. */

@@ -60,7 +60,7 @@ HDR = struct.Struct("<IHBBQ")
 
 
 def frame(ftype, epoch, payload=b""):
-    return HDR.pack(12 + len(payload), 0x4B43, 1, ftype, epoch) + payload
+    return HDR.pack(12 + len(payload), 0x4B43, 2, ftype, epoch) + payload
 
 
 def s(text):
@@ -94,7 +94,7 @@ class Peer:
                 length, magic, version, ftype, epoch = HDR.unpack_from(self.buf)
                 payload = self.buf[16:4 + n]
                 self.buf = self.buf[4 + n:]
-                assert magic == 0x4B43 and version == 1
+                assert magic == 0x4B43 and version == 2
                 if ftype not in skip:
                     return ftype, epoch, payload
             left = deadline - time.monotonic()
@@ -110,8 +110,9 @@ class Peer:
             self.buf += data
 
 
-def deploy_payload(dep, sql):
-    return (i64(dep) + i64(1) + s("fenced") + s(sql) + u32(1) + u32(128) + s("/nonexistent") +
+def deploy_payload(dep, plan):
+    """DEPLOY (src/cluster/proto.h): the job graph travels serialised (runtime/plan.h)."""
+    return (i64(dep) + i64(1) + s("fenced") + s(plan) + s("/nonexistent") +
             i64(0) + i64(0) + i64(0) + u32(0) + u32(1) + u32(0))
 
 
@@ -132,18 +133,18 @@ def test_a_worker_drops_frames_of_an_older_coordinator_epoch(tmp_path):
         assert ftype == REGISTER and epoch == 0
         assert payload.startswith(s("w-epoch") + u32(1))
         conn.sendall(frame(REGISTERED, 5, u32(0) + u32(500)))
-        bad_sql = "SELEC nothing"
+        bad_plan = "SELEC nothing"  # not a serialised job graph
         # epoch 3 < 5: dropped, no answer at all
-        conn.sendall(frame(DEPLOY, 3, deploy_payload(77, bad_sql)))
+        conn.sendall(frame(DEPLOY, 3, deploy_payload(77, bad_plan)))
         wait_for(lambda: "dropped a DEPLOY frame of coordinator epoch 3 (newest seen: 5)" in
                  (tmp_path / "worker.log").read_text(), 10, "the worker to drop the stale frame")
-        # the same frame at the current epoch is served: DEPLOYED with the planning error
-        conn.sendall(frame(DEPLOY, 5, deploy_payload(78, bad_sql)))
+        # the same frame at the current epoch is served: DEPLOYED with the decoding error
+        conn.sendall(frame(DEPLOY, 5, deploy_payload(78, bad_plan)))
         ftype, epoch, payload = peer.next()
         assert ftype == DEPLOYED, ftype
         assert struct.unpack_from("<q", payload)[0] == 78  # not 77: that one was never served
         rc = struct.unpack_from("<i", payload, 12)[0]
-        assert rc < 0 and b"SELEC" in payload, payload
+        assert rc < 0 and b"could not read the serialised job graph" in payload, payload
         # a coordinator of an older epoch is refused when the worker registers again
         conn.close()
         conn, _ = lsock.accept()

@@ -214,7 +214,7 @@ def test_idle_and_oversized_control_connections_lock_nobody_out(cluster):
     big = []
     for _ in range(4):
         s = socket.create_connection(("127.0.0.1", c.port), timeout=10)
-        s.sendall(HDR.pack(60 << 20, 0x4B43, 1, 15, 0))
+        s.sendall(HDR.pack(60 << 20, 0x4B43, 2, 15, 0))
         try:
             for _ in range(16):
                 s.sendall(b"\xab" * 65536)
@@ -457,6 +457,7 @@ def test_a_format_1_manifest_of_an_older_version_is_recovered_and_rewritten(clus
     assert c.wait_status(7, {"FINISHED", "FAILED"})["status"] == "FINISHED"
     check(out, 1, rows)
     text = old.read_text()
-    assert text.startswith("clink-job 2\n") and "\nstatus FINISHED\n" in text, text[:200]
+    assert text.startswith("clink-job 3\n") and "\nstatus FINISHED\n" in text, text[:200]
+    assert "\nplan " in text  # rewritten with the plan it was built from
     assert f"\nsql {len(sql.read_text().encode())}\n" in text
     assert stat.S_IMODE(old.stat().st_mode) == 0o600

@@ -225,6 +225,9 @@ def test_takeover_of_a_job_whose_credentials_were_not_stored(cluster, tmp_path):
     manifest = c.ha / "jobs" / f"job-{jid}.manifest"
     text = manifest.read_text()
     assert "redacted 1" in text and SASL not in text and "kafka.sasl.password = '***'" in text
+    # the job graph it keeps (hex) is the masked one too
+    plan = bytes.fromhex(text.split("\nplan ", 1)[1].split("\n", 2)[1])
+    assert SASL.encode() not in plan and b"kafka.sasl.password" in plan and b"***" in plan
     c.coordinator.kill()
     c.start_coordinator(ha=True, log="coordinator2.log")
     log = wait_for(lambda: (lambda t: "could not recover job" in t and t)(
