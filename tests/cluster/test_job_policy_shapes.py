@@ -80,3 +80,31 @@ def test_embedded_and_cluster_restart_and_give_up_alike(cluster, tmp_path, budge
     for error in (e_error, c_error):
         assert error.startswith(prefix), error
         assert "injected fault at before_snapshot_write" in error, error
+
+
+GROWING = ("CREATE TABLE g (id BIGINT, v BIGINT) WITH (connector = 'datagen', "
+           "rows = '200000000', fields.id.kind = 'sequence', fields.v.kind = 'sequence');\n"
+           "CREATE TABLE out (id BIGINT, n BIGINT) WITH (connector = 'blackhole');\n"
+           "INSERT INTO out SELECT id, COUNT(*) AS n FROM g GROUP BY id;\n")
+
+
+def test_embedded_and_cluster_fail_alike_on_a_failure_a_restart_cannot_cure(cluster, tmp_path):
+    """The memory limit (CK_ENOMEM): the restored state would pass it again, so neither shape
+    restarts, and both say why in the same line."""
+    sql = tmp_path / "grow.sql"
+    sql.write_text(GROWING)
+    r = subprocess.run([CLINK, "run", str(sql), "--checkpoint-dir", str(tmp_path / "ck-e"),
+                        "--max-memory", "32M", "--log-level", "info"],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert r.returncode == 1, r.stderr[-3000:]
+    c = cluster()
+    c.start_coordinator()
+    c.start_worker("worker-1", extra=["--max-memory", "32M"])
+    jid = c.submit(sql)
+    job = c.wait_status(jid, {"FAILED"}, timeout=120)
+    assert job["restarts"] == 0, job
+    for name, log in (("embedded", r.stderr), ("cluster", c.coordinator.text())):
+        assert not RESTART.search(log), (name, log[-3000:])
+        assert decisions(log) == ["the job failed (WHY); not restarting: the restored state "
+                                  "would pass the same memory limit"], (name, log[-3000:])
+    assert "job memory exceeded" in job["error"] and "job memory exceeded" in r.stderr
