@@ -55,7 +55,7 @@ engine_libs() {
     >/dev/null
   cmake --build "$b" -j"$(nproc)" --target ck_cluster >/dev/null
   local l
-  for l in cluster sql connectors runtime checkpoint base; do echo "$b/src/$l/libck_$l.a"; done
+  for l in cluster job sql connectors runtime checkpoint base; do echo "$b/src/$l/libck_$l.a"; done
   echo "-I $b/generated"
 }
 

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ typedef struct armed {
   int action; /* 0 none, 1 exit, 2 abort, 3 kill, 4 delay, 5 fail */
   long ordinal;
   long delay_ms;
+  bool onwards; /* "<n>+": the n-th time and every time after */
 } armed_t;
 
 static armed_t armed[CK_FAULT__COUNT];
@@ -47,7 +49,7 @@ static void parse(void) {
       fprintf(stderr, "[fault] warning: ignoring CLINK_FAULT item '%s' (want <point>:<action>[:<n>])\n", item);
       continue;
     }
-    armed_t a = {0, f[2] ? atol(f[2]) : 1, 0};
+    armed_t a = {0, f[2] ? atol(f[2]) : 1, 0, f[2] && strchr(f[2], '+')};
     if (strcmp(f[1], "exit") == 0) a.action = 1;
     else if (strcmp(f[1], "abort") == 0) a.action = 2;
     else if (strcmp(f[1], "kill") == 0) a.action = 3;
@@ -64,8 +66,9 @@ int ck_fault_err(ck_fault_point_t p, ck_error_t *err) {
   pthread_once(&once, parse);
   if (!armed[p].action) return 0;
   long n = atomic_fetch_add(&hits[p], 1) + 1;
-  if (armed[p].action != 4 && n != armed[p].ordinal) return 0;
-  if (armed[p].action == 4 && n < armed[p].ordinal) return 0;
+  bool onwards = armed[p].action == 4 || armed[p].onwards;
+  if (!onwards && n != armed[p].ordinal) return 0;
+  if (onwards && n < armed[p].ordinal) return 0;
   char line[128];
   int len = snprintf(line, sizeof line, "[fault] %s hit (%ld)\n", names[p], n);
   ssize_t w = write(2, line, (size_t)len);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "cluster/proto.h"
 
 int ck_cli_port(const char *cmd, const char *opt, const char *v, bool allow_zero, int *out) {
@@ -55,4 +56,25 @@ int ck_cli_cluster_call(const char *host, int port, int type, const ck_buf_t *pa
   }
   ck_proto_conn_fini(&c);
   return rc;
+}
+
+int ck_cli_submit(const char *host, int port, const char *name, const char *sql,
+                  int parallelism) {
+  ck_buf_t p, text;
+  ck_buf_init(&p);
+  ck_buf_init(&text);
+  ck_proto_put_str(&p, name);
+  ck_proto_put_str(&p, sql);
+  ck_proto_put_u32(&p, (uint32_t)parallelism);
+  int64_t id = 0;
+  int rc = ck_cli_cluster_call(host, port, CK_PROTO_SUBMIT, &p, &id, &text);
+  if (rc) {
+    fprintf(stderr, "clink run: %s\n", text.data ? text.data : "");
+  } else {
+    printf("submitted job %lld\n", (long long)id);
+    CK_LOG_INFO("job", "job delivery guarantee: %s", text.data);
+  }
+  ck_buf_fini(&p);
+  ck_buf_fini(&text);
+  return rc ? 1 : 0;
 }

@@ -19,4 +19,10 @@ int ck_cli_port(const char *cmd, const char *opt, const char *v, bool allow_zero
 int ck_cli_cluster_call(const char *host, int port, int type, const ck_buf_t *payload,
                         int64_t *value, ck_buf_t *text);
 
+/* `clink run FILE --coordinator-host …`: submits the script (the coordinator plans it, and
+ * refuses bad SQL with its position); prints "submitted job N" and logs the job's delivery
+ * guarantee. Returns the exit status (0, or 1 after printing why). */
+int ck_cli_submit(const char *host, int port, const char *name, const char *sql,
+                  int parallelism);
+
 #endif

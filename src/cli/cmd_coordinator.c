@@ -16,17 +16,17 @@
 #include "cluster/opmetrics.h"
 
 static const ck_cli_opt_t opts[] = {
-    {"host", "ADDR", "address to listen on (default 127.0.0.1)"},
-    {"port", "PORT", "control port workers and `clink run` connect to (default 6123)"},
-    {"http-port", "PORT", "REST API port (default 8081; 0 picks a free one)"},
-    {"checkpoint-dir", "DIR", "where jobs checkpoint (DIR/job-<id>), reachable by every worker (required)"},
-    {"ha-dir", "DIR", "keep a leader lock, the epoch and job manifests here; a restarted coordinator recovers its jobs"},
-    {"checkpoint-interval-ms", "MS", "time between checkpoints (default 1000)"},
-    {"max-restarts", "N", "restarts a job may use in its lifetime before it fails (default 10)"},
-    {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
-    {"routes-markdown", NULL, "print the REST API's routes as a Markdown table (docs/cluster.md) and exit"},
-    {"metrics-markdown", NULL, "print the operators' metrics as a Markdown table (docs/cluster.md) and exit"},
-    {NULL, NULL, NULL},
+    {"host", "ADDR", "address to listen on (default 127.0.0.1)", 0, 0, 0, false},
+    {"port", "PORT", "control port workers and `clink run` connect to (default 6123)", 0, 0, 0, false},
+    {"http-port", "PORT", "REST API port (default 8081; 0 picks a free one)", 0, 0, 0, false},
+    {"checkpoint-dir", "DIR", "where jobs checkpoint (DIR/job-<id>), reachable by every worker (required)", 0, 0, 0, false},
+    {"ha-dir", "DIR", "keep a leader lock, the epoch and job manifests here; a restarted coordinator recovers its jobs", 0, 0, 0, false},
+    CK_CLI_SHARED("checkpoint-interval-ms"),
+    CK_CLI_SHARED("max-restarts"),
+    CK_CLI_SHARED("log-level"),
+    {"routes-markdown", NULL, "print the REST API's routes as a Markdown table (docs/cluster.md) and exit", 0, 0, 0, false},
+    {"metrics-markdown", NULL, "print the operators' metrics as a Markdown table (docs/cluster.md) and exit", 0, 0, 0, false},
+    {NULL, NULL, NULL, 0, 0, 0, false},
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -76,8 +76,8 @@ static int coordinator_main(int argc, char **argv) {
   }
   o.ha_dir = ck_cli_get(cmd, &args, "ha-dir");
   long ms = 0, restarts = 0;
-  if (ck_cli_int(cmd, &args, "checkpoint-interval-ms", 1, 86400000, &ms) ||
-      ck_cli_int(cmd, &args, "max-restarts", 1, 100000, &restarts) ||
+  if (ck_cli_int(cmd, &args, "checkpoint-interval-ms", &ms) ||
+      ck_cli_int(cmd, &args, "max-restarts", &restarts) ||
       ck_cli_apply_log_level(cmd, &args))
     return 2;
   o.checkpoint_interval_ms = ms;

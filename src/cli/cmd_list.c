@@ -11,7 +11,7 @@
 
 static const ck_cli_opt_t opts[] = {
     {"coordinator-host", "HOST", "the coordinator's address (default 127.0.0.1)"},
-    {"coordinator-port", "PORT", "the coordinator's control port (default 6123)"},
+    CK_CLI_SHARED("coordinator-port"),
     {"json", NULL, "print the coordinator's JSON answer as it is"},
     {NULL, NULL, NULL},
 };

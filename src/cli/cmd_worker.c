@@ -12,15 +12,15 @@
 #include "cluster/worker.h"
 
 static const ck_cli_opt_t opts[] = {
-    {"coordinator-host", "HOST", "the coordinator's address (default 127.0.0.1)"},
-    {"coordinator-port", "PORT", "the coordinator's control port (default 6123)"},
-    {"slots", "N", "subtask slots this worker offers (default 1)"},
-    {"id", "NAME", "this worker's name (default worker-<pid>)"},
-    {"host", "ADDR", "address for this worker's data and HTTP ports (default 127.0.0.1)"},
-    {"http-port", "PORT", "serve /api/v1/health here (0 picks a free port; default: none)"},
-    {"max-memory", "SIZE", "fail each job whose memory on this worker passes SIZE (512M, 4G; 'none': no limit; default 80% of the machine's or the cgroup's memory)"},
-    {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)"},
-    {NULL, NULL, NULL},
+    {"coordinator-host", "HOST", "the coordinator's address (default 127.0.0.1)", 0, 0, 0, false},
+    CK_CLI_SHARED("coordinator-port"),
+    {"slots", "N", "subtask slots this worker offers", 1, 1024, 1, false},
+    {"id", "NAME", "this worker's name (default worker-<pid>)", 0, 0, 0, false},
+    {"host", "ADDR", "address for this worker's data and HTTP ports (default 127.0.0.1)", 0, 0, 0, false},
+    {"http-port", "PORT", "serve /api/v1/health here (0 picks a free port; default: none)", 0, 0, 0, false},
+    CK_CLI_SHARED("max-memory"),
+    CK_CLI_SHARED("log-level"),
+    {NULL, NULL, NULL, 0, 0, 0, false},
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -42,14 +42,14 @@ static int worker_main(int argc, char **argv) {
   const char *v;
   o.coordinator_host = ck_cli_get(cmd, &args, "coordinator-host");
   if (!o.coordinator_host) o.coordinator_host = "127.0.0.1";
-  if ((v = ck_cli_get(cmd, &args, "coordinator-port")) &&
-      ck_cli_port("worker", "coordinator-port", v, false, &o.coordinator_port))
-    return 2;
+  long co_port;
+  if (ck_cli_int(cmd, &args, "coordinator-port", &co_port)) return 2;
+  o.coordinator_port = (int)co_port;
   if ((v = ck_cli_get(cmd, &args, "http-port")) &&
       ck_cli_port("worker", "http-port", v, true, &o.http_port))
     return 2;
-  long slots = 1;
-  if (ck_cli_int(cmd, &args, "slots", 1, 1024, &slots)) return 2;
+  long slots;
+  if (ck_cli_int(cmd, &args, "slots", &slots)) return 2;
   o.slots = (int)slots;
   o.id = ck_cli_get(cmd, &args, "id");
   o.host = ck_cli_get(cmd, &args, "host");

@@ -37,6 +37,8 @@
 #include "cluster/http.h"
 #include "cluster/jobplan.h"
 #include "cluster/proto.h"
+#include "job/job.h"
+#include "job/policy.h"
 #include "runtime/exec.h"
 #include "sql/planner.h"
 
@@ -108,10 +110,10 @@ static void finish_job(co_t *co, job_t *job, job_status_t status, const char *wh
     CK_LOG_INFO(LOG_CO, "job_id=%lld %s", (long long)job->id, status == JOB_FINISHED
                 ? "finished" : "cancelled");
   }
-  if (status == JOB_FINISHED && job->input_ended) {
+  if (status == JOB_FINISHED) { /* the job module's finish protocol */
     ck_error_t err;
     ck_error_clear(&err);
-    if (ck_lineage_clean_finish(job->dir, &err))
+    if (ck_job_finish(job->dir, job->input_ended, &err))
       CK_LOG_WARN(LOG_CO, "job_id=%lld: %s", (long long)job->id, err.message);
   }
   save_manifest(co, job);
@@ -151,35 +153,28 @@ static bool deploy(co_t *co, job_t *job) {
     if (!seen) job->parts[job->nparts++].worker = job->slot_worker[s];
   }
 
-  /* the restore point: the same rule as an embedded rerun */
-  ck_lineage_t lin;
+  /* the restore point: the job module's, the same rule and log line as an embedded run */
   ck_error_t err;
   ck_error_clear(&err);
-  ck_lineage_opts_t lo = {job->plan.desc.data, job->parallelism, false, job->rewind_below,
-                         job->plan.ntasks, ck_exec_rigid_sink(job->plan.graph)};
-  int rc = ck_lineage_start(job->dir, &lo, &lin, &err);
-  if (rc) {
-    clear_deployment(job);
-    finish_job(co, job, JOB_FAILED, err.message);
-    return true;
-  }
-  job->rewind_below = 0;
-  int64_t ids_above = lin.ids_above > job->used_ids ? lin.ids_above : job->used_ids;
-  job->restore_id = lin.restore_id;
   if (job->attempt > 0 || job->status == JOB_RESTARTING) {
     int survivors = 0;
     for (int i = 0; i < co->nworkers; i++) survivors += co->workers[i]->alive;
     CK_LOG_INFO(LOG_RESTART, "job_id=%lld attempt=%d survivors=%d tasks=%d", (long long)job->id,
                 job->attempt, survivors, job->plan.ntasks);
   }
-  if (lin.restore_id)
-    CK_LOG_INFO(LOG_RESTART, "job_id=%lld restore point: checkpoint %lld (latest_completed=%lld "
-                "latest_confirmed=%lld tracked=%lld)", (long long)job->id,
-                (long long)lin.restore_id, (long long)lin.latest_completed,
-                (long long)lin.latest_confirmed, (long long)lin.run_base);
-  else
-    CK_LOG_INFO(LOG_RESTART, "job_id=%lld starting fresh (%s); new checkpoints are numbered "
-                "above %lld", (long long)job->id, lin.why, (long long)ids_above);
+  ck_job_identity_t ident = {job->plan.desc.data, job->parallelism, job->plan.ntasks,
+                             ck_exec_rigid_sink(job->plan.graph)};
+  ck_job_point_t lin;
+  int rc = ck_job_restore_point(job->dir, &ident, false, job->rewind_below, job->used_ids,
+                                job->id, &lin, &err);
+  if (rc) {
+    clear_deployment(job);
+    finish_job(co, job, JOB_FAILED, err.message);
+    return true;
+  }
+  job->rewind_below = 0;
+  int64_t ids_above = lin.ids_above;
+  job->restore_id = lin.restore_id;
   if (!job->store_open) {
     if (ck_store_open(job->dir, &job->store, &err)) {
       clear_deployment(job);
@@ -219,23 +214,28 @@ static bool deploy(co_t *co, job_t *job) {
 }
 
 /* The current deployment cannot go on: cancel it everywhere, and restart the job from its
- * restore point once every worker stopped it (or the budget is spent: fail). */
+ * restore point once every worker stopped it. A counted restart asks the job's policy
+ * (job/policy.h) for the budget, the backoff and the log line — the embedded run's — and
+ * fails the job when the budget is spent. */
 static void restart(co_t *co, job_t *job, const char *why, bool counts) {
   if (terminal(job->status) || job->status == JOB_CANCELLING) return;
   if (job->store_open && job->ck.next_id > job->used_ids) job->used_ids = job->ck.next_id;
+  int64_t backoff = 0;
   if (counts) {
-    job->attempt++;
+    ck_job_decision_t d = ck_job_policy_charge(co->o.max_restarts, job->attempt);
+    job->attempt = d.attempt;
     co->restarts_total++;
     set_error(job, why);
-  }
-  if (job->attempt > co->o.max_restarts) {
-    for (int i = 0; i < job->nparts; i++) job->parts[i].ended = true; /* after the cancel */
-    send_deployment(co, job, CK_PROTO_CANCEL, 0, 0, false);
-    char msg[CK_ERR_MSG];
-    snprintf(msg, sizeof msg, "gave up after %d restarts; the last failure: %s",
-             co->o.max_restarts, why);
-    finish_job(co, job, JOB_FAILED, msg);
-    return;
+    ck_job_decision_log(&d, job->id, why);
+    if (d.verdict == CK_JOB_GIVE_UP) {
+      for (int i = 0; i < job->nparts; i++) job->parts[i].ended = true; /* after the cancel */
+      send_deployment(co, job, CK_PROTO_CANCEL, 0, 0, false);
+      char msg[CK_ERR_MSG];
+      ck_job_give_up_message(&d, why, msg, sizeof msg);
+      finish_job(co, job, JOB_FAILED, msg);
+      return;
+    }
+    backoff = d.backoff_ms;
   }
   int drain = 0;
   for (int i = 0; i < job->nparts; i++) {
@@ -243,13 +243,12 @@ static void restart(co_t *co, job_t *job, const char *why, bool counts) {
     if (!w || !w->alive) job->parts[i].ended = true;
     drain += !job->parts[i].ended;
   }
-  CK_LOG_INFO(LOG_WATCH, "job_id=%lld awaiting_restart (attempt %d/%d) drain_expected=%d: %s",
-              (long long)job->id, job->attempt, co->o.max_restarts, drain, why);
+  CK_LOG_INFO(LOG_WATCH, "job_id=%lld awaiting_restart drain_expected=%d: %s",
+              (long long)job->id, drain, why);
   if (job->deployment) send_deployment(co, job, CK_PROTO_CANCEL, 0, 0, false);
   job->status = JOB_RESTARTING;
   job->cancel_deadline = ck_mono_ms() + CANCEL_WAIT_MS;
-  /* the first restart at once; later ones back off a little more each time */
-  job->restart_at = ck_mono_ms() + (counts && job->attempt > 1 ? 100LL * (job->attempt - 1) : 0);
+  job->restart_at = ck_mono_ms() + backoff;
   save_manifest(co, job);
 }
 
@@ -498,15 +497,17 @@ static void part_ended(co_t *co, job_t *job, part_t *pt, int rc, bool retriable,
                        const char *error) {
   pt->ended = true;
   if (job->status == JOB_RUNNING && rc) {
-    if (rc == CK_EREWIND && job->restore_id > 0) {
-      CK_LOG_WARN(LOG_RESTART, "job_id=%lld: %s; restoring the checkpoint before %lld",
-                  (long long)job->id, error, (long long)job->restore_id);
-      job->rewind_below = job->restore_id;
+    /* the job's policy decides, as for an embedded run (job/policy.h) */
+    ck_job_failure_t f = {rc, retriable, false, true, job->restore_id};
+    ck_job_decision_t d = ck_job_policy_decide(co->o.max_restarts, job->attempt, &f);
+    if (d.verdict == CK_JOB_REWIND) {
+      ck_job_decision_log(&d, job->id, error);
+      job->rewind_below = d.rewind_below;
       restart(co, job, error, false);
-    } else if (retriable || rc == CK_EIO || rc == CK_ECONNECT || rc == CK_ETIMEOUT ||
-               rc == CK_ECANCELLED) {
-      restart(co, job, error, true);
+    } else if (d.verdict != CK_JOB_FAIL) {
+      restart(co, job, error, true); /* charges the budget and logs the decision */
     } else {
+      ck_job_decision_log(&d, job->id, error);
       for (int i = 0; i < job->nparts; i++)
         if (!job->parts[i].ended) {
           send_deployment(co, job, CK_PROTO_CANCEL, 0, 0, false);
@@ -702,7 +703,7 @@ ck_coordinator_t *ck_coordinator_detached_new(const ck_coordinator_opts_t *opts)
   co_t *co = ck_calloc(1, sizeof *co);
   co->o = *opts;
   if (!co->o.host) co->o.host = "127.0.0.1";
-  if (co->o.max_restarts <= 0) co->o.max_restarts = 10;
+  if (co->o.max_restarts < 0) co->o.max_restarts = CK_JOB_RESTARTS_DEFAULT;
   if (co->o.heartbeat_ms <= 0) co->o.heartbeat_ms = 500;
   if (co->o.missed_heartbeats <= 0) co->o.missed_heartbeats = 3;
   if (co->o.auth_token && !*co->o.auth_token) co->o.auth_token = NULL;
@@ -736,7 +737,7 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
   co_t *co = ck_calloc(1, sizeof *co);
   co->o = *opts;
   if (!co->o.host) co->o.host = "127.0.0.1";
-  if (co->o.max_restarts <= 0) co->o.max_restarts = 10;
+  if (co->o.max_restarts < 0) co->o.max_restarts = CK_JOB_RESTARTS_DEFAULT;
   if (co->o.heartbeat_ms <= 0) co->o.heartbeat_ms = 500;
   if (co->o.missed_heartbeats <= 0) co->o.missed_heartbeats = 3;
   if (co->o.auth_token && !*co->o.auth_token) co->o.auth_token = NULL;

@@ -12,9 +12,10 @@
  * here, COMMIT out, COMMITTED back, CONFIRMED written here.
  *
  * A lost worker or a failed subtask cancels the job's deployment everywhere, and once every
- * worker stopped it (or was lost) the whole job restarts from the restore point that
- * checkpoint/lineage.h picks — the same rule an embedded rerun uses — when enough slots are
- * free; a lifetime budget of restarts (default 10) then fails the job with the reason.
+ * worker stopped it (or was lost) the whole job restarts from the restore point the job module
+ * chooses (job/job.h, checkpoint/lineage.h's rule) when enough slots are free. Whether a
+ * failure restarts, rewinds or fails the job, the lifetime budget of restarts, the backoff and
+ * the decision's log line are the job module's one policy (job/policy.h), the embedded run's.
  *
  * With --ha-dir, the coordinator takes a leader lock there, raises a durable epoch (stamped on
  * every frame; workers drop older epochs) and keeps one manifest per job, so a coordinator
@@ -58,7 +59,7 @@ typedef struct ck_coordinator_opts {
   const char *checkpoint_dir;  /* jobs checkpoint under <dir>/job-<id> */
   const char *ha_dir;          /* NULL: no high availability */
   int64_t checkpoint_interval_ms;
-  int max_restarts;            /* per job, lifetime (default 10) */
+  int max_restarts;            /* per job, lifetime; < 0: CK_JOB_RESTARTS_DEFAULT (job/policy.h) */
   int heartbeat_ms;            /* expected from workers (default 500) */
   int missed_heartbeats;       /* this many missed → worker lost (default 3) */
   const char *auth_token;      /* CLINK_AUTH_TOKEN: every route but health, every CLI frame

@@ -88,7 +88,9 @@ class Cluster:
     def start_coordinator(self, ha=False, log="coordinator.log", wait=True, env=None, extra=()):
         args = [CLINK, "coordinator", "--port", str(self.port), "--http-port", str(self.http),
                 "--checkpoint-dir", str(self.ckpt), "--checkpoint-interval-ms",
-                str(self.interval_ms), "--max-restarts", str(self.max_restarts), *extra]
+                str(self.interval_ms), *extra]
+        if self.max_restarts is not None:  # None: the coordinator's default budget
+            args += ["--max-restarts", str(self.max_restarts)]
         if ha:
             args += ["--ha-dir", str(self.ha)]
         proc = Proc(args, self.dir / log, dict(self.env, **(env or {})))

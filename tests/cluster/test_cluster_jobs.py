@@ -81,14 +81,15 @@ def test_parallelism_two_across_two_workers_survives_a_worker_kill(cluster, tmp_
     log = wait_for(lambda: "restart waiting for capacity" in c.coordinator.text() and
                    c.coordinator.text(), 20, "the restart to wait for capacity")
     assert f"worker lost: {victim}" in log
-    assert re.search(r"job_id=1 awaiting_restart \(attempt 1/10\)", log), log
+    assert re.search(r"job_id=1 the job failed \(worker lost: [\w-]+\); restarting from its last "
+                     r"checkpoint \(attempt 1/10\) in 0 ms", log), log
     assert c.job(jid)["status"] == "RESTARTING"
     c.start_worker(victim)
     job = c.wait_status(jid, {"FINISHED", "FAILED"}, timeout=120)
     assert job["status"] == "FINISHED", job
     log = c.coordinator.text()
     m = re.search(r"job_id=1 restore point: checkpoint (\d+) \(latest_completed=(\d+) "
-                  r"latest_confirmed=\d+ tracked=\d+\)", log)
+                  r"latest_confirmed=\d+ run_base=\d+\)", log)
     assert m and int(m.group(1)) >= 2, log
     assert re.search(r"job_id=1 attempt=1 survivors=2 tasks=\d+", log), log
     check(out, 2, rows)
@@ -120,7 +121,8 @@ def test_a_job_that_keeps_failing_uses_its_restart_budget_then_fails(cluster, tm
     assert job["restarts"] == 3 and "gave up after 2 restarts" in job["error"], job
     assert "worker lost: worker-1" in job["error"], job
     log = c.coordinator.text()
-    assert "awaiting_restart (attempt 2/2)" in log and "attempt 3/2" not in log, log
+    assert "restarting from its last checkpoint (attempt 2/2)" in log and "attempt 3/2" not in log, log
+    assert "not restarting: its 2 restart(s) are used up" in log, log
 
 
 def test_bad_sql_is_refused_at_submission_with_its_position(cluster, tmp_path):

@@ -1,0 +1,124 @@
+/*
+ * DESIGN: see job.h — the lifecycle loop, the restore point and its one log line, the finish
+ * protocol. The loop asks job/policy.h for every decision; it owns no rule of its own.
+ */
+#include "job/job.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/time.h"
+#include "checkpoint/lineage.h"
+#include "job/policy.h"
+
+static const char *const state_names[] = {"PLANNED", "DEPLOYING", "RUNNING", "FAILING",
+                                          "FINISHED", "STOPPED",   "FAILED"};
+
+const char *ck_job_state_name(ck_job_state_t state) {
+  return state >= 0 && state <= CK_JOB_FAILED ? state_names[state] : "?";
+}
+
+static void set_state(ck_job_t *job, ck_job_state_t state) {
+  CK_LOG_DEBUG("job", "state %s -> %s", ck_job_state_name(job->state), ck_job_state_name(state));
+  job->state = state;
+}
+
+int ck_job_restore_point(const char *dir, const ck_job_identity_t *id, bool fresh,
+                         int64_t below, int64_t used, int64_t job_id, ck_job_point_t *out,
+                         ck_error_t *err) {
+  ck_lineage_t lin;
+  ck_lineage_opts_t lo = {id->desc, id->parallelism, fresh && !below, below, id->ntasks,
+                         id->rigid_sink};
+  int rc = ck_lineage_start(dir, &lo, &lin, err);
+  if (rc) return rc;
+  out->restore_id = lin.restore_id;
+  out->ids_above = lin.ids_above > used ? lin.ids_above : used;
+  char tag[40] = "";
+  if (job_id > 0) snprintf(tag, sizeof tag, "job_id=%lld ", (long long)job_id);
+  if (lin.restore_id)
+    CK_LOG_INFO("job", "%srestore point: checkpoint %lld (latest_completed=%lld "
+                "latest_confirmed=%lld run_base=%lld): %s", tag, (long long)lin.restore_id,
+                (long long)lin.latest_completed, (long long)lin.latest_confirmed,
+                (long long)lin.run_base, lin.why);
+  else
+    CK_LOG_INFO("job", "%sstarting fresh (%s); new checkpoints are numbered above %lld", tag,
+                lin.why, (long long)out->ids_above);
+  return 0;
+}
+
+int ck_job_finish(const char *dir, bool input_ended, ck_error_t *err) {
+  if (!dir || !input_ended) return 0;
+  return ck_lineage_clean_finish(dir, err);
+}
+
+/* The error as one line for the decision's log line: "message detail: … hint: …". */
+static void why_of(const ck_error_t *err, char *out, int len) {
+  char full[1024];
+  ck_error_format(err, full, sizeof full);
+  const char *p = strncmp(full, "error: ", 7) == 0 ? full + 7 : full;
+  snprintf(out, (size_t)len, "%s", p);
+  for (char *nl = strchr(out, '\n'); nl; nl = strchr(nl, '\n')) *nl = ' ';
+}
+
+int ck_job_run(ck_job_t *job, ck_error_t *err) {
+  int64_t used = 0, below = 0;
+  bool first = true;
+  int rc;
+  set_state(job, CK_JOB_PLANNED);
+  for (;;) {
+    set_state(job, CK_JOB_DEPLOYING);
+    if (!(first && job->have_point)) {
+      memset(&job->point, 0, sizeof job->point);
+      if (job->dir && (rc = ck_job_restore_point(job->dir, &job->identity, first && job->fresh,
+                                                 below, used, 0, &job->point, err)))
+        break;
+    }
+    first = false;
+    below = 0;
+    memset(&job->outcome, 0, sizeof job->outcome);
+    rc = job->ops->deploy(job->dep, &job->point, err);
+    if (!rc) rc = job->ops->start(job->dep, err);
+    if (!rc) {
+      set_state(job, CK_JOB_RUNNING);
+      job->started++;
+      if (job->stopping) job->ops->cancel(job->dep, true, NULL); /* a Ctrl-C before there was a job */
+      rc = job->ops->wait(job->dep, &job->outcome, err);
+    }
+    /* ids handed out by this deployment stay used, durable record or not */
+    if (job->outcome.totals.last_triggered > used) used = job->outcome.totals.last_triggered;
+    if (!rc) break;
+    set_state(job, CK_JOB_FAILING);
+    ck_job_failure_t f = {rc, err->retriable, job->stopping != 0, job->dir != NULL,
+                          job->point.restore_id};
+    ck_job_decision_t d = ck_job_policy_decide(job->max_restarts, job->restarts, &f);
+    char why[1024];
+    why_of(err, why, sizeof why);
+    if (f.checkpointing && !f.stopping) ck_job_decision_log(&d, 0, why);
+    if (d.verdict == CK_JOB_GIVE_UP) {
+      char msg[CK_ERR_MSG];
+      ck_job_give_up_message(&d, why, msg, sizeof msg);
+      ck_error_clear(err);
+      ck_error_set(err, rc, "%s", msg);
+    }
+    if (d.verdict == CK_JOB_FAIL || d.verdict == CK_JOB_GIVE_UP) break;
+    /* the failed deployment, and any checkpoint it had in flight, is abandoned as a whole */
+    job->ops->release(job->dep);
+    ck_error_clear(err);
+    if (d.verdict == CK_JOB_REWIND) {
+      below = d.rewind_below;
+    } else {
+      job->restarts = d.attempt;
+      ck_sleep_ms(d.backoff_ms);
+    }
+  }
+  job->ops->release(job->dep);
+  set_state(job, rc ? CK_JOB_FAILED : job->stopping ? CK_JOB_STOPPED : CK_JOB_FINISHED);
+  if (!rc && !job->stopping) rc = ck_job_finish(job->dir, job->outcome.totals.input_ended, err);
+  return rc;
+}
+
+void ck_job_stop(ck_job_t *job) {
+  job->stopping = 1;
+  if (job->state == CK_JOB_RUNNING) job->ops->cancel(job->dep, true, NULL);
+}
