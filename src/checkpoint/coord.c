@@ -5,6 +5,7 @@
 #include "checkpoint/coord.h"
 
 #include "base/log.h"
+#include "base/time.h"
 #include "checkpoint/fault.h"
 
 void ck_ckpt_coord_init(ck_ckpt_coord_t *c, const ck_store_t *store, int ntasks, int nsinks,
@@ -70,7 +71,8 @@ int ck_ckpt_coord_ack(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
   c->just_completed = true;
   c->confirm_id = id;
   c->commits = 0;
-  CK_LOG_DEBUG("checkpoint", "checkpoint %lld completed", (long long)id);
+  CK_LOG_DEBUG("checkpoint", "checkpoint %lld completed at_us=%lld", (long long)id,
+               (long long)(ck_mono_ns() / 1000));
   /* keep the newest `retain`, and always the newest confirmed one: if this checkpoint's commit
    * is lost, the restore falls back to it */
   int64_t keep_from = id - c->retain + 1;

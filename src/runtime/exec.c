@@ -469,6 +469,9 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
   }
   for (int i = 0; i < n; i++) ck_buf_fini(&bufs[i]);
   if (!rc) rc = exchange_control(t, MSG_BARRIER, id);
+  if (!rc && t->has_source) /* bench/control reads these timestamps */
+    CK_LOG_DEBUG("checkpoint", "subtask %d injected barrier %lld at_us=%lld", t->index,
+                 (long long)id, (long long)(ck_mono_ns() / 1000));
   return rc;
 }
 
@@ -524,6 +527,8 @@ static int maybe_commit(task_t *t, ck_error_t *err) {
   if (!t->has_sink || !t->sink_open) return 0;
   int64_t upto = atomic_load(&t->commit_upto);
   if (upto <= t->committed) return 0;
+  CK_LOG_DEBUG("checkpoint", "subtask %d commits checkpoint %lld at_us=%lld", t->index,
+               (long long)upto, (long long)(ck_mono_ns() / 1000));
   ck_fault(CK_FAULT_BEFORE_COMMIT);
   int rc = t->sink.ops->commit(&t->sink, upto, err);
   if (rc) return rc;
@@ -606,6 +611,8 @@ static void *coordinator_main(void *arg) {
     if (pending && !ex->coord.pending && pending == atomic_load(&ex->final_id))
       atomic_store(&ex->final_id, 0);
     if (id) {
+      CK_LOG_DEBUG("checkpoint", "checkpoint %lld triggered at_us=%lld", (long long)id,
+                   (long long)(ck_mono_ns() / 1000));
       trigger_sources(ex, id, final);
       continue;
     }
