@@ -197,6 +197,11 @@ struct ck_exec {
   int mem_account;            /* its subtask threads' allocations (0: none) */
 };
 
+/* How long a source's connector may wait for rows before the source looks at its partitions'
+ * idleness again (idle_timeout_ms). Not a control latency: a control message, ck_exec_stop and
+ * the job's failure cut the wait short through the wake descriptor. */
+enum { SOURCE_POLL_MS = 100 };
+
 /* ---------------------------------------------------------------- channels */
 
 /* wake_fd: true for a source subtask's channel (an eventfd for its connector's poll). */
@@ -210,8 +215,8 @@ static void chan_init(chan_t *c, int cap, bool wake_fd) {
   c->wake_fd = -1;
   if (wake_fd && (c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
     CK_LOG_WARN("exec", "could not create a wake-up descriptor for a source subtask: %s; its "
-                "checkpoint triggers wait for the end of its connector's poll (100 ms at most)",
-                strerror(errno));
+                "checkpoint triggers wait for the end of its connector's poll (%d ms at most)",
+                strerror(errno), (int)SOURCE_POLL_MS);
 }
 
 static void chan_fini(chan_t *c) {
@@ -911,7 +916,7 @@ static int run_source(task_t *t, ck_error_t *err) {
     for (int c = 0; c < ncols; c++)
       if (str_room[c]) (void)ck_col_str_reserve(&batch->cols[c], str_room[c]);
     int part = 0;
-    int r = t->source.ops->poll(&t->source, batch, CK_BATCH_ROWS, 100, &part, err);
+    int r = t->source.ops->poll(&t->source, batch, CK_BATCH_ROWS, SOURCE_POLL_MS, &part, err);
     if (r < 0) {
       ck_batch_free(batch);
       rc = r;
