@@ -15,6 +15,10 @@ Pipelines: datagen -> TUMBLE per key (hash exchange) -> blackhole, parallelism 2
 runs in a receiving subtask and the sources in theirs. idle: 10 rows/s in all (a source spends
 its time waiting in poll); load: as fast as datagen goes (both cores busy).
 
+With CLINK_KAFKA_BROKERS set (scripts/services.sh env; run it with $CLINK_PYTHON, which has
+confluent_kafka), a third scenario, kafka-idle: the same job reading an empty 2-partition topic
+(made for the run and deleted after), so the sources wait in the Kafka fetch.
+
 Usage: run.py CLINK_BINARY [SECONDS] [INTERVAL_MS]   (defaults 20 s, 50 ms)
 Prints one line per scenario. Loopback only; the checkpoint directory is removed.
 """
@@ -39,6 +43,14 @@ INSERT INTO sink SELECT k, window_start, COUNT(*) AS n, SUM(v) AS s
 FROM g GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), k;
 """
 
+KAFKA_SQL = """
+CREATE TABLE g (k BIGINT, ts BIGINT, v BIGINT) WITH (connector = 'kafka', brokers = '{brokers}',
+  topic = '{topic}', format = 'json', event_time_column = 'ts', watermark_lag_ms = '100');
+CREATE TABLE sink (k BIGINT, window_start BIGINT, n BIGINT, s BIGINT) WITH (connector = 'blackhole');
+INSERT INTO sink SELECT k, window_start, COUNT(*) AS n, SUM(v) AS s
+FROM g GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), k;
+"""
+
 LINE = re.compile(r"\[checkpoint\] (?:checkpoint (\d+) (triggered|completed)|subtask (\d+) "
                   r"(injected barrier|commits checkpoint) (\d+)) at_us=(\d+)")
 
@@ -48,12 +60,12 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
 
-def measure(clink, rps, seconds, interval_ms):
+def measure(clink, text, seconds, interval_ms):
     d = tempfile.mkdtemp(prefix="clink-ctrl-")
     try:
         sql = os.path.join(d, "job.sql")
         with open(sql, "w") as f:
-            f.write(SQL.format(rps=rps))
+            f.write(text)
         cmd = [clink, "run", "--parallelism", "2", "--checkpoint-dir", os.path.join(d, "ck"),
                "--checkpoint-interval-ms", str(interval_ms), "--log-level", "debug",
                "--progress-interval-ms", "0", sql]
@@ -89,12 +101,30 @@ def main():
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 20
     interval = int(sys.argv[3]) if len(sys.argv) > 3 else 50
     print(f"# {clink}: {seconds:g} s per scenario, --checkpoint-interval-ms {interval}, ms")
-    print(f"{'scenario':8} {'trigger->barrier median':>24} {'p99':>8} {'n':>5}   "
+    print(f"{'scenario':10} {'trigger->barrier median':>22} {'p99':>8} {'n':>5}   "
           f"{'COMPLETED->commit median':>25} {'p99':>8} {'n':>5}")
-    for name, rps in (("idle", 10), ("load", 0)):
-        t2b, c2c = measure(clink, rps, seconds, interval)
-        print(f"{name:8} {statistics.median(t2b):24.2f} {pct(t2b, 99):8.2f} {len(t2b):5d}   "
-              f"{statistics.median(c2c):25.2f} {pct(c2c, 99):8.2f} {len(c2c):5d}", flush=True)
+    scenarios = [("idle", SQL.format(rps=10)), ("load", SQL.format(rps=0))]
+    brokers = os.environ.get("CLINK_KAFKA_BROKERS")
+    topic = None
+    if brokers:  # kafka-idle: a Kafka source on an empty 2-partition topic (needs confluent_kafka)
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": brokers})
+        topic = f"clink-bench-control-{os.getpid()}-{int(time.time())}"
+        for f in admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)]).values():
+            f.result(30)
+        scenarios.append(("kafka-idle", KAFKA_SQL.format(brokers=brokers, topic=topic)))
+    try:
+        for name, text in scenarios:
+            report(name, *measure(clink, text, seconds, interval))
+    finally:
+        if topic:
+            for f in admin.delete_topics([topic]).values():
+                f.result(30)
+
+
+def report(name, t2b, c2c):
+    print(f"{name:10} {statistics.median(t2b):22.2f} {pct(t2b, 99):8.2f} {len(t2b):5d}   "
+          f"{statistics.median(c2c):25.2f} {pct(c2c, 99):8.2f} {len(c2c):5d}", flush=True)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 #   run.py on each.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-py=${CLINK_PYTHON:-python3}
+py=${CLINK_PYTHON:-python3}  # with confluent_kafka and CLINK_KAFKA_BROKERS: kafka-idle too
 bins=()
 if [ -n "${BEFORE_REV:-}" ]; then
   dir=/tmp/clink-control-before-$BEFORE_REV
