@@ -5,6 +5,7 @@
 #include "checkpoint/coord.h"
 
 #include "base/log.h"
+#include "base/time.h"
 #include "checkpoint/fault.h"
 
 void ck_ckpt_coord_init(ck_ckpt_coord_t *c, const ck_store_t *store, int ntasks, int nsinks,
@@ -25,6 +26,7 @@ void ck_ckpt_coord_init(ck_ckpt_coord_t *c, const ck_store_t *store, int ntasks,
 
 int64_t ck_ckpt_coord_tick(ck_ckpt_coord_t *c, int64_t now, bool *final, int64_t *wake_at) {
   *final = false;
+  ck_ckpt_coord_prune(c); /* a caller that did not prune after the last completion */
   if (c->pending && now - c->pending_since > c->timeout_ms) {
     CK_LOG_WARN("checkpoint", "checkpoint %lld did not complete within %lld ms: aborted",
                 (long long)c->pending, (long long)c->timeout_ms);
@@ -37,11 +39,12 @@ int64_t ck_ckpt_coord_tick(ck_ckpt_coord_t *c, int64_t now, bool *final, int64_t
   if (c->just_completed && now >= c->next_at) c->next_at = now + c->interval_ms;
   c->just_completed = false;
   bool all_done = c->sources_at_end >= c->nsources;
-  *wake_at = now + 100;
+  /* the next deadline of its own; an event (an ack, a source done) is the caller's to wake on */
+  *wake_at = c->pending ? c->pending_since + c->timeout_ms + 1 : now + CK_CKPT_COORD_IDLE_MS;
   if (all_done && c->final_id) return 0; /* the final checkpoint is out: nothing left to do */
   if (c->pending) return 0;
   if (now < c->next_at && !all_done) {
-    if (c->next_at < *wake_at) *wake_at = c->next_at;
+    *wake_at = c->next_at;
     return 0;
   }
   int64_t id = ++c->next_id;
@@ -53,6 +56,7 @@ int64_t ck_ckpt_coord_tick(ck_ckpt_coord_t *c, int64_t now, bool *final, int64_t
     *final = true;
   }
   c->next_at = now + c->interval_ms;
+  *wake_at = now + c->timeout_ms + 1;
   return id;
 }
 
@@ -70,25 +74,32 @@ int ck_ckpt_coord_ack(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
   c->just_completed = true;
   c->confirm_id = id;
   c->commits = 0;
-  CK_LOG_DEBUG("checkpoint", "checkpoint %lld completed", (long long)id);
-  /* keep the newest `retain`, and always the newest confirmed one: if this checkpoint's commit
-   * is lost, the restore falls back to it */
-  int64_t keep_from = id - c->retain + 1;
-  if (c->last_confirmed && c->last_confirmed < keep_from) keep_from = c->last_confirmed;
-  if (keep_from > 1) {
-    /* markers go too (so _meta stays bounded), behind a durable id floor of `id` */
-    ck_error_t perr;
-    ck_error_clear(&perr);
-    if (ck_store_prune(c->store, keep_from, id, c->ntasks, &perr))
-      CK_LOG_WARN("checkpoint", "could not prune checkpoints below %lld: %s; they stay on disk "
-                  "until the next checkpoint", (long long)keep_from, perr.message);
-  }
+  CK_LOG_DEBUG("checkpoint", "checkpoint %lld completed at_us=%lld", (long long)id,
+               (long long)(ck_mono_ns() / 1000));
+  c->prune_due = id; /* after the sinks are told (ck_ckpt_coord_prune) */
   if (c->nsinks == 0) {
     rc = ck_store_mark(c->store, "confirmed", id, err);
     if (rc) return rc;
     c->last_confirmed = id;
   }
   return 1;
+}
+
+void ck_ckpt_coord_prune(ck_ckpt_coord_t *c) {
+  int64_t id = c->prune_due;
+  if (!id) return;
+  c->prune_due = 0;
+  /* keep the newest `retain`, and always the newest confirmed one: if this checkpoint's commit
+   * is lost, the restore falls back to it */
+  int64_t keep_from = id - c->retain + 1;
+  if (c->last_confirmed && c->last_confirmed < keep_from) keep_from = c->last_confirmed;
+  if (keep_from <= 1) return;
+  /* markers go too (so _meta stays bounded), behind a durable id floor of `id` */
+  ck_error_t perr;
+  ck_error_clear(&perr);
+  if (ck_store_prune(c->store, keep_from, id, c->ntasks, &perr))
+    CK_LOG_WARN("checkpoint", "could not prune checkpoints below %lld: %s; they stay on disk "
+                "until the next checkpoint", (long long)keep_from, perr.message);
 }
 
 int ck_ckpt_coord_committed(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {

@@ -20,6 +20,9 @@
 #include "base/error.h"
 #include "checkpoint/store.h"
 
+/* *wake_at when no deadline is due (the final checkpoint is out): a long nap, not a poll. */
+#define CK_CKPT_COORD_IDLE_MS 3600000
+
 typedef struct ck_ckpt_coord {
   const ck_store_t *store;
   int64_t interval_ms, timeout_ms;
@@ -36,6 +39,7 @@ typedef struct ck_ckpt_coord {
   int commits;
   int sources_at_end;      /* sources done reading */
   int64_t final_id;        /* the checkpoint taken once every source is done, 0 until then */
+  int64_t prune_due;       /* completed, its older checkpoints not yet pruned; 0: none */
 } ck_ckpt_coord_t;
 
 /* restore_id: the checkpoint the job restored (completed and confirmed as far as it knows). */
@@ -45,7 +49,9 @@ void ck_ckpt_coord_init(ck_ckpt_coord_t *c, const ck_store_t *store, int ntasks,
 
 /* What to do now: returns the id of a checkpoint to trigger (and *final when it is the final
  * one), or 0. A checkpoint in flight past its timeout is abandoned here (logged). *wake_at is
- * when to call again at the latest. */
+ * when to call again at the latest if nothing else happens: the next periodic checkpoint, or
+ * the timeout of the one in flight (not a poll: after an ack that completes a checkpoint or a
+ * source done, the caller calls again at once). */
 int64_t ck_ckpt_coord_tick(ck_ckpt_coord_t *c, int64_t now, bool *final, int64_t *wake_at);
 
 /* A source task is done reading (end of input, or stopped): once all are, the next trigger is
@@ -53,10 +59,16 @@ int64_t ck_ckpt_coord_tick(ck_ckpt_coord_t *c, int64_t now, bool *final, int64_t
 void ck_ckpt_coord_source_done(ck_ckpt_coord_t *c);
 
 /* Task snapshot of `id` is durable. Returns 1 when that completed the checkpoint (COMPLETED-id
- * is durable and old checkpoints pruned: tell every sink to commit it), 0 when more acks are
- * due or the ack is for a checkpoint no longer pending, or an error (the marker could not be
- * written: the checkpoint fails). */
+ * is durable: tell every sink to commit it, then call ck_ckpt_coord_prune), 0 when more acks
+ * are due or the ack is for a checkpoint no longer pending, or an error (the marker could not
+ * be written: the checkpoint fails). */
 int ck_ckpt_coord_ack(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err);
+
+/* After a completion, once the sinks are told: removes the checkpoints and markers the
+ * retention no longer keeps (behind a durable id floor; a failure is logged, and the next
+ * completion tries again). The next tick does it if the caller did not. Pruning comes after
+ * the commit messages, so a sink's commit does not wait for its fsyncs. */
+void ck_ckpt_coord_prune(ck_ckpt_coord_t *c);
 
 /* A sink committed `id`. Returns 1 when every sink has (CONFIRMED-id written), 0, or an error. */
 int ck_ckpt_coord_committed(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err);

@@ -573,7 +573,8 @@ static void on_worker_frame(co_t *co, worker_t *w, ck_proto_frame_t *f) {
       int rc = ck_ckpt_coord_ack(&job->ck, id, &err);
       if (rc == 1) {
         co->checkpoints_completed_total++;
-        send_deployment(co, job, CK_PROTO_COMMIT, id, 0, false);
+        send_deployment(co, job, CK_PROTO_COMMIT, id, ck_ckpt_coord_final_done(&job->ck), true);
+        ck_ckpt_coord_prune(&job->ck);
       } else if (rc < 0) {
         restart(co, job, err.message, true);
       }

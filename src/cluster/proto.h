@@ -53,7 +53,7 @@
   X(TRIGGER, 7, "coordinator → worker: i64 deployment, i64 checkpoint, u8 final")               \
   X(ACK, 8, "worker → coordinator: i64 deployment, i64 checkpoint, u32 task")                   \
   X(SOURCE_DONE, 9, "worker → coordinator: i64 deployment, u32 task")                           \
-  X(COMMIT, 10, "coordinator → worker: i64 deployment, i64 checkpoint")                         \
+  X(COMMIT, 10, "coordinator → worker: i64 deployment, i64 checkpoint, u8 final")               \
   X(COMMITTED, 11, "worker → coordinator: i64 deployment, i64 checkpoint, u32 task")            \
   X(CANCEL, 12, "coordinator → worker: i64 deployment")                                         \
   X(ENDED, 13, "worker → coordinator: i64 deployment, i32 rc, u8 retriable, u8 input_ended, "   \

@@ -333,7 +333,8 @@ static void on_frame(wk_t *wk, ck_proto_frame_t *f) {
     case CK_PROTO_COMMIT: {
       dep_t *d = find_dep(wk, ck_proto_i64(r));
       int64_t id = ck_proto_i64(r);
-      if (d && d->ex && !r->bad) ck_exec_complete(d->ex, id);
+      bool final = ck_proto_u8(r);
+      if (d && d->ex && !r->bad) ck_exec_complete(d->ex, id, final);
       break;
     }
     case CK_PROTO_CANCEL: {

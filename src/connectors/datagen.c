@@ -17,7 +17,8 @@
  *
  * Pacing (rows_per_second, a rate for the whole job): subtask s owes its j-th row (counting
  * from open or restore) at t0 + j*P/rate. poll() sleeps until the next row is due, at most its
- * timeout, and never spins; then it returns every row already due (up to max_rows).
+ * timeout or until the engine wakes it (ctx.wake_fd: a checkpoint trigger), and never spins;
+ * then it returns every row already due (up to max_rows).
  *
  * Snapshot (version 1): u8 version, uvarint parallelism, uvarint next global row index.
  *
@@ -558,7 +559,7 @@ static int dg_poll(ck_source_t *src, ck_batch_t *batch, int max_rows, int timeou
     int64_t due = dg_due(dg, &wait_ns);
     if (due == 0 && timeout_ms > 0) {
       int64_t ms = (wait_ns + 999999) / 1000000;
-      ck_sleep_ms(ms < timeout_ms ? (ms > 0 ? ms : 1) : timeout_ms);
+      (void)ck_conn_wait_wake(&src->ctx, ms < timeout_ms ? (ms > 0 ? ms : 1) : timeout_ms);
       due = dg_due(dg, &wait_ns);
     }
     if (due == 0) return CK_SRC_IDLE;

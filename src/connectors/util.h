@@ -7,12 +7,15 @@
 #define CK_CONNECTORS_UTIL_H
 
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/time.h"
+#include "runtime/connector.h"
 
 static inline void ck_conn_put_uvarint(ck_buf_t *out, uint64_t v) {
   char tmp[10];
@@ -51,6 +54,20 @@ static inline int ck_conn_write_all(int fd, const char *p, size_t n) {
     n -= (size_t)w;
   }
   return 0;
+}
+
+/* A source's wait of up to ms (pacing, or no data): returns early, true, once the engine's
+ * wake descriptor (ck_conn_ctx_t.wake_fd) is readable; without one it sleeps ms. Source
+ * thread. */
+static inline bool ck_conn_wait_wake(const ck_conn_ctx_t *ctx, int64_t ms) {
+  if (ms <= 0) return false;
+  if (!ctx->wake_fd) {
+    ck_sleep_ms(ms);
+    return false;
+  }
+  struct pollfd pfd = {.fd = *ctx->wake_fd, .events = POLLIN};
+  int r = poll(&pfd, 1, ms > 1000 ? 1000 : (int)ms);
+  return r > 0 && (pfd.revents & POLLIN);
 }
 
 #endif

@@ -44,6 +44,11 @@ typedef struct ck_conn_ctx {
   const ck_options_t *options;
   int subtask, parallelism;
   const char *job_name;
+  /* Sources: NULL, or a descriptor that becomes readable when the engine has a message for
+   * this subtask (a checkpoint trigger, a commit, stop, the job's failure). A poll that waits
+   * (for data, or to pace) waits for it too, and returns CK_SRC_IDLE once it is readable,
+   * without reading it: the engine reads it. See ck_conn_wait_wake (connectors/util.h). */
+  const int *wake_fd;
 } ck_conn_ctx_t;
 
 /* ---- sources ---- */
@@ -60,7 +65,8 @@ typedef struct ck_source_ops {
   /* Partitions this subtask owns (fixed after open). */
   int (*npartitions)(ck_source_t *src);
   /* Appends up to max_rows rows of one partition to batch (whose columns follow ctx.schema);
-   * *partition is that partition's index among this subtask's partitions. Returns CK_SRC_*
+   * *partition is that partition's index among this subtask's partitions; waits up to
+   * timeout_ms for rows, or less when ctx.wake_fd becomes readable. Returns CK_SRC_*
    * or a negative error (a record that cannot be decoded under on_decode_error='fail' is an
    * error naming the file:line or partition:offset). */
   int (*poll)(ck_source_t *src, ck_batch_t *batch, int max_rows, int timeout_ms,

@@ -11,26 +11,35 @@
  * all idle sends IDLE). A receiving subtask takes the least over its senders, ignoring idle
  * ones and counting ended ones as done. Watermarks only move forward.
  *
- * Checkpoints (DESIGN §4): an in-process coordinator thread triggers checkpoint N by setting
- * each source subtask's trigger; a source subtask, between two polls, snapshots its position
- * and its chain's state into a buffer, hands it to the writer thread and sends BARRIER(N) to
- * every downstream subtask; the writer makes the file durable and only then acknowledges. A receiving subtask aligns: once a sender delivered BARRIER(N),
+ * Checkpoints (DESIGN §4): an in-process coordinator thread (or, in a worker, the coordinator's
+ * TRIGGER frame through ck_exec_trigger) triggers checkpoint N with a MSG_TRIGGER to each source
+ * subtask; the message wakes the source out of its connector's poll (the wake fd), and the
+ * source snapshots its position and its chain's state into a buffer, hands it to the writer
+ * thread and sends BARRIER(N) to every downstream subtask; the writer makes the file durable
+ * and only then acknowledges. A receiving subtask aligns: once a sender delivered BARRIER(N),
  * that sender's later messages are held back (stashed, in arrival order) until every sender
  * that has not ended delivered it; then it snapshots (acknowledged by the writer as above),
- * forwards the barrier and replays the stash. When every subtask acknowledged N, the acknowledging thread writes the
- * COMPLETED marker (on the writer thread) and sets each sink subtask's commit_upto; sinks commit on their own thread
- * (checked between polls or messages) and the last one writes CONFIRMED. One checkpoint is in
- * flight at a time. When every source is done reading — end of input, or ck_exec_stop — they
+ * forwards the barrier and replays the stash. When every subtask acknowledged N, the
+ * acknowledging thread (the writer) writes the COMPLETED marker and sends MSG_COMMIT(N) to each
+ * sink subtask (in a worker: the COMMIT frame, ck_exec_complete), which commits on its own
+ * thread as soon as it takes the message; the last one writes CONFIRMED. Control messages are
+ * taken before the data queued in a channel, and no wait of a subtask has a timeout: it is
+ * woken by a message or by the job's failure. One checkpoint is in flight at a time; whether
+ * a trigger or a commit is of the final checkpoint is decided by checkpoint/coord.c and rides
+ * on the message. When every source is done reading — end of input, or ck_exec_stop — they
  * wait for one final checkpoint, taken after the last output (the maximal watermark's windows
  * included), and sinks commit it before they finish: a job that ends or is stopped leaves
  * nothing uncommitted, and a rerun after it resumes exactly there.
  */
 #include "runtime/exec.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -41,7 +50,21 @@
 #include "checkpoint/store.h"
 #include "runtime/metrics.h"
 
-typedef enum msg_kind { MSG_BATCH, MSG_WATERMARK, MSG_IDLE, MSG_BARRIER, MSG_END } msg_kind_t;
+/* What a subtask receives on its channel, and from whom. The data kinds travel in band (their
+ * order relative to the batches is the protocol) and may cross the network (ck_exec_deliver:
+ * their numbers are the wire's); the control kinds stay in this process and are taken before
+ * any data waiting in the channel. */
+typedef enum msg_kind {
+  MSG_BATCH,     /* upstream subtask → receiver: rows (batch) */
+  MSG_WATERMARK, /* upstream subtask → receiver: the sender's event time reached value */
+  MSG_IDLE,      /* upstream subtask → receiver: the sender is idle, do not wait for it */
+  MSG_BARRIER,   /* upstream subtask → receiver: checkpoint value's cut in the sender's stream */
+  MSG_END,       /* upstream subtask → receiver: the sender has finished */
+  MSG_TRIGGER,   /* checkpoint driver (coordinator thread, or ck_exec_trigger) → source subtask:
+                  * take checkpoint value now; final: the last one, the source then ends */
+  MSG_COMMIT,    /* checkpoint driver (the thread that completed it, or ck_exec_complete) → sink
+                  * subtask: COMPLETED-value is durable, commit it; final: then finish */
+} msg_kind_t;
 
 typedef struct msg {
   msg_kind_t kind;
@@ -49,14 +72,22 @@ typedef struct msg {
   ck_batch_t *batch;
   int64_t value;
   void *link;  /* arrived over the network: the credit to return once consumed */
+  bool final;  /* MSG_TRIGGER, MSG_COMMIT */
 } msg_t;
 
-/* A bounded multi-producer, single-consumer queue. */
+/* A bounded multi-producer, single-consumer queue of data messages, and beside it an unbounded
+ * one of control messages (a few at a time: one checkpoint is in flight) that the consumer
+ * takes first. A source subtask has only the control queue, and its wake fd (an eventfd its
+ * connector's poll waits on too) is written with every control message. Every wait is
+ * untimed: a failure of the job wakes them all (wake_all). */
 typedef struct chan {
   ck_mutex_t mu;
   ck_cond_t not_empty, not_full;
   msg_t *ring;
   int cap, head, count;
+  msg_t *ctl;
+  int nctl, ctl_cap;
+  int wake_fd;  /* sources: readable while a control message may be waiting; -1 otherwise */
 } chan_t;
 
 typedef struct task task_t;
@@ -106,9 +137,10 @@ struct task {
   ck_thread_t thread;
   /* checkpoints */
   int index;                  /* in the job: snapshot directory v1/<index> */
-  _Atomic int64_t trigger;    /* sources: newest checkpoint asked for */
-  int64_t triggered;          /* sources: newest checkpoint taken */
-  _Atomic int64_t commit_upto;/* sinks: newest completed checkpoint to commit */
+  int64_t triggered;          /* sources: newest checkpoint taken (MSG_TRIGGER) */
+  bool final_taken;           /* sources: that one was the final checkpoint */
+  int64_t commit_upto;        /* sinks: newest completed checkpoint to commit (MSG_COMMIT) */
+  int64_t final_commit;       /* sinks: the final checkpoint, once released; 0 until then */
   int64_t committed;          /* sinks: newest checkpoint committed */
   uint8_t *blocked;           /* receivers: sender delivered the barrier being aligned */
   int nblocked;
@@ -140,7 +172,9 @@ struct ck_exec {
   ck_exec_totals_t totals;
   /* checkpoint coordination (ckpt_mu): the rules live in checkpoint/coord.c; embedded, this
    * process drives them (coordinator thread + acknowledgements); in a cluster worker, the
-   * events go to opts.report and decisions come back through ck_exec_trigger/_complete */
+   * events go to opts.report and decisions come back through ck_exec_trigger/_complete. Either
+   * way a decision reaches a subtask as a message (MSG_TRIGGER, MSG_COMMIT) on its channel,
+   * carrying whether it is the final checkpoint: the subtasks keep no copy of coord.c's state */
   bool checkpointing;
   bool remote_coord;          /* opts.report: a coordinator elsewhere decides */
   ck_store_t store;
@@ -159,7 +193,6 @@ struct ck_exec {
   write_job_t *wr_head, *wr_tail;
   bool wr_stop;
   int nsources;
-  _Atomic int64_t final_id;   /* the checkpoint taken once every source is done reading */
   atomic_int done;            /* every subtask has exited */
   atomic_int stopped_sources; /* sources that stopped because of ck_exec_stop */
   int mem_account;            /* its subtask threads' allocations (0: none) */
@@ -167,24 +200,67 @@ struct ck_exec {
   ck_plan_t own_plan;
 };
 
+/* How long a source's connector may wait for rows before the source looks at its partitions'
+ * idleness again (idle_timeout_ms). Not a control latency: a control message, ck_exec_stop and
+ * the job's failure cut the wait short through the wake descriptor. */
+enum { SOURCE_POLL_MS = 100 };
+
 /* ---------------------------------------------------------------- channels */
 
-static void chan_init(chan_t *c, int cap) {
+/* wake_fd: true for a source subtask's channel (an eventfd for its connector's poll). */
+static void chan_init(chan_t *c, int cap, bool wake_fd) {
   ck_mutex_init(&c->mu);
   ck_cond_init(&c->not_empty);
   ck_cond_init(&c->not_full);
   c->ring = ck_calloc((size_t)cap, sizeof *c->ring);
   c->cap = cap;
   c->head = c->count = 0;
+  c->wake_fd = -1;
+  if (wake_fd && (c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+    CK_LOG_WARN("exec", "could not create a wake-up descriptor for a source subtask: %s; its "
+                "checkpoint triggers wait for the end of its connector's poll (%d ms at most)",
+                strerror(errno), (int)SOURCE_POLL_MS);
 }
 
 static void chan_fini(chan_t *c) {
   if (!c->ring) return;
   for (int i = 0; i < c->count; i++) ck_batch_free(c->ring[(c->head + i) % c->cap].batch);
   ck_free(c->ring);
+  ck_free(c->ctl);
+  if (c->wake_fd >= 0) close(c->wake_fd);
   ck_mutex_fini(&c->mu);
   ck_cond_fini(&c->not_empty);
   ck_cond_fini(&c->not_full);
+}
+
+/* Makes the source's poll return (any thread; async-signal-safe: one write). */
+static void chan_wake(const chan_t *c) {
+  if (c->wake_fd < 0) return;
+  uint64_t one = 1;
+  ssize_t w = write(c->wake_fd, &one, sizeof one); /* a full counter is still readable */
+  (void)w;
+}
+
+/* The source's thread, before it looks at its control queue: a message pushed after this
+ * writes the fd again, so a wake-up is never lost. */
+static void chan_unwake(const chan_t *c) {
+  if (c->wake_fd < 0) return;
+  uint64_t n;
+  ssize_t r = read(c->wake_fd, &n, sizeof n);
+  (void)r;
+}
+
+/* A control message: never blocks (the checkpoint protocol keeps the queue to a few). */
+static void chan_push_ctl(chan_t *c, msg_t m) {
+  ck_mutex_lock(&c->mu);
+  if (c->nctl == c->ctl_cap) {
+    c->ctl_cap = c->ctl_cap ? c->ctl_cap * 2 : 4;
+    c->ctl = ck_realloc(c->ctl, sizeof *c->ctl * (size_t)c->ctl_cap);
+  }
+  c->ctl[c->nctl++] = m;
+  ck_cond_signal(&c->not_empty);
+  ck_mutex_unlock(&c->mu);
+  chan_wake(c);
 }
 
 /* Blocks while full. Returns CK_ECANCELLED (and frees the batch) when the job failed. */
@@ -196,7 +272,7 @@ static int chan_push(struct ck_exec *ex, chan_t *c, msg_t m) {
       ck_batch_free(m.batch);
       return CK_ECANCELLED;
     }
-    ck_cond_wait_until(&c->not_full, &c->mu, ck_mono_ms() + 100);
+    ck_cond_wait(&c->not_full, &c->mu); /* a pop, or wake_all */
   }
   c->ring[(c->head + c->count) % c->cap] = m;
   c->count++;
@@ -223,14 +299,21 @@ static void chan_push_force(chan_t *c, msg_t m) {
   ck_mutex_unlock(&c->mu);
 }
 
-/* Waits up to 100 ms for a message: CK_ETIMEOUT lets the caller look at its mailbox. */
-static int chan_pop(struct ck_exec *ex, chan_t *c, msg_t *m) {
+/* The next message, control ones first; waits for one when `wait` (CK_ETIMEOUT when not and
+ * there is none). CK_ECANCELLED once the job failed. */
+static int chan_pop(struct ck_exec *ex, chan_t *c, msg_t *m, bool wait) {
   ck_mutex_lock(&c->mu);
-  if (c->count == 0 && !atomic_load(&ex->failed))
-    ck_cond_wait_until(&c->not_empty, &c->mu, ck_mono_ms() + 100);
+  while (wait && c->count == 0 && c->nctl == 0 && !atomic_load(&ex->failed))
+    ck_cond_wait(&c->not_empty, &c->mu); /* a push, or wake_all */
   if (atomic_load(&ex->failed)) {
     ck_mutex_unlock(&c->mu);
     return CK_ECANCELLED;
+  }
+  if (c->nctl) {
+    *m = c->ctl[0];
+    memmove(c->ctl, c->ctl + 1, sizeof *c->ctl * (size_t)--c->nctl);
+    ck_mutex_unlock(&c->mu);
+    return 0;
   }
   if (c->count == 0) {
     ck_mutex_unlock(&c->mu);
@@ -244,6 +327,23 @@ static int chan_pop(struct ck_exec *ex, chan_t *c, msg_t *m) {
   return 0;
 }
 
+/* The job failed (ex->failed is set): every wait of a subtask on a channel, of a source in its
+ * poll, and of the coordinator thread returns and sees it. Any thread, no lock held. */
+static void wake_all(struct ck_exec *ex) {
+  for (int i = 0; i < ex->ntasks; i++) {
+    task_t *t = ex->all[i];
+    if (!t || !t->local) continue; /* every local subtask has its channel (ck_exec_new) */
+    ck_mutex_lock(&t->in.mu);
+    ck_cond_broadcast(&t->in.not_empty);
+    ck_cond_broadcast(&t->in.not_full);
+    ck_mutex_unlock(&t->in.mu);
+    chan_wake(&t->in);
+  }
+  ck_mutex_lock(&ex->ckpt_mu);
+  ck_cond_broadcast(&ex->ckpt_cv);
+  ck_mutex_unlock(&ex->ckpt_mu);
+}
+
 /* ---------------------------------------------------------------- errors */
 
 static int task_fail(task_t *t, int rc, const ck_error_t *err) {
@@ -255,7 +355,7 @@ static int task_fail(task_t *t, int rc, const ck_error_t *err) {
     else ck_error_set(&ex->err, rc, "%s", ck_error_default(rc));
   }
   ck_mutex_unlock(&ex->err_mu);
-  atomic_store(&ex->failed, 1);
+  if (!atomic_exchange(&ex->failed, 1)) wake_all(ex);
   return rc;
 }
 
@@ -411,15 +511,15 @@ static void writer_push(struct ck_exec *ex, write_job_t *job) {
   ck_mutex_unlock(&ex->wr_mu);
 }
 
-/* Sinks of this process may commit `id` (COMPLETED-id is durable). Under ckpt_mu, so that no
- * trigger of a later checkpoint (ck_ckpt_coord_tick, also under it) is seen before this: a
- * task that sees trigger N+1 sees commit_upto N, and commits N before it prepares N+1. */
-static void release_commits_locked(struct ck_exec *ex, int64_t id) {
+/* Sinks of this process may commit `id` (COMPLETED-id is durable; final: it is the final
+ * checkpoint): MSG_COMMIT to each. Under ckpt_mu, so that no trigger of a later checkpoint
+ * (ck_ckpt_coord_tick, also under it) goes out before: MSG_COMMIT N is in a sink's control
+ * queue before BARRIER N+1 can reach it, and control messages are taken first, so the sink
+ * commits N before it prepares N+1 (a source with a sink: its queue holds them in order). */
+static void release_commits_locked(struct ck_exec *ex, int64_t id, bool final) {
   for (int i = 0; i < ex->ntasks; i++)
-    if (ex->all[i]->has_sink && ex->all[i]->local) {
-      int64_t cur = atomic_load(&ex->all[i]->commit_upto);
-      if (id > cur) atomic_store(&ex->all[i]->commit_upto, id);
-    }
+    if (ex->all[i]->has_sink && ex->all[i]->local)
+      chan_push_ctl(&ex->all[i]->in, (msg_t){MSG_COMMIT, -1, NULL, id, NULL, final});
   ck_cond_broadcast(&ex->ckpt_cv);
 }
 
@@ -432,7 +532,10 @@ static int ack_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
   }
   ck_mutex_lock(&ex->ckpt_mu);
   int rc = ck_ckpt_coord_ack(&ex->coord, id, err);
-  if (rc == 1) release_commits_locked(ex, id);
+  if (rc == 1) {
+    release_commits_locked(ex, id, ck_ckpt_coord_final_done(&ex->coord));
+    ck_ckpt_coord_prune(&ex->coord); /* while the sinks commit */
+  }
   ck_mutex_unlock(&ex->ckpt_mu);
   return rc < 0 ? rc : 0;
 }
@@ -481,6 +584,9 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
   }
   for (int i = 0; i < n; i++) ck_buf_fini(&bufs[i]);
   if (!rc) rc = exchange_control(t, MSG_BARRIER, id);
+  if (!rc && t->has_source) /* bench/control reads these timestamps */
+    CK_LOG_DEBUG("checkpoint", "subtask %d injected barrier %lld at_us=%lld", t->index,
+                 (long long)id, (long long)(ck_mono_ns() / 1000));
   return rc;
 }
 
@@ -534,8 +640,10 @@ static void *writer_main(void *arg) {
 /* Sinks: commit what the newest completed checkpoint covers, on the sink's own thread. */
 static int maybe_commit(task_t *t, ck_error_t *err) {
   if (!t->has_sink || !t->sink_open) return 0;
-  int64_t upto = atomic_load(&t->commit_upto);
+  int64_t upto = t->commit_upto;
   if (upto <= t->committed) return 0;
+  CK_LOG_DEBUG("checkpoint", "subtask %d commits checkpoint %lld at_us=%lld", t->index,
+               (long long)upto, (long long)(ck_mono_ns() / 1000));
   ck_fault(CK_FAULT_BEFORE_COMMIT);
   int rc = t->sink.ops->commit(&t->sink, upto, err);
   if (rc) return rc;
@@ -596,28 +704,27 @@ static int restore_task(task_t *t, ck_error_t *err) {
   return rc;
 }
 
-/* Hands checkpoint id to every local source (and marks it final when it is). */
+/* Hands checkpoint id to every local source: MSG_TRIGGER (final: the last one). Under
+ * ckpt_mu. */
 static void trigger_sources(struct ck_exec *ex, int64_t id, bool final) {
-  if (final) atomic_store(&ex->final_id, id);
   if (id > ex->last_triggered) ex->last_triggered = id;
   for (int i = 0; i < ex->ntasks; i++)
-    if (ex->all[i]->has_source && ex->all[i]->local) atomic_store(&ex->all[i]->trigger, id);
-  ck_cond_broadcast(&ex->ckpt_cv);
+    if (ex->all[i]->has_source && ex->all[i]->local)
+      chan_push_ctl(&ex->all[i]->in, (msg_t){MSG_TRIGGER, -1, NULL, id, NULL, final});
 }
 
-/* The embedded coordinator: asks coord.c what to trigger, on a timer. */
+/* The embedded coordinator: asks coord.c what to trigger, when an event (a checkpoint
+ * completed, a source done, the end) or coord.c's next deadline wakes it. */
 static void *coordinator_main(void *arg) {
   struct ck_exec *ex = arg;
   ck_mutex_lock(&ex->ckpt_mu);
   while (!atomic_load(&ex->failed) && !atomic_load(&ex->done)) {
     bool final;
     int64_t wake_at;
-    int64_t pending = ex->coord.pending;
     int64_t id = ck_ckpt_coord_tick(&ex->coord, ck_mono_ms(), &final, &wake_at);
-    /* an abandoned final checkpoint is taken again: sources and sinks wait for one */
-    if (pending && !ex->coord.pending && pending == atomic_load(&ex->final_id))
-      atomic_store(&ex->final_id, 0);
     if (id) {
+      CK_LOG_DEBUG("checkpoint", "checkpoint %lld triggered at_us=%lld", (long long)id,
+                   (long long)(ck_mono_ns() / 1000));
       trigger_sources(ex, id, final);
       continue;
     }
@@ -629,16 +736,34 @@ static void *coordinator_main(void *arg) {
 
 void ck_exec_trigger(ck_exec_t *ex, int64_t id, bool final) {
   ck_mutex_lock(&ex->ckpt_mu);
-  if (!final && atomic_load(&ex->final_id) && id > atomic_load(&ex->final_id))
-    atomic_store(&ex->final_id, 0); /* the final one was abandoned; this replaces it */
   trigger_sources(ex, id, final);
   ck_mutex_unlock(&ex->ckpt_mu);
 }
 
-void ck_exec_complete(ck_exec_t *ex, int64_t id) {
+void ck_exec_complete(ck_exec_t *ex, int64_t id, bool final) {
   ck_mutex_lock(&ex->ckpt_mu);
-  release_commits_locked(ex, id);
+  release_commits_locked(ex, id, final);
   ck_mutex_unlock(&ex->ckpt_mu);
+}
+
+/* A control message, on the subtask's thread: a trigger is taken at once (a newer one
+ * replaces an older one not yet taken, and says whether it is the final one); a commit
+ * raises what the sink commits, at once. */
+static int handle_ctl(task_t *t, msg_t m, ck_error_t *err) {
+  if (m.kind == MSG_TRIGGER) {
+    if (m.value <= t->triggered) return 0;
+    t->triggered = m.value;
+    t->final_taken = m.final;
+    return take_checkpoint(t, m.value, err);
+  }
+  if (m.value > t->commit_upto) t->commit_upto = m.value;
+  if (m.final && m.value > t->final_commit) t->final_commit = m.value;
+  return maybe_commit(t, err);
+}
+
+/* A sink is done with checkpoints: it committed the final one. */
+static bool sink_final_committed(const task_t *t) {
+  return t->final_commit && t->committed >= t->final_commit;
 }
 
 /* ---------------------------------------------------------------- subtasks */
@@ -647,7 +772,8 @@ static int open_task(task_t *t, ck_error_t *err) {
   for (int i = 0; i < t->nstages; i++) {
     const ck_node_t *n = stage_node(t, i);
     ck_conn_ctx_t ctx = {n->u.conn.table, &n->u.conn.schema, &n->u.conn.options, t->subtask,
-                         t->seg->parallelism, t->ex->opts.job_name};
+                         t->seg->parallelism, t->ex->opts.job_name,
+                         n->kind == CK_NODE_SOURCE && t->in.wake_fd >= 0 ? &t->in.wake_fd : NULL};
     int rc = 0;
     bool restoring = t->ex->checkpointing && t->ex->opts.ckpt.restore_id > 0;
     if (n->kind == CK_NODE_SOURCE) {
@@ -704,14 +830,17 @@ static void close_task(task_t *t) {
 /* Ends the chain: sinks flush; END goes downstream. */
 static int finish_task(task_t *t, ck_error_t *err) {
   struct ck_exec *ex = t->ex;
-  while (ex->checkpointing && t->has_sink && !atomic_load(&ex->failed)) {
-    int rc = maybe_commit(t, err);
+  /* a sink commits the final checkpoint before it finishes: wait for its MSG_COMMIT */
+  while (ex->checkpointing && t->has_sink && !sink_final_committed(t)) {
+    msg_t m;
+    int rc = chan_pop(ex, &t->in, &m, true);
     if (rc) return rc;
-    int64_t fin = atomic_load(&ex->final_id);
-    if (fin && t->committed >= fin) break;
-    ck_mutex_lock(&ex->ckpt_mu);
-    ck_cond_wait_until(&ex->ckpt_cv, &ex->ckpt_mu, ck_mono_ms() + 20);
-    ck_mutex_unlock(&ex->ckpt_mu);
+    if (m.kind == MSG_TRIGGER || m.kind == MSG_COMMIT) {
+      if ((rc = handle_ctl(t, m, err))) return rc;
+      continue;
+    }
+    ck_batch_free(m.batch); /* every sender has ended: no data can come */
+    if (m.link) ex->opts.remote->consumed(ex->opts.remote->ctx, m.link);
   }
   if (atomic_load(&ex->failed)) return CK_ECANCELLED;
   t->finished = true;
@@ -788,19 +917,18 @@ static int run_source(task_t *t, ck_error_t *err) {
       atomic_fetch_add(&ex->stopped_sources, 1);
       break;
     }
-    /* commit a completed checkpoint before preparing the next: a sink has one interval's
-     * transaction awaiting commit at most */
-    if ((rc = maybe_commit(t, err))) break;
-    int64_t trig = atomic_load(&t->trigger);
-    if (trig > t->triggered) {
-      t->triggered = trig;
-      if ((rc = take_checkpoint(t, trig, err))) break;
-    }
+    /* triggers and commits, in the order they were sent (a commit of N comes before the
+     * trigger of N+1: a sink has one interval's transaction awaiting commit at most) */
+    chan_unwake(&t->in);
+    msg_t m;
+    while (!rc && (rc = chan_pop(ex, &t->in, &m, false)) == 0) rc = handle_ctl(t, m, err);
+    if (rc == CK_ETIMEOUT) rc = 0;
+    if (rc) break;
     ck_batch_t *batch = ck_batch_new(spec->schema.ncols, types, CK_BATCH_ROWS);
     for (int c = 0; c < ncols; c++)
       if (str_room[c]) (void)ck_col_str_reserve(&batch->cols[c], str_room[c]);
     int part = 0;
-    int r = t->source.ops->poll(&t->source, batch, CK_BATCH_ROWS, 100, &part, err);
+    int r = t->source.ops->poll(&t->source, batch, CK_BATCH_ROWS, SOURCE_POLL_MS, &part, err);
     if (r < 0) {
       ck_batch_free(batch);
       rc = r;
@@ -874,18 +1002,9 @@ static int run_source(task_t *t, ck_error_t *err) {
       ck_cond_broadcast(&ex->ckpt_cv);
       ck_mutex_unlock(&ex->ckpt_mu);
     }
-    while (!rc && !atomic_load(&ex->failed)) {
-      int64_t trig = atomic_load(&t->trigger);
-      if (trig > t->triggered) {
-        t->triggered = trig;
-        rc = take_checkpoint(t, trig, err);
-      }
-      int64_t fin = atomic_load(&ex->final_id);
-      if (!rc && fin && t->triggered >= fin) break;
-      if (!rc) rc = maybe_commit(t, err);
-      ck_mutex_lock(&ex->ckpt_mu);
-      ck_cond_wait_until(&ex->ckpt_cv, &ex->ckpt_mu, ck_mono_ms() + 20);
-      ck_mutex_unlock(&ex->ckpt_mu);
+    while (!rc && !t->final_taken) {
+      msg_t m;
+      if (!(rc = chan_pop(ex, &t->in, &m, true))) rc = handle_ctl(t, m, err);
     }
   }
   return rc;
@@ -974,6 +1093,8 @@ static int handle_msg(task_t *t, msg_t m, bool *ended, ck_error_t *err) {
       t->blocked[m.sender] = 1;
       t->nblocked++;
       return maybe_aligned(t, ended, err);
+    case MSG_TRIGGER:
+    case MSG_COMMIT: return 0; /* taken by the loops (handle_ctl), never stashed */
     case MSG_END: {
       /* an ended sender holds nothing back any more */
       t->sender_idle[m.sender] = 0;
@@ -999,19 +1120,18 @@ static int run_receiver(task_t *t, ck_error_t *err) {
   bool ended = false;
   while (!rc && !ended) {
     msg_t m;
-    rc = chan_pop(t->ex, &t->in, &m);
-    if (rc == CK_ETIMEOUT) {
-      rc = maybe_commit(t, err);
+    rc = chan_pop(t->ex, &t->in, &m, true);
+    if (rc) break;
+    if (m.kind == MSG_TRIGGER || m.kind == MSG_COMMIT) {
+      rc = handle_ctl(t, m, err);
       continue;
     }
-    if (rc) break;
     if (m.link) { /* its sender may send one more */
       const ck_exec_remote_t *r = t->ex->opts.remote;
       r->consumed(r->ctx, m.link);
       m.link = NULL;
     }
     rc = handle_msg(t, m, &ended, err);
-    if (!rc) rc = maybe_commit(t, err);
   }
   return rc;
 }
@@ -1138,8 +1258,9 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
       if (!t->local) continue;
       ex->nsinks += t->has_sink;
       ex->nsources += t->has_source;
+      /* a source's channel carries only control messages */
+      chan_init(&t->in, t->has_source ? 1 : ex->opts.channel_capacity, t->has_source);
       if (!t->has_source) {
-        chan_init(&t->in, ex->opts.channel_capacity);
         t->nsenders = nsenders;
         t->sender_wm = ck_calloc((size_t)(nsenders ? nsenders : 1), sizeof(int64_t));
         t->sender_idle = ck_calloc((size_t)(nsenders ? nsenders : 1), 1);
@@ -1190,16 +1311,18 @@ int ck_exec_start(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t
   return rc;
 }
 
-void ck_exec_stop(ck_exec_t *ex) { atomic_store(&ex->stop, 1); }
+void ck_exec_stop(ck_exec_t *ex) {
+  atomic_store(&ex->stop, 1);
+  for (int i = 0; i < ex->ntasks; i++) /* sources see it now, not at their poll's end */
+    if (ex->all[i] && ex->all[i]->local && ex->all[i]->has_source) chan_wake(&ex->all[i]->in);
+}
 
 void ck_exec_cancel(ck_exec_t *ex, const char *why) {
   ck_mutex_lock(&ex->err_mu);
   if (!ex->err.code) ck_error_set(&ex->err, CK_ECANCELLED, "%s", why);
   ck_mutex_unlock(&ex->err_mu);
   atomic_store(&ex->failed, 1);
-  ck_mutex_lock(&ex->ckpt_mu);
-  ck_cond_broadcast(&ex->ckpt_cv);
-  ck_mutex_unlock(&ex->ckpt_mu);
+  wake_all(ex);
 }
 
 void ck_exec_deliver(ck_exec_t *ex, int dest_task, int sender, int kind, int64_t value,

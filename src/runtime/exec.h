@@ -7,6 +7,9 @@
  * segment's operators chained inside the thread. Between segments, bounded channels carry
  * typed messages — batch, watermark, idle, barrier, end — in band, so their order relative to
  * data is the protocol. A full channel blocks its producer (backpressure); nothing is dropped.
+ * The checkpoint driver's decisions — trigger (to sources) and commit (to sinks) — are typed
+ * messages on the same channels, taken before queued data (the kinds and their directions are
+ * listed in exec.c).
  *
  * Lifecycle: ck_exec_start spawns every thread; ck_exec_wait joins them and reports the first
  * error any subtask hit; ck_exec_stop asks sources to stop reading (the in-flight records are
@@ -100,9 +103,10 @@ void ck_exec_stop(ck_exec_t *ex); /* async-signal-safe */
 /* Fails the execution with CK_ECANCELLED and `why`: every subtask unwinds. */
 void ck_exec_cancel(ck_exec_t *ex, const char *why);
 /* With opts.report: the coordinator triggered checkpoint id (final: the last one, every source
- * being done), or declared it complete so sinks commit it. Any thread. */
+ * being done), or declared it complete so sinks commit it (final: it is the final one, after
+ * which they finish). Each becomes a message to the subtasks concerned. Any thread. */
 void ck_exec_trigger(ck_exec_t *ex, int64_t id, bool final);
-void ck_exec_complete(ck_exec_t *ex, int64_t id);
+void ck_exec_complete(ck_exec_t *ex, int64_t id, bool final);
 /* A message from another process for local task dest_task (see ck_exec_remote_t). */
 void ck_exec_deliver(ck_exec_t *ex, int dest_task, int sender, int kind, int64_t value,
                      ck_batch_t *batch, void *link);

@@ -557,8 +557,9 @@ def test_kill_and_rerun_resumes_from_the_checkpoint(kafka_brokers, unique, tmp_p
 
     def completed():
         meta = ckpt / "v1" / "_meta"
-        return sorted(int(f.name.split("-")[1]) for f in meta.glob("completed-*")) \
-            if meta.is_dir() else []
+        # completed-<id>.tmp-<pid> is a marker being written: not one yet
+        return sorted(int(f.name.split("-")[1]) for f in meta.glob("completed-*")
+                      if f.name.split("-")[1].isdigit()) if meta.is_dir() else []
 
     first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              env=env)

@@ -27,7 +27,9 @@
  * the first partition that has any (rd_kafka_consume_batch_queue, no wait), decodes each value
  * straight into the batch (the format decoder, or 'raw': the value as the one VARCHAR column),
  * and returns that partition's index. Only when no owned queue has anything does it wait on the
- * eventfd (drained before the last look, so a wake-up is never lost) for up to timeout_ms.
+ * eventfd (drained before the last look, so a wake-up is never lost) for up to timeout_ms, or
+ * until the engine's wake descriptor (ctx.wake_fd) is readable; clink's client waits on it
+ * too (ck_kfetch_set_wake).
  * Every message dequeued is handled within the call, so nothing is buffered between polls.
  *
  * Position. The next offset to read per owned partition; it advances per message consumed
@@ -243,6 +245,7 @@ static int open_native(ck_source_t *src, kafka_src_t *ks, bool earliest, bool re
       .partition_max_bytes = kafka_prop_int(opts, "max.partition.fetch.bytes", 0),
       .response_bytes = KAFKA_FETCH_RESPONSE_BYTES,
       .max_bytes = kafka_prop_int(opts, "fetch.max.bytes", KAFKA_FETCH_MAX_BYTES),
+      .wake_fd = src->ctx.wake_fd,
   };
   if ((rc = ck_kfetch_open(&ks->kf, &conf, &ks->ntopic, err))) return rc;
   int par = src->ctx.parallelism > 0 ? src->ctx.parallelism : 1;
@@ -724,9 +727,12 @@ static int kafka_src_poll(ck_source_t *src, ck_batch_t *batch, int max_rows, int
       if (ks->bounded) log_waiting(ks, now);
       return CK_SRC_IDLE;
     }
-    struct pollfd pfd = {.fd = ks->evfd, .events = POLLIN};
+    /* the engine's wake descriptor too: a checkpoint trigger does not wait out the timeout */
+    struct pollfd pfd[2] = {{.fd = ks->evfd, .events = POLLIN},
+                            {.fd = src->ctx.wake_fd ? *src->ctx.wake_fd : -1, .events = POLLIN}};
     int64_t wait = deadline - now;
-    (void)poll(&pfd, 1, (int)(wait > 1000 ? 1000 : wait));
+    (void)poll(pfd, 2, (int)(wait > 1000 ? 1000 : wait));
+    if (pfd[1].revents & POLLIN) return CK_SRC_IDLE;
     drained = false;
   }
 }

@@ -1026,8 +1026,10 @@ int ck_kfetch_next(ck_kfetch_t *f, int timeout_ms, int *i, ck_krecs_t **it, ck_e
     set_drop(f, &f->cur);
     f->has_cur = false;
   }
+  int wake_fd = f->conf.wake_fd ? *f->conf.wake_fd : -1;
   if (!f->nparts) {
-    if (timeout_ms > 0) ck_sleep_ms(timeout_ms);
+    struct pollfd w = {.fd = wake_fd, .events = POLLIN};
+    if (timeout_ms > 0) (void)poll(&w, 1, timeout_ms); /* fd -1: a plain sleep */
     return 0;
   }
   int64_t deadline = ck_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
@@ -1046,7 +1048,7 @@ int ck_kfetch_next(ck_kfetch_t *f, int timeout_ms, int *i, ck_krecs_t **it, ck_e
     now = ck_mono_ms();
     if (now >= deadline) return 0;
     /* wait for an answer, a retry time, or the deadline */
-    struct pollfd pfd[16];
+    struct pollfd pfd[17];
     int np = 0;
     int64_t until = deadline;
     for (int k = 0; k < f->nbrokers && np < 16; k++) {
@@ -1064,7 +1066,10 @@ int ck_kfetch_next(ck_kfetch_t *f, int timeout_ms, int *i, ck_krecs_t **it, ck_e
     int64_t wait = until - now;
     if (wait < 0) wait = 0;
     if (wait > 1000) wait = 1000;
-    if (np) (void)poll(pfd, (nfds_t)np, (int)wait);
-    else if (wait > 0) ck_sleep_ms(wait);
+    /* the engine's wake descriptor last: a checkpoint trigger ends the wait */
+    int wi = np;
+    pfd[np++] = (struct pollfd){.fd = wake_fd, .events = POLLIN}; /* -1: ignored by poll */
+    (void)poll(pfd, (nfds_t)np, (int)wait);
+    if (pfd[wi].revents & POLLIN) return 0;
   }
 }

@@ -64,6 +64,8 @@ typedef struct ck_kfetch_conf {
                                 * over the partitions a fetch asks for (at least 64 KiB each) */
   int32_t response_bytes;      /* see partition_max_bytes */
   int32_t max_bytes;         /* 'kafka.fetch.max.bytes' */
+  const int *wake_fd;        /* NULL, or the engine's wake descriptor (ck_conn_ctx_t.wake_fd):
+                              * ck_kfetch_next returns 0 early once it is readable */
 } ck_kfetch_conf_t;
 
 /* The properties ('kafka.<name>') the client understands; any other one needs librdkafka. */
@@ -88,7 +90,8 @@ void ck_kfetch_seek(ck_kfetch_t *f, int i, int64_t offset);
 void ck_kfetch_pause(ck_kfetch_t *f, int i);
 
 /* Lets go of the previous set, then waits up to timeout_ms for the next one: 1 with *i and
- * *it (the set's iterator: ck_krecs_next until 0), 0 when none came in time, or an error. */
+ * *it (the set's iterator: ck_krecs_next until 0), 0 when none came in time (or the wake
+ * descriptor became readable), or an error. */
 int ck_kfetch_next(ck_kfetch_t *f, int timeout_ms, int *i, ck_krecs_t **it, ck_error_t *err);
 
 /* The brokers said the topic or a partition of it is unknown since the last call. */
