@@ -1,6 +1,6 @@
 /*
  * DESIGN: connector='clickhouse' — a sink writing through ClickHouse's native TCP protocol
- * (ch_client.h), at least once.
+ * (ch_client.h), at least once, or exactly once on request (below).
  *
  * Columns. At plan time (check) and again at open, the sink reads the table's structure
  * (DESCRIBE TABLE) and maps each SQL column to the ClickHouse column of the same name (exact
@@ -34,7 +34,7 @@
  * the server acknowledged its block (EndOfStream after the data); prepare returns only after
  * that, so a checkpoint that completed covers every row before its barrier, and a crash after
  * it loses none. Rows after the last completed checkpoint are written again after a restore:
- * at least once (CK_GUARANTEE_AT_LEAST_ONCE; 'exactly_once' is refused by the planner).
+ * at least once, unless delivery_guarantee = 'exactly_once' asks for the stage tables below.
  * A server that has asynchronous inserts (its system.settings lists async_insert: 21.11 on) is
  * sent async_insert = 0 and wait_for_async_insert = 1 with every INSERT.
  *
