@@ -1832,41 +1832,17 @@ static int kids_eval(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, ve
   return 0;
 }
 
+/* The kernel column of CK_FN_TABLE (0: the function is evaluated by eval() itself). */
+static int (*const fn_kernels[CK_FN__COUNT])(kc_t *) = {
+#define CK_X_FN(id, name, min, max, typing, kernel, call, alias, sig, doc) [CK_FN_##id] = kernel,
+    CK_FN_TABLE(CK_X_FN)
+#undef CK_X_FN
+};
+
 static int kernel(kc_t *c) {
   if (c->e->kind == CK_EX_CAST) return k_cast(c);
-  switch (c->e->fn) {
-    case CK_FN_ADD:
-    case CK_FN_SUB:
-    case CK_FN_MUL:
-    case CK_FN_DIV:
-    case CK_FN_MOD: return k_arith(c);
-    case CK_FN_NEG:
-    case CK_FN_ABS: return k_neg_abs(c);
-    case CK_FN_EQ:
-    case CK_FN_NE:
-    case CK_FN_LT:
-    case CK_FN_LE:
-    case CK_FN_GT:
-    case CK_FN_GE: return k_compare(c);
-    case CK_FN_NOT: return k_not(c);
-    case CK_FN_LIKE: return k_like(c);
-    case CK_FN_UPPER:
-    case CK_FN_LOWER: return k_case_conv(c);
-    case CK_FN_CHAR_LENGTH: return k_char_length(c);
-    case CK_FN_SUBSTRING: return k_substring(c);
-    case CK_FN_CONCAT: return k_concat(c);
-    case CK_FN_TRIM:
-    case CK_FN_LTRIM:
-    case CK_FN_RTRIM: return k_trim(c);
-    case CK_FN_REPLACE: return k_replace(c);
-    case CK_FN_SPLIT_INDEX: return k_split_index(c);
-    case CK_FN_ROUND: return k_round(c);
-    case CK_FN_FLOOR:
-    case CK_FN_CEIL: return k_floor_ceil(c);
-    case CK_FN_POWER:
-    case CK_FN_SQRT: return k_power_sqrt(c);
-    default: break;
-  }
+  if ((unsigned)c->e->fn < (unsigned)CK_FN__COUNT && fn_kernels[c->e->fn])
+    return fn_kernels[c->e->fn](c);
   ck_assert(!"no kernel for this function");
   return CK_EINTERNAL;
 }
