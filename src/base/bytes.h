@@ -234,10 +234,17 @@ static inline __attribute__((always_inline)) bool ck_varint_get(const uint8_t **
     *p = s + 2;
     return true;
   }
-  uint64_t u;
-  if (!ck_uvarint_get(p, end, &u)) return false;
-  *v = ck_zigzag_decode(u);
-  return true;
+  uint64_t u = 0; /* longer: the loop (the same limits as ck_uvarint_peek) */
+  for (int shift = 0; shift < 7 * CK_VARINT_MAX && s < end; shift += 7) {
+    uint8_t b = *s++;
+    u |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = ck_zigzag_decode(u);
+      *p = s;
+      return true;
+    }
+  }
+  return false;
 }
 
 /* ---- a bounds-checked cursor ---- */
