@@ -1,10 +1,12 @@
 /*
- * DESIGN: where a run starts — the restore rule shared by an embedded rerun and (later) a
- * cluster restart.
+ * DESIGN: where a run starts — the one restore rule of an embedded rerun or restart
+ * (cli/cmd_run.c) and of every cluster deployment and restart (cluster/coordinator.c).
  *
- * An embedded `clink run` with a --checkpoint-dir is a takeover of whatever the last run left
- * there (seed 001): it restores the newest completed checkpoint of its own lineage and numbers
- * new checkpoints above every id with any durable record. Three records beside the checkpoints
+ * A run with a checkpoint directory (`clink run --checkpoint-dir`, or a cluster job's own
+ * directory) is a takeover of whatever the last run left there (seed 001): it restores the
+ * newest completed checkpoint of its own lineage and numbers new checkpoints above every id
+ * with any durable record. Both callers pass the job's rigid sink (ck_exec_rigid_sink) and,
+ * after a sink's CK_EREWIND, `below`. Three records beside the checkpoints
  * say what they belong to:
  *   fingerprint   the job graph (and its parallelism): a different pipeline pointed at the
  *                 directory is refused, with --fresh as the way out;
@@ -25,7 +27,8 @@
  * says so), and replaying it would publish its rows twice. Completed checkpoints of which no
  * one can be restored are refused as well, naming what is missing or damaged — never a fresh
  * start over output those checkpoints committed. The log says which and why.
- * Threads: the CLI's main thread, before the job starts.
+ * Threads: the caller's, before the job's tasks start: the CLI's main thread for an embedded
+ * run, the coordinator's control loop for each deployment of a cluster job.
  */
 #ifndef CK_CHECKPOINT_LINEAGE_H
 #define CK_CHECKPOINT_LINEAGE_H

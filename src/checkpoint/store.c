@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/crc32c.h"
 
 #define SNAP_MAGIC "CKSNAP\0\1"
@@ -353,11 +354,12 @@ int ck_snap_check(const ck_store_t *store, int task, int64_t id, uint64_t finger
   }
   uint32_t version, t;
   uint64_t sid, fp;
-  memcpy(&version, head + 8, 4);
-  memcpy(&sid, head + 12, 8);
-  memcpy(&fp, head + 20, 8);
-  memcpy(&t, head + 28, 4);
-  uint32_t crc = 0, want;
+  version = ck_get_le32(head + 8);
+  sid = ck_get_le64(head + 12);
+  fp = ck_get_le64(head + 20);
+  t = ck_get_le32(head + 28);
+  uint32_t crc = 0;
+  uint8_t want[4];
   char chunk[65536];
   for (size_t off = 0; off < len - 4 && !rc;) {
     size_t n = len - 4 - off < sizeof chunk ? len - 4 - off : sizeof chunk;
@@ -372,7 +374,7 @@ int ck_snap_check(const ck_store_t *store, int task, int64_t id, uint64_t finger
     off += (size_t)r;
   }
   if (rc) goto done;
-  if (pread(fd, &want, 4, (off_t)(len - 4)) != 4 || want != crc) {
+  if (pread(fd, want, 4, (off_t)(len - 4)) != 4 || ck_get_le32(want) != crc) {
     rc = ck_error_set(err, CK_ESTATE, "snapshot file '%s' of subtask %d is damaged (checksum "
                       "mismatch)", path, task);
   } else if (version != SNAP_VERSION) {
@@ -392,25 +394,22 @@ void ck_snap_path(int task, int64_t id, char *out, size_t n) {
   snprintf(out, n, "%d/checkpoint-%lld.snap", task, (long long)id);
 }
 
-static void put_u32(ck_buf_t *b, uint32_t v) { ck_buf_append(b, &v, 4); }
-static void put_u64(ck_buf_t *b, uint64_t v) { ck_buf_append(b, &v, 8); }
-
 void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_section_t *sections,
                     int nsections, ck_buf_t *out) {
   size_t start = out->len;
   ck_buf_append(out, SNAP_MAGIC, 8);
-  put_u32(out, SNAP_VERSION);
-  put_u64(out, (uint64_t)id);
-  put_u64(out, fingerprint);
-  put_u32(out, (uint32_t)task);
-  put_u32(out, (uint32_t)nsections);
+  ck_buf_put_le32(out, SNAP_VERSION);
+  ck_buf_put_le64(out, (uint64_t)id);
+  ck_buf_put_le64(out, fingerprint);
+  ck_buf_put_le32(out, (uint32_t)task);
+  ck_buf_put_le32(out, (uint32_t)nsections);
   for (int i = 0; i < nsections; i++) {
-    put_u32(out, sections[i].node);
+    ck_buf_put_le32(out, sections[i].node);
     ck_buf_putc(out, (char)sections[i].kind);
-    put_u64(out, sections[i].len);
+    ck_buf_put_le64(out, sections[i].len);
     ck_buf_append(out, sections[i].data, sections[i].len);
   }
-  put_u32(out, ck_crc32c(0, out->data + start, out->len - start));
+  ck_buf_put_le32(out, ck_crc32c(0, out->data + start, out->len - start));
 }
 
 int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprint, int task,
@@ -420,18 +419,18 @@ int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprin
     return ck_error_set(err, CK_ESTATE, "snapshot of task %d for checkpoint %lld is not a clink snapshot",
                         task, (long long)id);
   uint32_t crc;
-  memcpy(&crc, p + len - 4, 4);
+  crc = ck_get_le32(p + len - 4);
   if (crc != ck_crc32c(0, p, len - 4))
     return ck_error_set(err, CK_ESTATE,
                         "snapshot of task %d for checkpoint %lld is damaged (checksum mismatch)",
                         task, (long long)id);
   uint32_t version, t, ns;
   uint64_t sid, fp;
-  memcpy(&version, p + 8, 4);
-  memcpy(&sid, p + 12, 8);
-  memcpy(&fp, p + 20, 8);
-  memcpy(&t, p + 28, 4);
-  memcpy(&ns, p + 32, 4);
+  version = ck_get_le32(p + 8);
+  sid = ck_get_le64(p + 12);
+  fp = ck_get_le64(p + 20);
+  t = ck_get_le32(p + 28);
+  ns = ck_get_le32(p + 32);
   if (version != SNAP_VERSION)
     return ck_error_set(err, CK_ESTATE, "snapshot format version %u is not supported (this clink reads %d)",
                         version, SNAP_VERSION);
@@ -447,9 +446,9 @@ int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprin
                           task, (long long)id);
     ck_snap_section_t *s = &sections[n++];
     uint64_t sl;
-    memcpy(&s->node, p + off, 4);
+    s->node = ck_get_le32(p + off);
     s->kind = p[off + 4];
-    memcpy(&sl, p + off + 5, 8);
+    sl = ck_get_le64(p + off + 5);
     off += 13;
     if (sl > len - 4 - off)
       return ck_error_set(err, CK_ESTATE, "snapshot of task %d for checkpoint %lld is truncated",

@@ -46,6 +46,7 @@
 #include "base/alloc.h"
 #include "base/sock.h"
 #include "base/buf.h"
+#include "base/bytes.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/thread.h"
@@ -57,48 +58,30 @@
 
 /* ------------------------------------------------------------------ header ---- */
 
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-  return v;
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
 void ck_net_hdr_encode(const ck_net_hdr_t *hdr, uint8_t out[CK_NET_HDR_SIZE]) {
-  put32(out, hdr->magic);
+  ck_put_le32(out, hdr->magic);
   out[4] = hdr->version;
   out[5] = hdr->kind;
-  out[6] = (uint8_t)hdr->reserved;
-  out[7] = (uint8_t)(hdr->reserved >> 8);
-  put64(out + 8, hdr->session);
-  put32(out + 16, (uint32_t)hdr->sender_task);
-  put32(out + 20, (uint32_t)hdr->sender);
-  put32(out + 24, (uint32_t)hdr->dest_task);
-  put32(out + 28, hdr->payload_len);
-  put64(out + 32, (uint64_t)hdr->value);
+  ck_put_le16(out + 6, hdr->reserved);
+  ck_put_le64(out + 8, hdr->session);
+  ck_put_le32(out + 16, (uint32_t)hdr->sender_task);
+  ck_put_le32(out + 20, (uint32_t)hdr->sender);
+  ck_put_le32(out + 24, (uint32_t)hdr->dest_task);
+  ck_put_le32(out + 28, hdr->payload_len);
+  ck_put_le64(out + 32, (uint64_t)hdr->value);
 }
 
 void ck_net_hdr_decode(const uint8_t in[CK_NET_HDR_SIZE], ck_net_hdr_t *hdr) {
-  hdr->magic = get32(in);
+  hdr->magic = ck_get_le32(in);
   hdr->version = in[4];
   hdr->kind = in[5];
-  hdr->reserved = (uint16_t)(in[6] | in[7] << 8);
-  hdr->session = get64(in + 8);
-  hdr->sender_task = (int32_t)get32(in + 16);
-  hdr->sender = (int32_t)get32(in + 20);
-  hdr->dest_task = (int32_t)get32(in + 24);
-  hdr->payload_len = get32(in + 28);
-  hdr->value = (int64_t)get64(in + 32);
+  hdr->reserved = ck_get_le16(in + 6);
+  hdr->session = ck_get_le64(in + 8);
+  hdr->sender_task = (int32_t)ck_get_le32(in + 16);
+  hdr->sender = (int32_t)ck_get_le32(in + 20);
+  hdr->dest_task = (int32_t)ck_get_le32(in + 24);
+  hdr->payload_len = ck_get_le32(in + 28);
+  hdr->value = (int64_t)ck_get_le64(in + 32);
 }
 
 void ck_net_make_hdr(ck_net_hdr_t *h, uint64_t session, int kind, int32_t sender_task,
@@ -119,8 +102,8 @@ void ck_net_wake_io(ck_net_t *net) {
 }
 
 static void link_key(uint8_t key[8], int32_t sender_task, int32_t dest_task) {
-  put32(key, (uint32_t)sender_task);
-  put32(key + 4, (uint32_t)dest_task);
+  ck_put_le32(key, (uint32_t)sender_task);
+  ck_put_le32(key + 4, (uint32_t)dest_task);
 }
 
 /* net->mu held. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/sock.h"
 #include "base/time.h"
 
@@ -32,19 +33,9 @@ const char *ck_proto_type_name(int type) {
 
 /* ---------------------------------------------------------------- fields */
 
-void ck_proto_put_u8(ck_buf_t *b, uint8_t v) { ck_buf_append(b, &v, 1); }
-
-void ck_proto_put_u32(ck_buf_t *b, uint32_t v) {
-  uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-  ck_buf_append(b, x, 4);
-}
-
-void ck_proto_put_i64(ck_buf_t *b, int64_t v) {
-  uint64_t u = (uint64_t)v;
-  uint8_t x[8];
-  for (int i = 0; i < 8; i++) x[i] = (uint8_t)(u >> (8 * i));
-  ck_buf_append(b, x, 8);
-}
+void ck_proto_put_u8(ck_buf_t *b, uint8_t v) { ck_buf_put_u8(b, v); }
+void ck_proto_put_u32(ck_buf_t *b, uint32_t v) { ck_buf_put_le32(b, v); }
+void ck_proto_put_i64(ck_buf_t *b, int64_t v) { ck_buf_put_le64(b, (uint64_t)v); }
 
 void ck_proto_put_str(ck_buf_t *b, const char *s) {
   size_t n = s ? strlen(s) : 0;
@@ -72,15 +63,14 @@ uint8_t ck_proto_u8(ck_proto_reader_t *r) {
 
 uint32_t ck_proto_u32(ck_proto_reader_t *r) {
   if (!take(r, 4)) return 0;
-  const uint8_t *x = r->p + r->off;
+  uint32_t v = ck_get_le32(r->p + r->off);
   r->off += 4;
-  return (uint32_t)x[0] | (uint32_t)x[1] << 8 | (uint32_t)x[2] << 16 | (uint32_t)x[3] << 24;
+  return v;
 }
 
 int64_t ck_proto_i64(ck_proto_reader_t *r) {
   if (!take(r, 8)) return 0;
-  uint64_t u = 0;
-  for (int i = 0; i < 8; i++) u |= (uint64_t)r->p[r->off + i] << (8 * i);
+  uint64_t u = ck_get_le64(r->p + r->off);
   r->off += 8;
   return (int64_t)u;
 }
@@ -112,8 +102,7 @@ int ck_proto_parse_bounded(const uint8_t *data, size_t len, uint32_t max_frame,
   if (!max_frame || max_frame > CK_PROTO_MAX_FRAME) max_frame = CK_PROTO_MAX_FRAME;
   if (!max_submit || max_submit > CK_PROTO_MAX_FRAME) max_submit = max_frame;
   if (len < 4) return 0;
-  uint32_t flen = (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 |
-                  (uint32_t)data[3] << 24;
+  uint32_t flen = ck_get_le32(data);
   if (flen < CK_PROTO_HEADER || flen > CK_PROTO_MAX_FRAME)
     return ck_error_set(err, CK_EPROTO, "a control frame announces %u bytes, which no clink "
                         "frame has (a different protocol on this port?)", flen);
@@ -129,7 +118,7 @@ int ck_proto_parse_bounded(const uint8_t *data, size_t len, uint32_t max_frame,
     return ck_error_set(err, CK_EPROTO, "a SUBMIT frame announces %u bytes, more than the %u a "
                         "job's SQL may have", flen, max_submit);
   if (len >= 6) {
-    unsigned magic = (unsigned)data[4] | (unsigned)data[5] << 8;
+    unsigned magic = ck_get_le16(data + 4);
     if (magic != CK_PROTO_MAGIC)
       return ck_error_set(err, CK_EPROTO, "not a clink control connection (bad magic 0x%04x)",
                           magic);
@@ -139,9 +128,7 @@ int ck_proto_parse_bounded(const uint8_t *data, size_t len, uint32_t max_frame,
                         data[6], CK_PROTO_VERSION);
   if (len - 4 < flen) return 0;
   f->type = data[7];
-  uint64_t e = 0;
-  for (int i = 0; i < 8; i++) e |= (uint64_t)data[8 + i] << (8 * i);
-  f->epoch = e;
+  f->epoch = ck_get_le64(data + 8);
   f->body = (ck_proto_reader_t){data + 4 + CK_PROTO_HEADER, flen - CK_PROTO_HEADER, 0, false};
   *used = 4 + (size_t)flen;
   return 1;
@@ -186,12 +173,11 @@ int ck_proto_send(ck_proto_conn_t *c, int type, uint64_t epoch, const ck_buf_t *
   size_t plen = payload ? payload->len : 0;
   uint8_t h[4 + CK_PROTO_HEADER];
   uint32_t flen = (uint32_t)(CK_PROTO_HEADER + plen);
-  for (int i = 0; i < 4; i++) h[i] = (uint8_t)(flen >> (8 * i));
-  h[4] = (uint8_t)(CK_PROTO_MAGIC & 0xff);
-  h[5] = (uint8_t)(CK_PROTO_MAGIC >> 8);
+  ck_put_le32(h, flen);
+  ck_put_le16(h + 4, CK_PROTO_MAGIC);
   h[6] = CK_PROTO_VERSION;
   h[7] = (uint8_t)type;
-  for (int i = 0; i < 8; i++) h[8 + i] = (uint8_t)(epoch >> (8 * i));
+  ck_put_le64(h + 8, epoch);
   ck_error_t local;
   if (!err) err = &local;
   /* one write per frame: a header and a body in two would wait for the peer's delayed ACK */

@@ -5,13 +5,22 @@
  * (runtime/connector.h); the CLI calls it once at start-up, before any thread runs. After
  * that the planner and runtime find connectors by name only.
  *
- *   file       bounded source over files / a directory / a glob; file sink (at least once; exactly once on request)
+ *   file       bounded source over files / a directory / a glob; file sink (at least once;
+ *              exactly once on request: staged output promoted at commit)
  *   datagen    deterministic seeded row generator (source)
  *   print      NDJSON (or CSV) rows on standard output (sink); 'stdout' is an alias
  *   blackhole  discards rows, counting them (sink)
- *   kafka      Apache Kafka topics (source; at-least-once sink)
- *   clickhouse ClickHouse tables over the native protocol (at-least-once sink)
- *   postgres   rows into an existing PostgreSQL table (sink; exactly once via prepared transactions)
+ *   nexmark    the Nexmark benchmark's Person / Auction / Bid events, generated in process
+ *              (source)
+ *   kafka      Apache Kafka topics (source; sink at least once, or exactly once on request
+ *              through one Kafka transaction per checkpoint interval)
+ *   clickhouse ClickHouse tables over the native protocol (sink at least once, or exactly once
+ *              on request through a stage table per checkpoint interval, moved in at commit)
+ *   postgres   rows into an existing PostgreSQL table (sink; exactly once via prepared
+ *              transactions)
+ *
+ * "On request" is the table option delivery_guarantee = 'exactly_once'; each sink's own file
+ * says what it needs from the server and what it refuses.
  *
  * Record formats (json, csv) live in connectors/format.h, shared with broker connectors.
  */

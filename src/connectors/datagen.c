@@ -32,6 +32,7 @@
 
 #include "base/alloc.h"
 #include "base/arena.h"
+#include "base/bytes.h"
 #include "base/hash.h"
 #include "base/time.h"
 #include "connectors/connectors.h"
@@ -588,8 +589,8 @@ static int dg_poll(ck_source_t *src, ck_batch_t *batch, int max_rows, int timeou
 static int dg_snapshot(ck_source_t *src, ck_buf_t *out, ck_error_t *err) {
   dg_src_t *dg = dg_impl(src);
   ck_buf_putc(out, DG_SNAP_VERSION);
-  ck_conn_put_uvarint(out, dg->opened ? dg->stride : (uint64_t)src->ctx.parallelism);
-  ck_conn_put_uvarint(out, dg->opened ? dg->next : dg->pending);
+  ck_buf_put_uvarint(out, dg->opened ? dg->stride : (uint64_t)src->ctx.parallelism);
+  ck_buf_put_uvarint(out, dg->opened ? dg->next : dg->pending);
   return 0;
 }
 
@@ -601,7 +602,7 @@ static int dg_restore(ck_source_t *src, const void *data, size_t len, ck_error_t
     return ck_error_set(err, CK_ESTATE, "could not restore the datagen position: unknown state "
                         "version %d", len ? *p : -1);
   p++;
-  if (!ck_conn_get_uvarint(&p, end, &par) || !ck_conn_get_uvarint(&p, end, &next) || p != end)
+  if (!ck_uvarint_get(&p, end, &par) || !ck_uvarint_get(&p, end, &next) || p != end)
     return ck_error_set(err, CK_ESTATE, "could not restore the datagen position: the state is "
                         "truncated or corrupt");
   uint64_t want = (uint64_t)(src->ctx.parallelism > 0 ? src->ctx.parallelism : 1);

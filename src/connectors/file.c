@@ -85,6 +85,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "connectors/connectors.h"
@@ -583,24 +584,10 @@ static int file_fp(const char *path, int64_t offset, uint32_t *len, uint64_t *he
   return rc;
 }
 
-static void put_u64le(ck_buf_t *out, uint64_t v) {
-  unsigned char b[8];
-  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
-  ck_buf_append(out, b, 8);
-}
-
-static bool get_u64le(const uint8_t **p, const uint8_t *end, uint64_t *v) {
-  if (end - *p < 8) return false;
-  *v = 0;
-  for (int i = 0; i < 8; i++) *v |= (uint64_t)(*p)[i] << (8 * i);
-  *p += 8;
-  return true;
-}
-
 static int file_src_snapshot(ck_source_t *src, ck_buf_t *out, ck_error_t *err) {
   file_src_t *fs = src_impl(src);
   ck_buf_putc(out, FILE_SNAP_VERSION);
-  ck_conn_put_uvarint(out, (uint64_t)fs->nparts);
+  ck_buf_put_uvarint(out, (uint64_t)fs->nparts);
   for (int i = 0; i < fs->nparts; i++) {
     file_part_t *part = &fs->parts[i];
     if (!part->fp_valid || part->fp_at != part->offset) {
@@ -611,14 +598,14 @@ static int file_src_snapshot(ck_source_t *src, ck_buf_t *out, ck_error_t *err) {
       part->fp_valid = true;
     }
     size_t n = strlen(part->path);
-    ck_conn_put_uvarint(out, n);
+    ck_buf_put_uvarint(out, n);
     ck_buf_append(out, part->path, n);
-    ck_conn_put_uvarint(out, (uint64_t)part->offset);
-    ck_conn_put_uvarint(out, (uint64_t)part->lines);
+    ck_buf_put_uvarint(out, (uint64_t)part->offset);
+    ck_buf_put_uvarint(out, (uint64_t)part->lines);
     ck_buf_putc(out, part->done ? 1 : 0);
-    ck_conn_put_uvarint(out, part->fp_len);
-    put_u64le(out, part->fp_head);
-    put_u64le(out, part->fp_tail);
+    ck_buf_put_uvarint(out, part->fp_len);
+    ck_buf_put_le64(out, part->fp_head);
+    ck_buf_put_le64(out, part->fp_tail);
   }
   return 0;
 }
@@ -674,20 +661,20 @@ static int apply_state(file_src_t *fs, const void *data, size_t len, ck_error_t 
                         "could not restore the file source position: unknown state version %d",
                         len ? *p : -1);
   bool have_fp = *p++ == FILE_SNAP_VERSION;
-  if (!ck_conn_get_uvarint(&p, end, &n)) goto truncated;
+  if (!ck_uvarint_get(&p, end, &n)) goto truncated;
   src_close_file(fs);
   fs->cur = 0;
   for (uint64_t i = 0; i < n; i++) {
-    if (!ck_conn_get_uvarint(&p, end, &plen) || plen > (uint64_t)(end - p)) goto truncated;
+    if (!ck_uvarint_get(&p, end, &plen) || plen > (uint64_t)(end - p)) goto truncated;
     const char *path = (const char *)p;
     p += plen;
-    if (!ck_conn_get_uvarint(&p, end, &offset) || !ck_conn_get_uvarint(&p, end, &lines) ||
+    if (!ck_uvarint_get(&p, end, &offset) || !ck_uvarint_get(&p, end, &lines) ||
         p >= end)
       goto truncated;
     bool done = *p++ != 0;
     uint64_t w = 0, head = 0, tail = 0;
-    if (have_fp && (!ck_conn_get_uvarint(&p, end, &w) || w > FILE_FP_WINDOW ||
-                    !get_u64le(&p, end, &head) || !get_u64le(&p, end, &tail)))
+    if (have_fp && (!ck_uvarint_get(&p, end, &w) || w > FILE_FP_WINDOW ||
+                    !ck_take_le64(&p, end, &head) || !ck_take_le64(&p, end, &tail)))
       goto truncated;
     file_part_t *part = NULL;
     for (int k = 0; k < fs->nparts && !part; k++)
@@ -1129,13 +1116,13 @@ static int file_sink_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_er
     fk->stage_size = 0;
   }
   ck_buf_putc(out, FILE_EOS_STATE_VERSION);
-  ck_conn_put_uvarint(out, (uint64_t)ckpt);
-  ck_conn_put_uvarint(out, (uint64_t)fk->expected);
-  ck_conn_put_uvarint(out, (uint64_t)fk->nstaged);
+  ck_buf_put_uvarint(out, (uint64_t)ckpt);
+  ck_buf_put_uvarint(out, (uint64_t)fk->expected);
+  ck_buf_put_uvarint(out, (uint64_t)fk->nstaged);
   for (int i = 0; i < fk->nstaged; i++) {
-    ck_conn_put_uvarint(out, (uint64_t)fk->staged[i].ckpt);
-    ck_conn_put_uvarint(out, (uint64_t)fk->staged[i].start);
-    ck_conn_put_uvarint(out, (uint64_t)fk->staged[i].size);
+    ck_buf_put_uvarint(out, (uint64_t)fk->staged[i].ckpt);
+    ck_buf_put_uvarint(out, (uint64_t)fk->staged[i].start);
+    ck_buf_put_uvarint(out, (uint64_t)fk->staged[i].size);
   }
   return 0;
 }
@@ -1155,14 +1142,14 @@ static int file_sink_recover(ck_sink_t *sink, int64_t ckpt, const void *state, s
     return ck_error_set(err, CK_ESTATE, "could not recover file '%s' at checkpoint %lld: unknown "
                         "sink state version %d", fk->path, (long long)ckpt, len ? *p : -1);
   p++;
-  if (!ck_conn_get_uvarint(&p, end, &id) || !ck_conn_get_uvarint(&p, end, &expected) ||
-      !ck_conn_get_uvarint(&p, end, &n) || id != (uint64_t)ckpt || n > len)
+  if (!ck_uvarint_get(&p, end, &id) || !ck_uvarint_get(&p, end, &expected) ||
+      !ck_uvarint_get(&p, end, &n) || id != (uint64_t)ckpt || n > len)
     goto corrupt;
   fk->nstaged = 0;
   for (uint64_t i = 0; i < n; i++) {
     uint64_t k, start, size;
-    if (!ck_conn_get_uvarint(&p, end, &k) || !ck_conn_get_uvarint(&p, end, &start) ||
-        !ck_conn_get_uvarint(&p, end, &size) || k > (uint64_t)ckpt || start + size > expected)
+    if (!ck_uvarint_get(&p, end, &k) || !ck_uvarint_get(&p, end, &start) ||
+        !ck_uvarint_get(&p, end, &size) || k > (uint64_t)ckpt || start + size > expected)
       goto corrupt;
     staged_push(fk, (file_staged_t){(int64_t)k, (int64_t)start, (int64_t)size});
   }

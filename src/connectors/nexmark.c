@@ -39,6 +39,7 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/bytes.h"
 #include "connectors/connectors.h"
 #include "connectors/util.h"
 #include "runtime/connector.h"
@@ -608,8 +609,8 @@ static int nx_poll(ck_source_t *src, ck_batch_t *batch, int max_rows, int timeou
 static int nx_snapshot(ck_source_t *src, ck_buf_t *out, ck_error_t *err) {
   nx_src_t *nx = nx_impl(src);
   ck_buf_putc(out, NX_SNAP_VERSION);
-  ck_conn_put_uvarint(out, nx->opened ? nx->stride : (uint64_t)src->ctx.parallelism);
-  ck_conn_put_uvarint(out, nx->opened ? nx->next : nx->pending);
+  ck_buf_put_uvarint(out, nx->opened ? nx->stride : (uint64_t)src->ctx.parallelism);
+  ck_buf_put_uvarint(out, nx->opened ? nx->next : nx->pending);
   return 0;
 }
 
@@ -621,7 +622,7 @@ static int nx_restore(ck_source_t *src, const void *data, size_t len, ck_error_t
     return ck_error_set(err, CK_ESTATE, "could not restore the nexmark position: unknown state "
                         "version %d", len ? *p : -1);
   p++;
-  if (!ck_conn_get_uvarint(&p, end, &par) || !ck_conn_get_uvarint(&p, end, &next) || p != end)
+  if (!ck_uvarint_get(&p, end, &par) || !ck_uvarint_get(&p, end, &next) || p != end)
     return ck_error_set(err, CK_ESTATE, "could not restore the nexmark position: the state is "
                         "truncated or corrupt");
   uint64_t want = (uint64_t)(src->ctx.parallelism > 0 ? src->ctx.parallelism : 1);

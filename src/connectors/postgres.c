@@ -58,6 +58,7 @@
 #include <libpq-fe.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/time.h"
@@ -813,9 +814,9 @@ static int pg_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *
     prepared = true;
   }
   size_t plen = strlen(pk->prefix);
-  ck_conn_put_uvarint(out, plen);
+  ck_buf_put_uvarint(out, plen);
   ck_buf_append(out, pk->prefix, plen);
-  ck_conn_put_uvarint(out, (uint64_t)ckpt);
+  ck_buf_put_uvarint(out, (uint64_t)ckpt);
   ck_buf_putc(out, prepared ? 1 : 0);
   return 0;
 }
@@ -850,14 +851,14 @@ static int pg_recover(ck_sink_t *sink, int64_t ckpt, const void *state, size_t l
                                                 "sink of table '%s': corrupt state",
                                                 sink->ctx.table);
   uint64_t plen, id;
-  if (!ck_conn_get_uvarint(&p, end, &plen) || plen >= sizeof pk->prefix ||
+  if (!ck_uvarint_get(&p, end, &plen) || plen >= sizeof pk->prefix ||
       plen > (uint64_t)(end - p))
     goto corrupt;
   char prefix[sizeof pk->prefix];
   memcpy(prefix, p, plen);
   prefix[plen] = 0;
   p += plen;
-  if (!ck_conn_get_uvarint(&p, end, &id) || id != (uint64_t)ckpt || p + 1 != end) goto corrupt;
+  if (!ck_uvarint_get(&p, end, &id) || id != (uint64_t)ckpt || p + 1 != end) goto corrupt;
   bool had = *p != 0;
   if (strcmp(prefix, pk->prefix)) {
     CK_LOG_INFO("sink.postgres", "table '%s' subtask %d: the job's transactions are named %s* "

@@ -1,7 +1,7 @@
 /*
- * DESIGN: small helpers the connectors share (private to src/connectors/): unsigned varints
- * for compact, versioned position snapshots, and a write loop that survives short writes and
- * EINTR. Everything is static inline; no state.
+ * DESIGN: small helpers the connectors share (private to src/connectors/): a write loop that
+ * survives short writes and EINTR. (Varints and fixed-width integers, for position snapshots
+ * and wire formats, are base/bytes.h's.) Everything is static inline; no state.
  */
 #ifndef CK_CONNECTORS_UTIL_H
 #define CK_CONNECTORS_UTIL_H
@@ -10,37 +10,11 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "base/time.h"
 #include "runtime/connector.h"
-
-static inline void ck_conn_put_uvarint(ck_buf_t *out, uint64_t v) {
-  char tmp[10];
-  size_t n = 0;
-  while (v >= 0x80) {
-    tmp[n++] = (char)(v | 0x80);
-    v >>= 7;
-  }
-  tmp[n++] = (char)v;
-  ck_buf_append(out, tmp, n);
-}
-
-/* Reads a varint at *p (not past end); false when truncated or longer than 64 bits. */
-static inline bool ck_conn_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
-  uint64_t v = 0;
-  for (int shift = 0; shift < 64 && *p < end; shift += 7) {
-    uint8_t b = *(*p)++;
-    v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *out = v;
-      return true;
-    }
-  }
-  return false;
-}
 
 /* Writes all n bytes; 0, or -errno. */
 static inline int ck_conn_write_all(int fd, const char *p, size_t n) {

@@ -37,6 +37,7 @@
 
 #include "base/alloc.h"
 #include "runtime/agg.h"
+#include "runtime/decimal.h"
 
 #define POOL_COMPACT_MIN (64 * 1024)
 
@@ -533,7 +534,7 @@ static int acc_merge(ck_agg_t *agg, uint32_t dst, uint32_t src, ck_error_t *err)
   return 0;
 }
 
-/* round(|num| * 10^k / n) half away from zero, sign of num; false past DECIMAL(38). */
+/* round(|num| * 10^k / n) by the rounding rule, sign of num; false past DECIMAL(38). */
 static bool dec_avg(ck_i128 num, int64_t n, int k, ck_i128 *out) {
   static const ck_i128 min128 = (ck_i128)((unsigned __int128)1 << 127);
   if (num == min128) return false; /* the one value without a magnitude */
@@ -544,7 +545,7 @@ static bool dec_avg(ck_i128 num, int64_t n, int k, ck_i128 *out) {
     if (__builtin_mul_overflow(q, 10, &q) || __builtin_add_overflow(q, r10 / n, &q)) return false;
     r = r10 % n;
   }
-  if (r * 2 >= n) q++;
+  if (ck_dec_round_away((ck_u128)r, (ck_u128)n)) q++; /* the one rule: runtime/decimal.h */
   if (!dec_fits38(q)) return false;
   *out = neg ? -q : q;
   return true;

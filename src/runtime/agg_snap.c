@@ -28,6 +28,7 @@
  * Threads: the subtask's thread, between batches.
  */
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "runtime/agg.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -38,21 +39,18 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 /* ---- writing ---- */
 
 static void put(ck_buf_t *b, const void *p, size_t n) { ck_buf_append(b, p, n); }
-static void put_u8(ck_buf_t *b, uint8_t v) { put(b, &v, 1); }
-static void put_u16(ck_buf_t *b, uint16_t v) { put(b, &v, 2); }
-static void put_u32(ck_buf_t *b, uint32_t v) { put(b, &v, 4); }
-static void put_i64(ck_buf_t *b, int64_t v) { put(b, &v, 8); }
+static void put_i64(ck_buf_t *b, int64_t v) { ck_buf_put_le64(b, (uint64_t)v); }
 static void put_type(ck_buf_t *b, ck_type_t t) {
-  put_u8(b, (uint8_t)t.id);
-  put_u8(b, t.precision);
-  put_u8(b, t.scale);
+  ck_buf_put_u8(b, (uint8_t)t.id);
+  ck_buf_put_u8(b, t.precision);
+  ck_buf_put_u8(b, t.scale);
 }
 
 /* A canonical slot (see agg.h) as its encoded value. */
 static void put_slot(ck_buf_t *b, const ck_agg_t *agg, ck_agg_vcat_t cat, const char *p) {
   if (cat == CK_AGG_V_STR) {
     ck_agg_sref_t r = ck_agg_ldref(p);
-    put_u32(b, r.len);
+    ck_buf_put_le32(b, r.len);
     put(b, ck_agg_pool_str(&agg->pool, r), r.len);
   } else {
     put(b, p, (size_t)ck_agg_vcat_width(cat));
@@ -61,22 +59,22 @@ static void put_slot(ck_buf_t *b, const ck_agg_t *agg, ck_agg_vcat_t cat, const 
 
 static void put_shape(ck_buf_t *b, const ck_agg_t *agg) {
   const ck_window_spec_t *w = &agg->spec->window;
-  put_u8(b, (uint8_t)w->kind);
+  ck_buf_put_u8(b, (uint8_t)w->kind);
   put_i64(b, w->size);
   put_i64(b, w->slide);
   put_i64(b, w->gap);
   put_i64(b, w->step);
-  put_u16(b, (uint16_t)agg->nkeys);
+  ck_buf_put_le16(b, (uint16_t)agg->nkeys);
   for (int k = 0; k < agg->nkeys; k++) put_type(b, agg->key_types[k]);
-  put_u16(b, (uint16_t)agg->ncalls);
+  ck_buf_put_le16(b, (uint16_t)agg->ncalls);
   for (int c = 0; c < agg->ncalls; c++) {
     const ck_agg_acc_t *a = &agg->acc[c];
-    put_u8(b, (uint8_t)a->call->fn);
-    put_u8(b, a->distinct);
+    ck_buf_put_u8(b, (uint8_t)a->call->fn);
+    ck_buf_put_u8(b, a->distinct);
     put_type(b, a->call->arg_type);
     put_type(b, a->call->result_type);
   }
-  put_u32(b, (uint32_t)agg->maxp);
+  ck_buf_put_le32(b, (uint32_t)agg->maxp);
 }
 
 static void put_acc(ck_buf_t *b, const ck_agg_t *agg, const char *e, int c) {
@@ -86,13 +84,13 @@ static void put_acc(ck_buf_t *b, const ck_agg_t *agg, const char *e, int c) {
   switch (a->kind) {
     case CK_AGG_A_COUNT: put(b, p, 8); break;
     case CK_AGG_A_SUM_I:
-    case CK_AGG_A_SUM_D: put_u8(b, has); put(b, p, 16); break;
-    case CK_AGG_A_SUM_F: put_u8(b, has); put(b, p, 24); break;
+    case CK_AGG_A_SUM_D: ck_buf_put_u8(b, has); put(b, p, 16); break;
+    case CK_AGG_A_SUM_F: ck_buf_put_u8(b, has); put(b, p, 24); break;
     case CK_AGG_A_AVG_I:
     case CK_AGG_A_AVG_D: put(b, p, 24); break;
     case CK_AGG_A_AVG_F: put(b, p, 32); break;
     case CK_AGG_A_MINMAX:
-      put_u8(b, has);
+      ck_buf_put_u8(b, has);
       if (has) put_slot(b, agg, a->acat, p);
       break;
   }
@@ -102,12 +100,12 @@ static void put_acc(ck_buf_t *b, const ck_agg_t *agg, const char *e, int c) {
     uint32_t n = set ? set->count : 0;
     bool is_str = a->acat == CK_AGG_V_STR;
     int vw = ck_agg_vcat_width(a->acat);
-    put_u32(b, n);
+    ck_buf_put_le32(b, n);
     for (uint32_t i = 0; i < n; i++) {
       size_t len = 0;
       const char *v = ck_agg_dset_get(set, vw, is_str, i, &len);
       if (is_str) {
-        put_u32(b, (uint32_t)len);
+        ck_buf_put_le32(b, (uint32_t)len);
         put(b, v, len);
       } else {
         put(b, v, (size_t)vw);
@@ -135,7 +133,7 @@ static void key_to_batch(const ck_agg_t *agg, ck_batch_t *kb, uint32_t ke) {
 int ck_agg_snapshot(ck_op_t *op, ck_buf_t *out, ck_error_t *err) {
   ck_agg_t *agg = op->impl;
   put(out, "CKAG", 4);
-  put_u16(out, SNAP_VERSION);
+  ck_buf_put_le16(out, SNAP_VERSION);
   put_shape(out, agg);
   put_i64(out, agg->wm);
   size_t count_at = out->len;
@@ -148,7 +146,7 @@ int ck_agg_snapshot(ck_op_t *op, ck_buf_t *out, ck_error_t *err) {
     uint32_t ke = ck_agg_key_entry(agg, idx);
     key_to_batch(agg, kb, ke);
     uint64_t kh = ck_key_hash(kb, agg->key_ident, agg->nkeys, 0);
-    put_u32(out, (uint32_t)ck_key_group(kh, agg->maxp));
+    ck_buf_put_le32(out, (uint32_t)ck_key_group(kh, agg->maxp));
     if (agg->windowed) {
       const ck_agg_win_t *w = &agg->wins.wins[ck_agg_ld32(e + CK_AGG_E_WID)];
       put_i64(out, w->start);
@@ -157,56 +155,35 @@ int ck_agg_snapshot(ck_op_t *op, ck_buf_t *out, ck_error_t *err) {
     const char *k = ck_agg_entry(agg, ke);
     for (int i = 0; i < agg->nkeys; i++) {
       bool null = ck_agg_bit(k + agg->bits_off, i);
-      put_u8(out, null);
+      ck_buf_put_u8(out, null);
       if (!null) put_slot(out, agg, agg->key_cat[i], k + agg->key_off[i]);
     }
     for (int c = 0; c < agg->ncalls; c++) put_acc(out, agg, e, c);
     if (!agg->windowed) {
       bool emitted = e[CK_AGG_E_FLAGS] & CK_AGG_F_EMITTED;
-      put_u8(out, emitted);
+      ck_buf_put_u8(out, emitted);
       for (int c = 0; c < agg->ncalls && emitted; c++) {
         const ck_agg_acc_t *a = &agg->acc[c];
         bool null = ck_agg_bit(e + agg->bits_off, a->emit_bit);
-        put_u8(out, null);
+        ck_buf_put_u8(out, null);
         if (!null) put_slot(out, agg, a->rcat, e + a->emit_off);
       }
     }
     count++;
   }
   ck_batch_free(kb);
-  memcpy(out->data + count_at, &count, 8);
+  ck_put_le64(out->data + count_at, count);
   return 0;
 }
 
 /* ---- reading ---- */
 
-typedef struct rd {
-  const char *p;
-  size_t n, off;
-  bool bad;
-} rd_t;
+typedef ck_rd_t rd_t; /* sticky bad on a short read (base/bytes.h) */
 
-static const char *take(rd_t *r, size_t n) {
-  if (r->bad || r->n - r->off < n) {
-    r->bad = true;
-    return NULL;
-  }
-  const char *p = r->p + r->off;
-  r->off += n;
-  return p;
-}
-static uint64_t get_n(rd_t *r, size_t n) {
-  uint64_t v = 0;
-  const char *p = take(r, n);
-  if (p) memcpy(&v, p, n);
-  return v;
-}
-static uint8_t get_u8(rd_t *r) { return (uint8_t)get_n(r, 1); }
-static uint16_t get_u16(rd_t *r) { return (uint16_t)get_n(r, 2); }
-static uint32_t get_u32(rd_t *r) { return (uint32_t)get_n(r, 4); }
-static int64_t get_i64(rd_t *r) { return (int64_t)get_n(r, 8); }
+static const char *take(rd_t *r, size_t n) { return (const char *)ck_rd_take(r, n); }
+static int64_t get_i64(rd_t *r) { return (int64_t)ck_rd_le64(r); }
 static bool get_type_eq(rd_t *r, ck_type_t t) {
-  uint8_t id = get_u8(r), p = get_u8(r), s = get_u8(r);
+  uint8_t id = ck_rd_u8(r), p = ck_rd_u8(r), s = ck_rd_u8(r);
   return id == (uint8_t)t.id && p == t.precision && s == t.scale;
 }
 
@@ -224,7 +201,7 @@ static int get_slot(rd_t *r, ck_agg_t *agg, ck_agg_vcat_t cat, uint32_t idx, uin
     get_into(r, ck_agg_entry(agg, idx) + off, (size_t)ck_agg_vcat_width(cat));
     return 0;
   }
-  uint32_t len = get_u32(r);
+  uint32_t len = ck_rd_le32(r);
   const char *s = take(r, len);
   if (!s) return 0;
   ck_agg_sref_t ref;
@@ -235,22 +212,22 @@ static int get_slot(rd_t *r, ck_agg_t *agg, ck_agg_vcat_t cat, uint32_t idx, uin
 
 static bool shape_matches(rd_t *r, const ck_agg_t *agg) {
   const ck_window_spec_t *w = &agg->spec->window;
-  bool ok = get_u8(r) == (uint8_t)w->kind;
+  bool ok = ck_rd_u8(r) == (uint8_t)w->kind;
   ok &= get_i64(r) == w->size;
   ok &= get_i64(r) == w->slide;
   ok &= get_i64(r) == w->gap;
   ok &= get_i64(r) == w->step;
-  ok &= get_u16(r) == (uint16_t)agg->nkeys;
+  ok &= ck_rd_le16(r) == (uint16_t)agg->nkeys;
   for (int k = 0; ok && k < agg->nkeys; k++) ok &= get_type_eq(r, agg->key_types[k]);
-  ok &= get_u16(r) == (uint16_t)agg->ncalls;
+  ok &= ck_rd_le16(r) == (uint16_t)agg->ncalls;
   for (int c = 0; ok && c < agg->ncalls; c++) {
     const ck_agg_acc_t *a = &agg->acc[c];
-    ok &= get_u8(r) == (uint8_t)a->call->fn;
-    ok &= get_u8(r) == (uint8_t)a->distinct;
+    ok &= ck_rd_u8(r) == (uint8_t)a->call->fn;
+    ok &= ck_rd_u8(r) == (uint8_t)a->distinct;
     ok &= get_type_eq(r, a->call->arg_type);
     ok &= get_type_eq(r, a->call->result_type);
   }
-  ok &= get_u32(r) == (uint32_t)agg->maxp;
+  ok &= ck_rd_le32(r) == (uint32_t)agg->maxp;
   return ok && !r->bad;
 }
 
@@ -259,12 +236,12 @@ static void get_key(rd_t *r, const ck_agg_t *agg, ck_batch_t *kb) {
   ck_batch_clear(kb);
   for (int k = 0; k < agg->nkeys; k++) {
     ck_col_t *col = &kb->cols[k];
-    if (get_u8(r)) {
+    if (ck_rd_u8(r)) {
       ck_col_append_null(col);
       continue;
     }
     if (agg->key_cat[k] == CK_AGG_V_STR) {
-      uint32_t len = get_u32(r);
+      uint32_t len = ck_rd_le32(r);
       const char *s = take(r, len);
       ck_col_append_str(col, s ? s : "", s ? len : 0);
       continue;
@@ -285,19 +262,19 @@ static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, int version, ck_
   switch (a->kind) {
     case CK_AGG_A_COUNT: w = 8; break;
     case CK_AGG_A_SUM_I:
-      has = get_u8(r);
+      has = ck_rd_u8(r);
       if (version == 1) { /* an i64 sum, widened */
         ck_agg_st128(ck_agg_entry(agg, idx) + a->off, (ck_i128)get_i64(r));
         break;
       }
       w = 16;
       break;
-    case CK_AGG_A_SUM_D: has = get_u8(r), w = 16; break;
-    case CK_AGG_A_SUM_F: has = get_u8(r), w = version == 1 ? 16 : 24; break; /* v1: big = 0 */
+    case CK_AGG_A_SUM_D: has = ck_rd_u8(r), w = 16; break;
+    case CK_AGG_A_SUM_F: has = ck_rd_u8(r), w = version == 1 ? 16 : 24; break; /* v1: big = 0 */
     case CK_AGG_A_AVG_I:
     case CK_AGG_A_AVG_D: w = 24; break;
     case CK_AGG_A_AVG_F: w = version == 1 ? 24 : 32; break;
-    case CK_AGG_A_MINMAX: has = get_u8(r); break;
+    case CK_AGG_A_MINMAX: has = ck_rd_u8(r); break;
   }
   if (w) get_into(r, ck_agg_entry(agg, idx) + a->off, w);
   if (a->has_bit >= 0) ck_agg_setbit(ck_agg_entry(agg, idx) + agg->bits_off, a->has_bit, has);
@@ -309,13 +286,13 @@ static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, int version, ck_
     }
   }
   if (a->distinct) {
-    uint32_t n = get_u32(r);
+    uint32_t n = ck_rd_le32(r);
     bool is_str = a->acat == CK_AGG_V_STR;
     int vw = ck_agg_vcat_width(a->acat);
     ck_agg_dset_t *set = ck_agg_dset_new();
     memcpy(ck_agg_entry(agg, idx) + a->set_off, &set, sizeof set);
     for (uint32_t i = 0; i < n && !r->bad; i++) {
-      size_t len = is_str ? get_u32(r) : (size_t)vw;
+      size_t len = is_str ? ck_rd_le32(r) : (size_t)vw;
       const char *v = take(r, len);
       if (v) ck_agg_dset_add(set, vw, is_str, v, len);
     }
@@ -325,10 +302,10 @@ static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, int version, ck_
 }
 
 static int get_emitted(rd_t *r, ck_agg_t *agg, uint32_t idx, ck_error_t *err) {
-  if (!get_u8(r)) return 0;
+  if (!ck_rd_u8(r)) return 0;
   for (int c = 0; c < agg->ncalls; c++) {
     const ck_agg_acc_t *a = &agg->acc[c];
-    bool null = get_u8(r);
+    bool null = ck_rd_u8(r);
     char *e = ck_agg_entry(agg, idx);
     ck_agg_setbit(e + agg->bits_off, a->emit_bit, true);
     e[CK_AGG_E_FLAGS] = (char)(e[CK_AGG_E_FLAGS] | CK_AGG_F_EMITTED);
@@ -380,11 +357,11 @@ static int corrupt(ck_error_t *err, const char *detail) {
 
 int ck_agg_restore(ck_op_t *op, const void *data, size_t len, ck_error_t *err) {
   ck_agg_t *agg = op->impl;
-  rd_t r = {data, len, 0, false};
+  rd_t r = ck_rd_of(data, len);
   const char *magic = take(&r, 4);
   if (!magic || memcmp(magic, "CKAG", 4) != 0)
     return corrupt(err, "the snapshot is not aggregation state");
-  uint16_t version = get_u16(&r);
+  uint16_t version = ck_rd_le16(&r);
   if (version < 1 || version > SNAP_VERSION) {
     int rc = corrupt(err, "the snapshot has an unknown version");
     ck_error_detail(err, "version %u, this build reads versions 1 to %d", version, SNAP_VERSION);
@@ -394,11 +371,11 @@ int ck_agg_restore(ck_op_t *op, const void *data, size_t len, ck_error_t *err) {
     return corrupt(err, "the snapshot was taken with different keys, aggregates, window or "
                         "maximum parallelism");
   int64_t wm = get_i64(&r);
-  uint64_t count = get_n(&r, 8);
+  uint64_t count = ck_rd_le64(&r);
   ck_batch_t *kb = ck_batch_new(agg->nkeys, agg->key_types, 1);
   int rc = 0;
   for (uint64_t i = 0; i < count && !rc && !r.bad; i++) {
-    int kg = (int)get_u32(&r);
+    int kg = (int)ck_rd_le32(&r);
     int64_t start = 0, end = 0;
     if (agg->windowed) {
       start = get_i64(&r);
@@ -432,7 +409,7 @@ int ck_agg_restore(ck_op_t *op, const void *data, size_t len, ck_error_t *err) {
   }
   ck_batch_free(kb);
   if (!rc && r.bad) rc = corrupt(err, "the snapshot is truncated");
-  if (!rc && r.off != r.n) rc = corrupt(err, "the snapshot has trailing bytes");
+  if (!rc && ck_rd_left(&r)) rc = corrupt(err, "the snapshot has trailing bytes");
   if (!rc) {
     agg->wm = agg->restores++ == 0 || wm < agg->wm ? wm : agg->wm;
     op->metrics.watermark = agg->wm;

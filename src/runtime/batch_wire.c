@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/crc32c.h"
 
 #define HDR_SIZE 16u
@@ -22,35 +23,13 @@
 #define FLAG_KINDS 0x01u
 #define COL_FLAG_VALIDITY 0x01u
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define HOST_LE 1
-#else
-#define HOST_LE 0
-#endif
-
 static size_t vbytes(size_t rows) { return (rows + 7) / 8; }
 
 /* ------------------------------------------------------------------ encoding ---- */
 
-static void put_u8(ck_buf_t *out, uint8_t v) { ck_buf_append(out, &v, 1); }
-
-static void put_u16(ck_buf_t *out, uint16_t v) {
-  uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
-  ck_buf_append(out, b, 2);
-}
-
-static void put_u32(ck_buf_t *out, uint32_t v) {
-  uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-  ck_buf_append(out, b, 4);
-}
-
-static uint32_t get_u32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* count elements of width bytes each, as little-endian. */
 static void put_le_array(ck_buf_t *out, const void *src, size_t count, size_t width) {
-  if (HOST_LE || width == 1) {
+  if (!CK_HOST_BE || width == 1) {
     ck_buf_append(out, src, count * width);
     return;
   }
@@ -63,7 +42,7 @@ static void put_le_array(ck_buf_t *out, const void *src, size_t count, size_t wi
 }
 
 static void get_le_array(void *dst, const uint8_t *src, size_t count, size_t width) {
-  if (HOST_LE || width == 1) {
+  if (!CK_HOST_BE || width == 1) {
     if (count) memcpy(dst, src, count * width);
     return;
   }
@@ -129,26 +108,26 @@ void ck_batch_wire_encode(const ck_batch_t *batch, size_t from, size_t n, ck_buf
   size_t start = out->len;
   ck_buf_reserve(out, ck_batch_wire_size(batch, from, n));
   bool kinds = range_has_kind(batch, from, n);
-  put_u32(out, CK_BATCH_WIRE_MAGIC);
-  put_u8(out, CK_BATCH_WIRE_VERSION);
-  put_u8(out, kinds ? FLAG_KINDS : 0);
-  put_u16(out, 0);
-  put_u32(out, (uint32_t)batch->ncols);
-  put_u32(out, (uint32_t)n);
+  ck_buf_put_le32(out, CK_BATCH_WIRE_MAGIC);
+  ck_buf_put_u8(out, CK_BATCH_WIRE_VERSION);
+  ck_buf_put_u8(out, kinds ? FLAG_KINDS : 0);
+  ck_buf_put_le16(out, 0);
+  ck_buf_put_le32(out, (uint32_t)batch->ncols);
+  ck_buf_put_le32(out, (uint32_t)n);
   for (int c = 0; c < batch->ncols; c++) {
     const ck_col_t *col = &batch->cols[c];
     ck_assert(col->len >= from + n);
     bool validity = range_has_null(col, from, n);
     bool decimal = col->type.id == CK_T_DECIMAL;
-    put_u8(out, (uint8_t)col->type.id);
-    put_u8(out, decimal ? col->type.precision : 0);
-    put_u8(out, decimal ? col->type.scale : 0);
-    put_u8(out, validity ? COL_FLAG_VALIDITY : 0);
+    ck_buf_put_u8(out, (uint8_t)col->type.id);
+    ck_buf_put_u8(out, decimal ? col->type.precision : 0);
+    ck_buf_put_u8(out, decimal ? col->type.scale : 0);
+    ck_buf_put_u8(out, validity ? COL_FLAG_VALIDITY : 0);
     if (validity) put_validity(out, col, from, n);
     if (col->type.id == CK_T_STRING) {
       const int32_t *off = col->values;
       int32_t base = off[from];
-      for (size_t i = 0; i <= n; i++) put_u32(out, (uint32_t)(off[from + i] - base));
+      for (size_t i = 0; i <= n; i++) ck_buf_put_le32(out, (uint32_t)(off[from + i] - base));
       ck_buf_append(out, col->data ? col->data + base : "", (size_t)(off[from + n] - base));
     } else {
       size_t w = ck_type_width(col->type);
@@ -156,7 +135,7 @@ void ck_batch_wire_encode(const ck_batch_t *batch, size_t from, size_t n, ck_buf
     }
   }
   if (kinds) ck_buf_append(out, batch->kinds + from, n);
-  put_u32(out, ck_crc32c(0, out->data + start, out->len - start));
+  ck_buf_put_le32(out, ck_crc32c(0, out->data + start, out->len - start));
 }
 
 size_t ck_batch_wire_rows_fitting(const ck_batch_t *batch, size_t from, size_t max_bytes) {
@@ -236,11 +215,11 @@ static int decode_column(cursor_t *cur, int c, size_t n, ck_col_t *col) {
   if (type.id == CK_T_STRING) {
     snprintf(what, sizeof what, "the string offsets of column %d", c + 1);
     if (!(values = take(cur, ((uint64_t)n + 1) * 4, what))) return CK_EDECODE;
-    uint32_t prev = get_u32(values);
+    uint32_t prev = ck_get_le32(values);
     if (prev != 0)
       return corrupt(cur->err, "%s start at %" PRIu32 ", not 0", what, prev);
     for (size_t i = 1; i <= n; i++) {
-      uint32_t o = get_u32(values + 4 * i);
+      uint32_t o = ck_get_le32(values + 4 * i);
       if (o < prev)
         return corrupt(cur->err, "%s go backwards at row %zu (to %" PRIu32 ")", what, i, o);
       prev = o;
@@ -266,7 +245,7 @@ static int decode_column(cursor_t *cur, int c, size_t n, ck_col_t *col) {
   ck_col_init(col, type, n);
   if (type.id == CK_T_STRING) {
     int32_t *off = col->values;
-    for (size_t i = 0; i <= n; i++) off[i] = (int32_t)get_u32(values + 4 * i);
+    for (size_t i = 0; i <= n; i++) off[i] = (int32_t)ck_get_le32(values + 4 * i);
     if (data_len) {
       col->data = ck_malloc(data_len);
       memcpy(col->data, data, data_len);
@@ -292,14 +271,14 @@ int ck_batch_wire_decode(const void *data, size_t len, ck_batch_t **out, ck_erro
   if (len < HDR_SIZE + CRC_SIZE)
     return corrupt(err, "too short: %zu bytes, the smallest batch is %u", len,
                    HDR_SIZE + CRC_SIZE);
-  uint32_t magic = get_u32(p);
+  uint32_t magic = ck_get_le32(p);
   if (magic != CK_BATCH_WIRE_MAGIC)
     return corrupt(err, "not an encoded batch: bad magic 0x%08" PRIx32 " (expected 0x%08x)",
                    magic, CK_BATCH_WIRE_MAGIC);
   if (p[4] != CK_BATCH_WIRE_VERSION)
     return corrupt(err, "unsupported encoding version %u (this build reads version %d)", p[4],
                    CK_BATCH_WIRE_VERSION);
-  uint32_t want = get_u32(p + len - CRC_SIZE), got = ck_crc32c(0, p, len - CRC_SIZE);
+  uint32_t want = ck_get_le32(p + len - CRC_SIZE), got = ck_crc32c(0, p, len - CRC_SIZE);
   if (want != got)
     return corrupt(err, "checksum mismatch: stored 0x%08" PRIx32 ", computed 0x%08" PRIx32,
                    want, got);
@@ -308,7 +287,7 @@ int ck_batch_wire_decode(const void *data, size_t len, ck_batch_t **out, ck_erro
     return corrupt(err, "unknown header flags 0x%02x", flags);
   if (p[6] || p[7])
     return corrupt(err, "non-zero reserved header field 0x%02x%02x", p[7], p[6]);
-  uint32_t ncols = get_u32(p + 8), nrows = get_u32(p + 12);
+  uint32_t ncols = ck_get_le32(p + 8), nrows = ck_get_le32(p + 12);
   cursor_t cur = {p + HDR_SIZE, p + len - CRC_SIZE, err};
   /* Every column takes at least its header: bounds the allocation below by the input. */
   if ((uint64_t)ncols * COL_HDR_SIZE > (uint64_t)(cur.end - cur.pos) || ncols > INT32_MAX)

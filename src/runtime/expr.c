@@ -23,35 +23,31 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/buf.h"
 
-static const char *const fn_names[] = {
-#define CK_X_FN(id, name) name,
+static const ck_fn_info_t fn_info[CK_FN__COUNT] = {
+#define CK_X_FN(id, name, min, max, typing, kernel, call, alias, sig, doc) \
+  [CK_FN_##id] = {name, min, max, call, alias, sig, doc},
     CK_FN_TABLE(CK_X_FN)
 #undef CK_X_FN
 };
 
-const char *ck_fn_name(ck_fn_t fn) {
-  return (unsigned)fn < (unsigned)CK_FN__COUNT ? fn_names[fn] : "?";
+const ck_fn_info_t *ck_fn_info(ck_fn_t fn) {
+  return (unsigned)fn < (unsigned)CK_FN__COUNT ? &fn_info[fn] : NULL;
 }
 
-/* Arity per function: minimum and maximum (-1 = any number). */
-static const struct {
-  signed char min, max;
-} fn_arity[CK_FN__COUNT] = {
-    [CK_FN_ADD] = {2, 2},        [CK_FN_SUB] = {2, 2},        [CK_FN_MUL] = {2, 2},
-    [CK_FN_DIV] = {2, 2},        [CK_FN_MOD] = {2, 2},        [CK_FN_NEG] = {1, 1},
-    [CK_FN_EQ] = {2, 2},         [CK_FN_NE] = {2, 2},         [CK_FN_LT] = {2, 2},
-    [CK_FN_LE] = {2, 2},         [CK_FN_GT] = {2, 2},         [CK_FN_GE] = {2, 2},
-    [CK_FN_AND] = {2, -1},       [CK_FN_OR] = {2, -1},        [CK_FN_NOT] = {1, 1},
-    [CK_FN_IS_NULL] = {1, 1},    [CK_FN_IS_NOT_NULL] = {1, 1}, [CK_FN_IS_TRUE] = {1, 1},
-    [CK_FN_IS_FALSE] = {1, 1},   [CK_FN_LIKE] = {2, 2},       [CK_FN_COALESCE] = {1, -1},
-    [CK_FN_NULLIF] = {2, 2},     [CK_FN_UPPER] = {1, 1},      [CK_FN_LOWER] = {1, 1},
-    [CK_FN_CHAR_LENGTH] = {1, 1}, [CK_FN_SUBSTRING] = {2, 3}, [CK_FN_CONCAT] = {1, -1},
-    [CK_FN_TRIM] = {1, 1},       [CK_FN_LTRIM] = {1, 1},      [CK_FN_RTRIM] = {1, 1},
-    [CK_FN_REPLACE] = {3, 3},    [CK_FN_SPLIT_INDEX] = {3, 3}, [CK_FN_ABS] = {1, 1},
-    [CK_FN_ROUND] = {1, 2},      [CK_FN_FLOOR] = {1, 1},      [CK_FN_CEIL] = {1, 1},
-    [CK_FN_POWER] = {2, 2},      [CK_FN_SQRT] = {1, 1},
-};
+const char *ck_fn_name(ck_fn_t fn) {
+  return (unsigned)fn < (unsigned)CK_FN__COUNT ? fn_info[fn].name : "?";
+}
+
+int ck_fn_lookup(const char *name) {
+  for (int fn = 0; fn < CK_FN__COUNT; fn++) {
+    const ck_fn_info_t *f = &fn_info[fn];
+    if ((f->call && ck_streq_i(name, f->call)) || (f->alias && ck_streq_i(name, f->alias)))
+      return fn;
+  }
+  return -1;
+}
 
 /* Operators are written between or before their operands; the rest are called by name. */
 static bool fn_is_operator(ck_fn_t fn) { return fn <= CK_FN_LIKE; }
@@ -418,127 +414,128 @@ static bool binary_error(callb_t *c) {
   return false;
 }
 
-/* Types the call in place (coercing c->a) and returns its result type. */
-static bool type_call(callb_t *c, ck_type_t *rt) {
-  ck_fn_t fn = c->fn;
-  switch (fn) {
-    case CK_FN_ADD:
-    case CK_FN_SUB:
-    case CK_FN_MUL:
-    case CK_FN_DIV:
-    case CK_FN_MOD: {
-      if (!arith_type(fn, c->a[0]->type, c->a[1]->type, rt)) return binary_error(c);
-      if (rt->id == CK_T_NULL) return true;
-      for (int i = 0; i < 2; i++) {
-        ck_type_t to = rt->id == CK_T_DECIMAL ? as_decimal(c->a[i]->type) : *rt;
-        if (to.id == CK_T_NULL) to = rt->id == CK_T_DECIMAL ? as_decimal(c->a[1 - i]->type) : *rt;
-        if (!coerce_arg(c, i, to)) return false;
-      }
-      return true;
-    }
-    case CK_FN_NEG:
-    case CK_FN_ABS:
-      if (!want_numeric(c, 0)) return false;
-      *rt = c->a[0]->type;
-      return true;
-    case CK_FN_EQ:
-    case CK_FN_NE:
-    case CK_FN_LT:
-    case CK_FN_LE:
-    case CK_FN_GT:
-    case CK_FN_GE: {
-      ck_type_t t;
-      if (!ck_type_common(c->a[0]->type, c->a[1]->type, &t)) return binary_error(c);
-      if (t.id != CK_T_NULL)
-        for (int i = 0; i < 2; i++)
-          if (!(c->a[i] = coerce_cmp(c->arena, c->a[i], t, c->err))) return false;
-      *rt = CK_TYPE(CK_T_BOOL);
-      return true;
-    }
-    case CK_FN_AND:
-    case CK_FN_OR:
-    case CK_FN_NOT:
-    case CK_FN_IS_TRUE:
-    case CK_FN_IS_FALSE:
-      for (int i = 0; i < c->n; i++)
-        if (!want(c, i, CK_T_BOOL)) return false;
-      *rt = CK_TYPE(CK_T_BOOL);
-      return true;
-    case CK_FN_IS_NULL:
-    case CK_FN_IS_NOT_NULL: *rt = CK_TYPE(CK_T_BOOL); return true;
-    case CK_FN_LIKE:
-      if (c->a[0]->type.id != CK_T_STRING && c->a[0]->type.id != CK_T_NULL) return binary_error(c);
-      if (c->a[1]->type.id != CK_T_STRING && c->a[1]->type.id != CK_T_NULL) return binary_error(c);
-      if (!want(c, 0, CK_T_STRING) || !want(c, 1, CK_T_STRING)) return false;
-      *rt = CK_TYPE(CK_T_BOOL);
-      return true;
-    case CK_FN_COALESCE:
-    case CK_FN_NULLIF: return unify(c, 0, rt);
-    case CK_FN_UPPER:
-    case CK_FN_LOWER:
-    case CK_FN_TRIM:
-    case CK_FN_LTRIM:
-    case CK_FN_RTRIM:
-    case CK_FN_CONCAT:
-    case CK_FN_REPLACE:
-      for (int i = 0; i < c->n; i++)
-        if (!want(c, i, CK_T_STRING)) return false;
-      *rt = CK_TYPE(CK_T_STRING);
-      return true;
-    case CK_FN_CHAR_LENGTH:
-      if (!want(c, 0, CK_T_STRING)) return false;
-      *rt = CK_TYPE(CK_T_INT32);
-      return true;
-    case CK_FN_SUBSTRING:
-      if (!want(c, 0, CK_T_STRING)) return false;
-      for (int i = 1; i < c->n; i++)
-        if (!want_integer(c, i)) return false;
-      *rt = CK_TYPE(CK_T_STRING);
-      return true;
-    case CK_FN_SPLIT_INDEX:
-      if (!want(c, 0, CK_T_STRING) || !want(c, 1, CK_T_STRING) || !want_integer(c, 2))
-        return false;
-      *rt = CK_TYPE(CK_T_STRING);
-      return true;
-    case CK_FN_ROUND: {
-      if (!want_numeric(c, 0)) return false;
-      if (c->n == 2 && !want_integer(c, 1)) return false;
-      ck_type_t t = c->a[0]->type;
-      *rt = t;
-      if (t.id == CK_T_DECIMAL) {
-        int64_t d = 0;
-        if (c->n == 2 && !const_int(c->a[1], &d)) {
-          type_error(c->err, "function ROUND needs a constant number of decimal places for %s",
-                     TNAME(t));
-          return false;
-        }
-        *rt = round_dec_type(t, d);
-      }
-      return true;
-    }
-    case CK_FN_FLOOR:
-    case CK_FN_CEIL:
-      if (!want_numeric(c, 0)) return false;
-      *rt = c->a[0]->type;
-      if (rt->id == CK_T_DECIMAL) *rt = round_dec_type(*rt, 0);
-      return true;
-    case CK_FN_POWER:
-    case CK_FN_SQRT:
-      for (int i = 0; i < c->n; i++)
-        if (!want_numeric(c, i) || !coerce_arg(c, i, CK_TYPE(CK_T_FLOAT64))) return false;
-      *rt = CK_TYPE(CK_T_FLOAT64);
-      return true;
-    case CK_FN__COUNT: break;
+/* ---- typing rules (the CK_FN_TABLE column): each types the call in place (coercing c->a) and
+ * gives its result type ---- */
+
+static bool ty_arith(callb_t *c, ck_type_t *rt) {
+  if (!arith_type(c->fn, c->a[0]->type, c->a[1]->type, rt)) return binary_error(c);
+  if (rt->id == CK_T_NULL) return true;
+  for (int i = 0; i < 2; i++) {
+    ck_type_t to = rt->id == CK_T_DECIMAL ? as_decimal(c->a[i]->type) : *rt;
+    if (to.id == CK_T_NULL) to = rt->id == CK_T_DECIMAL ? as_decimal(c->a[1 - i]->type) : *rt;
+    if (!coerce_arg(c, i, to)) return false;
   }
-  type_error(c->err, "unknown function %d", (int)fn);
-  return false;
+  return true;
 }
+
+static bool ty_same_numeric(callb_t *c, ck_type_t *rt) {
+  if (!want_numeric(c, 0)) return false;
+  *rt = c->a[0]->type;
+  return true;
+}
+
+static bool ty_compare(callb_t *c, ck_type_t *rt) {
+  ck_type_t t;
+  if (!ck_type_common(c->a[0]->type, c->a[1]->type, &t)) return binary_error(c);
+  if (t.id != CK_T_NULL)
+    for (int i = 0; i < 2; i++)
+      if (!(c->a[i] = coerce_cmp(c->arena, c->a[i], t, c->err))) return false;
+  *rt = CK_TYPE(CK_T_BOOL);
+  return true;
+}
+
+static bool ty_bools(callb_t *c, ck_type_t *rt) {
+  for (int i = 0; i < c->n; i++)
+    if (!want(c, i, CK_T_BOOL)) return false;
+  *rt = CK_TYPE(CK_T_BOOL);
+  return true;
+}
+
+static bool ty_null_test(callb_t *c, ck_type_t *rt) {
+  (void)c;
+  *rt = CK_TYPE(CK_T_BOOL);
+  return true;
+}
+
+static bool ty_like(callb_t *c, ck_type_t *rt) {
+  if (c->a[0]->type.id != CK_T_STRING && c->a[0]->type.id != CK_T_NULL) return binary_error(c);
+  if (c->a[1]->type.id != CK_T_STRING && c->a[1]->type.id != CK_T_NULL) return binary_error(c);
+  if (!want(c, 0, CK_T_STRING) || !want(c, 1, CK_T_STRING)) return false;
+  *rt = CK_TYPE(CK_T_BOOL);
+  return true;
+}
+
+static bool ty_unify(callb_t *c, ck_type_t *rt) { return unify(c, 0, rt); }
+
+static bool ty_strings(callb_t *c, ck_type_t *rt) {
+  for (int i = 0; i < c->n; i++)
+    if (!want(c, i, CK_T_STRING)) return false;
+  *rt = CK_TYPE(CK_T_STRING);
+  return true;
+}
+
+static bool ty_char_length(callb_t *c, ck_type_t *rt) {
+  if (!want(c, 0, CK_T_STRING)) return false;
+  *rt = CK_TYPE(CK_T_INT32);
+  return true;
+}
+
+static bool ty_substring(callb_t *c, ck_type_t *rt) {
+  if (!want(c, 0, CK_T_STRING)) return false;
+  for (int i = 1; i < c->n; i++)
+    if (!want_integer(c, i)) return false;
+  *rt = CK_TYPE(CK_T_STRING);
+  return true;
+}
+
+static bool ty_split_index(callb_t *c, ck_type_t *rt) {
+  if (!want(c, 0, CK_T_STRING) || !want(c, 1, CK_T_STRING) || !want_integer(c, 2)) return false;
+  *rt = CK_TYPE(CK_T_STRING);
+  return true;
+}
+
+static bool ty_round(callb_t *c, ck_type_t *rt) {
+  if (!want_numeric(c, 0)) return false;
+  if (c->n == 2 && !want_integer(c, 1)) return false;
+  ck_type_t t = c->a[0]->type;
+  *rt = t;
+  if (t.id == CK_T_DECIMAL) {
+    int64_t d = 0;
+    if (c->n == 2 && !const_int(c->a[1], &d)) {
+      type_error(c->err, "function ROUND needs a constant number of decimal places for %s",
+                 TNAME(t));
+      return false;
+    }
+    *rt = round_dec_type(t, d);
+  }
+  return true;
+}
+
+static bool ty_floor_ceil(callb_t *c, ck_type_t *rt) {
+  if (!want_numeric(c, 0)) return false;
+  *rt = c->a[0]->type;
+  if (rt->id == CK_T_DECIMAL) *rt = round_dec_type(*rt, 0);
+  return true;
+}
+
+static bool ty_doubles(callb_t *c, ck_type_t *rt) {
+  for (int i = 0; i < c->n; i++)
+    if (!want_numeric(c, i) || !coerce_arg(c, i, CK_TYPE(CK_T_FLOAT64))) return false;
+  *rt = CK_TYPE(CK_T_FLOAT64);
+  return true;
+}
+
+static bool (*const fn_typing[CK_FN__COUNT])(callb_t *, ck_type_t *) = {
+#define CK_X_FN(id, name, min, max, typing, kernel, call, alias, sig, doc) [CK_FN_##id] = typing,
+    CK_FN_TABLE(CK_X_FN)
+#undef CK_X_FN
+};
 
 ck_expr_t *ck_expr_call(ck_arena_t *arena, ck_fn_t fn, ck_expr_t **args, int nargs,
                         ck_error_t *err) {
   if ((unsigned)fn >= (unsigned)CK_FN__COUNT)
     return type_error(err, "unknown function %d", (int)fn);
-  int lo = fn_arity[fn].min, hi = fn_arity[fn].max;
+  int lo = fn_info[fn].min_args, hi = fn_info[fn].max_args;
   if (nargs < lo || (hi >= 0 && nargs > hi)) {
     if (lo == hi)
       return type_error(err, "%s %s takes %d argument%s, not %d", fn_kind(fn), ck_fn_name(fn),
@@ -556,7 +553,7 @@ ck_expr_t *ck_expr_call(ck_arena_t *arena, ck_fn_t fn, ck_expr_t **args, int nar
   memcpy(a, args, (size_t)nargs * sizeof *a);
   callb_t c = {arena, fn, a, nargs, err};
   ck_type_t rt = CK_TYPE(CK_T_NULL);
-  if (!type_call(&c, &rt)) return NULL;
+  if (!fn_typing[fn](&c, &rt)) return NULL;
   ck_expr_t *e = node_new(arena, CK_EX_CALL, rt, 0);
   e->fn = fn;
   e->nargs = nargs;

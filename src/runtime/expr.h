@@ -49,26 +49,95 @@ typedef enum ck_expr_kind {
   CK_EX_IN,      /* args[0] IN (args[1..]) ; negated for NOT IN */
 } ck_expr_kind_t;
 
-/* Functions and operators. Keep the names table in expr.c in the same order. */
-#define CK_FN_TABLE(X)                                                                        \
-  X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(MOD, "MOD") X(NEG, "unary -")            \
-  X(EQ, "=") X(NE, "<>") X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=")                       \
-  X(AND, "AND") X(OR, "OR") X(NOT, "NOT") X(IS_NULL, "IS NULL") X(IS_NOT_NULL, "IS NOT NULL") \
-  X(IS_TRUE, "IS TRUE") X(IS_FALSE, "IS FALSE")                                              \
-  X(LIKE, "LIKE") X(COALESCE, "COALESCE") X(NULLIF, "NULLIF")                                \
-  X(UPPER, "UPPER") X(LOWER, "LOWER") X(CHAR_LENGTH, "CHAR_LENGTH") X(SUBSTRING, "SUBSTRING") \
-  X(CONCAT, "CONCAT") X(TRIM, "TRIM") X(LTRIM, "LTRIM") X(RTRIM, "RTRIM")                    \
-  X(REPLACE, "REPLACE") X(SPLIT_INDEX, "SPLIT_INDEX")                                        \
-  X(ABS, "ABS") X(ROUND, "ROUND") X(FLOOR, "FLOOR") X(CEIL, "CEIL") X(POWER, "POWER")        \
-  X(SQRT, "SQRT")
+/* Functions and operators: the one table. Adding a function is one row here, its typing rule
+ * (expr.c, ty_*) and its kernel (expr_eval.c, k_*); the planner's name lookup, the arity
+ * check, the error messages and docs/sql.md's function table (test_runtime_expr_fn_table
+ * checks it) all read the row. Columns:
+ *   id, display name (messages, EXPLAIN), min and max arguments (-1: any number),
+ *   typing rule, kernel (0: evaluated by expr_eval.c's own code: AND/OR short-circuit, the
+ *   NULL tests, COALESCE, NULLIF), the SQL name and an alias it is called by (0: reached by
+ *   operator syntax only), and for a called function its signature and a one-line doc.
+ * Operators come first, up to LIKE (fn_is_operator). */
+#define CK_FN_TABLE(X)                                                                             \
+  X(ADD, "+", 2, 2, ty_arith, k_arith, 0, 0, 0, 0)                                                 \
+  X(SUB, "-", 2, 2, ty_arith, k_arith, 0, 0, 0, 0)                                                 \
+  X(MUL, "*", 2, 2, ty_arith, k_arith, 0, 0, 0, 0)                                                 \
+  X(DIV, "/", 2, 2, ty_arith, k_arith, 0, 0, 0, 0)                                                 \
+  X(MOD, "MOD", 2, 2, ty_arith, k_arith, "MOD", 0, "MOD(a, b)",                                    \
+    "the remainder of a / b, with the sign of a (also `a % b`); NULL when b is 0")                 \
+  X(NEG, "unary -", 1, 1, ty_same_numeric, k_neg_abs, 0, 0, 0, 0)                                  \
+  X(EQ, "=", 2, 2, ty_compare, k_compare, 0, 0, 0, 0)                                              \
+  X(NE, "<>", 2, 2, ty_compare, k_compare, 0, 0, 0, 0)                                             \
+  X(LT, "<", 2, 2, ty_compare, k_compare, 0, 0, 0, 0)                                              \
+  X(LE, "<=", 2, 2, ty_compare, k_compare, 0, 0, 0, 0)                                             \
+  X(GT, ">", 2, 2, ty_compare, k_compare, 0, 0, 0, 0)                                              \
+  X(GE, ">=", 2, 2, ty_compare, k_compare, 0, 0, 0, 0)                                             \
+  X(AND, "AND", 2, -1, ty_bools, 0, 0, 0, 0, 0)                                                    \
+  X(OR, "OR", 2, -1, ty_bools, 0, 0, 0, 0, 0)                                                      \
+  X(NOT, "NOT", 1, 1, ty_bools, k_not, 0, 0, 0, 0)                                                 \
+  X(IS_NULL, "IS NULL", 1, 1, ty_null_test, 0, 0, 0, 0, 0)                                         \
+  X(IS_NOT_NULL, "IS NOT NULL", 1, 1, ty_null_test, 0, 0, 0, 0, 0)                                 \
+  X(IS_TRUE, "IS TRUE", 1, 1, ty_bools, 0, 0, 0, 0, 0)                                             \
+  X(IS_FALSE, "IS FALSE", 1, 1, ty_bools, 0, 0, 0, 0, 0)                                           \
+  X(LIKE, "LIKE", 2, 2, ty_like, k_like, 0, 0, 0, 0)                                               \
+  X(COALESCE, "COALESCE", 1, -1, ty_unify, 0, "COALESCE", 0, "COALESCE(x, ...)",                   \
+    "the first argument that is not NULL (all coerced to their common type)")                      \
+  X(NULLIF, "NULLIF", 2, 2, ty_unify, 0, "NULLIF", 0, "NULLIF(a, b)",                              \
+    "NULL when a = b, else a")                                                                     \
+  X(UPPER, "UPPER", 1, 1, ty_strings, k_case_conv, "UPPER", 0, "UPPER(s)",                         \
+    "s in upper case (full Unicode case mapping)")                                                 \
+  X(LOWER, "LOWER", 1, 1, ty_strings, k_case_conv, "LOWER", 0, "LOWER(s)",                         \
+    "s in lower case (full Unicode case mapping)")                                                 \
+  X(CHAR_LENGTH, "CHAR_LENGTH", 1, 1, ty_char_length, k_char_length, "CHAR_LENGTH",                \
+    "CHARACTER_LENGTH", "CHAR_LENGTH(s)", "the number of characters (code points) of s, an INT")   \
+  X(SUBSTRING, "SUBSTRING", 2, 3, ty_substring, k_substring, "SUBSTRING", "SUBSTR",                \
+    "SUBSTRING(s, start[, len])",                                                                  \
+    "len characters of s from character start (counted from 1; also `SUBSTRING(s FROM start "      \
+    "[FOR len])`)")                                                                                \
+  X(CONCAT, "CONCAT", 1, -1, ty_strings, k_concat, "CONCAT", 0, "CONCAT(s, ...)",                  \
+    "the strings joined, as the concatenation operator does; NULL when any is NULL")               \
+  X(TRIM, "TRIM", 1, 1, ty_strings, k_trim, "TRIM", 0, "TRIM(s)",                                  \
+    "s without leading and trailing spaces")                                                       \
+  X(LTRIM, "LTRIM", 1, 1, ty_strings, k_trim, "LTRIM", 0, "LTRIM(s)",                              \
+    "s without leading spaces")                                                                    \
+  X(RTRIM, "RTRIM", 1, 1, ty_strings, k_trim, "RTRIM", 0, "RTRIM(s)",                              \
+    "s without trailing spaces")                                                                   \
+  X(REPLACE, "REPLACE", 3, 3, ty_strings, k_replace, "REPLACE", 0, "REPLACE(s, from, to)",         \
+    "s with every occurrence of from replaced by to")                                              \
+  X(SPLIT_INDEX, "SPLIT_INDEX", 3, 3, ty_split_index, k_split_index, "SPLIT_INDEX", 0,             \
+    "SPLIT_INDEX(s, delimiter, index)", "piece number index (from 0) of s split at delimiter")     \
+  X(ABS, "ABS", 1, 1, ty_same_numeric, k_neg_abs, "ABS", 0, "ABS(x)",                              \
+    "the absolute value of x, of x's type")                                                        \
+  X(ROUND, "ROUND", 1, 2, ty_round, k_round, "ROUND", 0, "ROUND(x[, digits])",                     \
+    "x rounded half away from zero to digits places (0 by default; negative: left of the "         \
+    "point)")                                                                                      \
+  X(FLOOR, "FLOOR", 1, 1, ty_floor_ceil, k_floor_ceil, "FLOOR", 0, "FLOOR(x)",                     \
+    "the largest integral value not above x")                                                      \
+  X(CEIL, "CEIL", 1, 1, ty_floor_ceil, k_floor_ceil, "CEIL", "CEILING", "CEIL(x)",                 \
+    "the smallest integral value not below x")                                                     \
+  X(POWER, "POWER", 2, 2, ty_doubles, k_power_sqrt, "POWER", "POW", "POWER(x, y)",                 \
+    "x to the power y, a DOUBLE")                                                                  \
+  X(SQRT, "SQRT", 1, 1, ty_doubles, k_power_sqrt, "SQRT", 0, "SQRT(x)",                            \
+    "the square root of x, a DOUBLE")
 
 typedef enum ck_fn {
-#define CK_X_FN(id, name) CK_FN_##id,
+#define CK_X_FN(id, name, min, max, typing, kernel, call, alias, sig, doc) CK_FN_##id,
   CK_FN_TABLE(CK_X_FN)
 #undef CK_X_FN
   CK_FN__COUNT
 } ck_fn_t;
 
+/* A row of CK_FN_TABLE, for the planner, the docs test and messages. */
+typedef struct ck_fn_info {
+  const char *name;      /* display name */
+  int min_args, max_args; /* max -1: any number */
+  const char *call, *alias; /* SQL names it is called by (NULL: none) */
+  const char *signature, *doc;
+} ck_fn_info_t;
+
+const ck_fn_info_t *ck_fn_info(ck_fn_t fn);
+/* The function called by `name` (case-insensitive), or -1. */
+int ck_fn_lookup(const char *name);
 const char *ck_fn_name(ck_fn_t fn);
 
 typedef struct ck_expr ck_expr_t;

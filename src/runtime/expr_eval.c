@@ -20,8 +20,9 @@
  * the parent never reads.
  *
  * Decimals are exact: sums, products and quotients that do not fit 128 bits on the way are
- * finished in 256-bit arithmetic, rounded half away from zero to the result scale and checked
- * against the result precision (overflow is an error, like integer overflow).
+ * finished in 256-bit arithmetic, rounded to the result scale by the one rule (half away from
+ * zero, runtime/decimal.h) and checked against the result precision (overflow is an error,
+ * like integer overflow).
  *
  * Recursion: eval_node evaluates a chain of first operands (a + b + c … is built left-deep,
  * any length) with a loop from the bottom up (eval_chain), recursing only into the other
@@ -41,6 +42,7 @@
 #include <unicode/utf8.h>
 
 #include "base/alloc.h"
+#include "runtime/decimal.h"
 #include "runtime/expr.h"
 
 typedef unsigned __int128 u128;
@@ -317,7 +319,8 @@ static bool u256_mul_p10(u256 *a, int k) {
   return true;
 }
 
-/* a = a / 10^k rounded half away from zero (a is a magnitude). */
+/* a = a / 10^k rounded by the one rule (runtime/decimal.h: half away from zero; a is a
+ * magnitude): the digits below the last dropped one cannot change it. */
 static void u256_div_p10_round(u256 *a, int k) {
   if (k <= 0) return;
   if (k > 78) {
@@ -329,7 +332,7 @@ static void u256_div_p10_round(u256 *a, int k) {
     u256_div64(a, (uint64_t)P10[c]);
     m -= c;
   }
-  if (u256_div64(a, 10) >= 5) *a = u256_add(*a, u256_of(1));
+  if (ck_dec_round_away(u256_div64(a, 10), 10)) *a = u256_add(*a, u256_of(1));
 }
 
 /* Long division, for the rare quotients that do not fit 128 bits. */
@@ -410,10 +413,7 @@ static int dec_mul(const decop_t *o, i128 a, i128 b, i128 *r) {
   i128 x;
   if (!__builtin_mul_overflow(a, b, &x)) {
     u128 m = uabs(x);
-    if (down > 0) {
-      u128 d = P10[down], q = m / d, rem = m % d;
-      m = q + (rem >= d - rem);
-    }
+    if (down > 0) m = ck_dec_div_round(m, P10[down]);
     if (m >= P10[o->p]) return DEC_OVERFLOW;
     *r = x < 0 ? -(i128)m : (i128)m;
     return DEC_OK;
@@ -429,16 +429,14 @@ static int dec_div(const decop_t *o, i128 a, i128 b, i128 *r) {
   u128 ua = uabs(a), ub = uabs(b), num, q;
   bool neg = (a < 0) != (b < 0);
   if (e <= 38 && !__builtin_mul_overflow(ua, P10[e], &num)) {
-    q = num / ub;
-    u128 rem = num % ub;
-    q += rem >= ub - rem;
+    q = ck_dec_div_round(num, ub);
     if (q >= P10[o->p]) return DEC_OVERFLOW;
   } else {
     u256 n = u256_of(ua), qq, rr;
     if (!u256_mul_p10(&n, e)) return DEC_OVERFLOW; /* the quotient exceeds 10^38 anyway */
     u256_divmod(n, u256_of(ub), &qq, &rr);
     u128 rem = u256_lo(&rr);
-    if (rem >= ub - rem) qq = u256_add(qq, u256_of(1));
+    if (ck_dec_round_away(rem, ub)) qq = u256_add(qq, u256_of(1));
     if (!u256_small(&qq) || u256_lo(&qq) >= P10[o->p]) return DEC_OVERFLOW;
     q = u256_lo(&qq);
   }
@@ -1005,7 +1003,7 @@ static int k_round(kc_t *c) {
         i128 x = vint(A, i), r = x;
         if (d < 0) {
           i128 m = (i128)P10[d < -38 ? 38 : -d], q = x / m, rem = x % m;
-          if (uabs(rem) >= (u128)m - uabs(rem)) q += x < 0 ? -1 : 1;
+          if (ck_dec_round_away(uabs(rem), (u128)m)) q += x < 0 ? -1 : 1;
           r = q * m;
         }
         if (!int_fits(r, at.id)) {
@@ -1832,41 +1830,17 @@ static int kids_eval(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, ve
   return 0;
 }
 
+/* The kernel column of CK_FN_TABLE (0: the function is evaluated by eval() itself). */
+static int (*const fn_kernels[CK_FN__COUNT])(kc_t *) = {
+#define CK_X_FN(id, name, min, max, typing, kernel, call, alias, sig, doc) [CK_FN_##id] = kernel,
+    CK_FN_TABLE(CK_X_FN)
+#undef CK_X_FN
+};
+
 static int kernel(kc_t *c) {
   if (c->e->kind == CK_EX_CAST) return k_cast(c);
-  switch (c->e->fn) {
-    case CK_FN_ADD:
-    case CK_FN_SUB:
-    case CK_FN_MUL:
-    case CK_FN_DIV:
-    case CK_FN_MOD: return k_arith(c);
-    case CK_FN_NEG:
-    case CK_FN_ABS: return k_neg_abs(c);
-    case CK_FN_EQ:
-    case CK_FN_NE:
-    case CK_FN_LT:
-    case CK_FN_LE:
-    case CK_FN_GT:
-    case CK_FN_GE: return k_compare(c);
-    case CK_FN_NOT: return k_not(c);
-    case CK_FN_LIKE: return k_like(c);
-    case CK_FN_UPPER:
-    case CK_FN_LOWER: return k_case_conv(c);
-    case CK_FN_CHAR_LENGTH: return k_char_length(c);
-    case CK_FN_SUBSTRING: return k_substring(c);
-    case CK_FN_CONCAT: return k_concat(c);
-    case CK_FN_TRIM:
-    case CK_FN_LTRIM:
-    case CK_FN_RTRIM: return k_trim(c);
-    case CK_FN_REPLACE: return k_replace(c);
-    case CK_FN_SPLIT_INDEX: return k_split_index(c);
-    case CK_FN_ROUND: return k_round(c);
-    case CK_FN_FLOOR:
-    case CK_FN_CEIL: return k_floor_ceil(c);
-    case CK_FN_POWER:
-    case CK_FN_SQRT: return k_power_sqrt(c);
-    default: break;
-  }
+  if ((unsigned)c->e->fn < (unsigned)CK_FN__COUNT && fn_kernels[c->e->fn])
+    return fn_kernels[c->e->fn](c);
   ck_assert(!"no kernel for this function");
   return CK_EINTERNAL;
 }

@@ -2,9 +2,13 @@
  * DESIGN: the job graph — what the planner produces and the runtime executes.
  *
  * A job graph is data: nodes (source, calc, agg, sink) with their parameters, each with one
- * input edge (forward, hash by key columns, or rebalance) and a parallelism. The embedded run
- * hands it to the executor in memory; the cluster will ship its serialised form. Nodes joined
- * by a forward edge at equal parallelism are chained into one subtask thread.
+ * input edge (forward, hash by key columns, rebalance or gather) and a parallelism. The
+ * planner (sql/planner.h) builds it from the SQL and describes it as text (ck_graph_describe),
+ * whose hash is the fingerprint checkpoints record. The embedded run hands the graph to the
+ * executor in memory. The cluster does not ship a graph: the coordinator sends the SQL text and
+ * the parallelism, and every worker plans the same graph from them (cluster/jobplan.h), its
+ * fingerprint checked against the coordinator's. Nodes joined by a forward edge at equal
+ * parallelism are chained into one subtask thread.
  *
  * Memory: everything hangs off graph->arena (the job's lifetime).
  */

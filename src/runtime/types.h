@@ -66,13 +66,7 @@ typedef struct ck_value {
   } v;
 } ck_value_t;
 
-/* 10^n as a 128-bit integer, n in [0, 38]. */
-ck_i128 ck_pow10_i128(int n);
-/* Decimal text for an unscaled value at a scale ("-12.30"). */
-void ck_decimal_format(ck_i128 unscaled, int scale, ck_buf_t *out);
-/* Parses "12.3", "-0.5", "7" into an unscaled value at scale; rounds half away from zero when
- * the text has more digits than the scale; false when it is not a number or overflows p. */
-bool ck_decimal_parse(const char *s, size_t n, int precision, int scale, ck_i128 *out);
+/* DECIMAL's text, powers of ten and rounding rule: runtime/decimal.h (included below). */
 
 /* Shortest text that reads back as the same double (JSON output: "18", "18.5", "1e+21").
  * Writes NaN/Infinity as null is the caller's choice; this writes "NaN", "Infinity". */
@@ -87,5 +81,7 @@ void ck_timestamp_format(int64_t epoch_ms, ck_buf_t *out);
 /* Parses "2024-01-02", "2024-01-02 03:04[:05[.678]]", with 'T' for the blank and an optional
  * trailing 'Z' (UTC); fraction digits beyond milliseconds are truncated. False when malformed. */
 bool ck_timestamp_parse(const char *s, size_t n, int64_t *epoch_ms);
+
+#include "runtime/decimal.h" /* after ck_i128: decimal.h uses it */
 
 #endif

@@ -399,26 +399,6 @@ static ck_expr_t *bind_literal(scope_t *sc, const ck_ast_t *a) {
   return ck_expr_literal(pl->arena, &v);
 }
 
-typedef struct fn_name {
-  const char *name;
-  ck_fn_t fn;
-} fn_name_t;
-
-static const fn_name_t functions[] = {
-    {"UPPER", CK_FN_UPPER},         {"LOWER", CK_FN_LOWER},
-    {"CHAR_LENGTH", CK_FN_CHAR_LENGTH}, {"CHARACTER_LENGTH", CK_FN_CHAR_LENGTH},
-    {"SUBSTRING", CK_FN_SUBSTRING}, {"SUBSTR", CK_FN_SUBSTRING},
-    {"CONCAT", CK_FN_CONCAT},       {"TRIM", CK_FN_TRIM},
-    {"LTRIM", CK_FN_LTRIM},         {"RTRIM", CK_FN_RTRIM},
-    {"REPLACE", CK_FN_REPLACE},     {"SPLIT_INDEX", CK_FN_SPLIT_INDEX},
-    {"ABS", CK_FN_ABS},             {"ROUND", CK_FN_ROUND},
-    {"FLOOR", CK_FN_FLOOR},         {"CEIL", CK_FN_CEIL},
-    {"CEILING", CK_FN_CEIL},        {"MOD", CK_FN_MOD},
-    {"POWER", CK_FN_POWER},         {"POW", CK_FN_POWER},
-    {"SQRT", CK_FN_SQRT},           {"COALESCE", CK_FN_COALESCE},
-    {"NULLIF", CK_FN_NULLIF},
-};
-
 static ck_expr_t *call(scope_t *sc, ck_pos_t pos, ck_fn_t fn, ck_expr_t **args, int n) {
   ck_expr_t *e = ck_expr_call(sc->pl->arena, fn, args, n, sc->pl->err);
   if (!e) place(sc->pl, pos);
@@ -573,8 +553,8 @@ static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
     ck_error_hint(pl->err, "GROUP BY %s(…), … and select window_start / window_end", a->text);
     return NULL;
   }
-  for (size_t i = 0; i < CK_ARRAY_LEN(functions); i++) {
-    if (!ck_streq_i(a->text, functions[i].name)) continue;
+  int fn = ck_fn_lookup(a->text); /* the one function table: runtime/expr.h */
+  if (fn >= 0) {
     if (a->distinct) {
       fail(pl, a->pos, CK_ESYNTAX, "DISTINCT is only allowed in aggregate functions");
       return NULL;
@@ -589,12 +569,16 @@ static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
       return NULL;
     }
     if (bind_args(sc, a, 0, args)) return NULL;
-    return call(sc, a->pos, functions[i].fn, args, a->nargs);
+    return call(sc, a->pos, (ck_fn_t)fn, args, a->nargs);
   }
   fail(pl, a->pos, CK_EBIND, "unknown function '%s'", a->text);
   const char *names[64];
   size_t n = 0;
-  for (size_t i = 0; i < CK_ARRAY_LEN(functions); i++) names[n++] = functions[i].name;
+  for (int f = 0; f < CK_FN__COUNT; f++) {
+    const ck_fn_info_t *info = ck_fn_info((ck_fn_t)f);
+    if (info->call) names[n++] = info->call;
+    if (info->alias) names[n++] = info->alias;
+  }
   for (size_t i = 0; i < CK_ARRAY_LEN(agg_names); i++) names[n++] = agg_names[i];
   const char *close = ck_closest(a->text, names, n);
   if (close) ck_error_hint(pl->err, "did you mean %s?", close);

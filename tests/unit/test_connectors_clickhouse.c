@@ -347,11 +347,11 @@ static void test_cityhash_matches_server_frames(void **state) {
   for (size_t i = 0; i + 2 + 25 < n; i++) {
     if (s[i] != 0x01 || s[i + 1] != 0x00 || s[i + 2 + 16] != CK_CH_METHOD_LZ4) continue;
     const uint8_t *f = s + i + 2;
-    uint32_t csize = (uint32_t)ck_ch_get_le(f + 17, 4);
+    uint32_t csize = (uint32_t)ck_get_le_n(f + 17, 4);
     if (i + 2 + 16 + csize > n) continue;
     ck_city128_t h = ck_cityhash128(f + 16, csize);
-    assert_int_equal(h.first, ck_ch_get_le(f, 8));
-    assert_int_equal(h.second, ck_ch_get_le(f + 8, 8));
+    assert_int_equal(h.first, ck_get_le_n(f, 8));
+    assert_int_equal(h.second, ck_get_le_n(f + 8, 8));
     frames++;
     i += 16 + csize;
   }
@@ -375,7 +375,7 @@ static void test_lz4_framing_round_trips(void **state) {
       ck_ch_compress(data, len, methods[mi], &z);
       /* header of the first frame */
       assert_int_equal((uint8_t)z.data[16], methods[mi]);
-      uint32_t usize = (uint32_t)ck_ch_get_le((uint8_t *)z.data + 21, 4);
+      uint32_t usize = (uint32_t)ck_get_le_n((uint8_t *)z.data + 21, 4);
       assert_int_equal(usize, len < CK_CH_MAX_FRAME_INPUT ? len : CK_CH_MAX_FRAME_INPUT);
       size_t pos = 0;
       int frames = 0;
@@ -746,21 +746,21 @@ static void test_reader_follows_revision_rules(void **state) {
     int rev = pass ? 54469 : 54412;
     ck_buf_t b;
     ck_buf_init(&b);
-    ck_ch_put_varint(&b, CK_CH_SERVER_PROGRESS);
-    ck_ch_put_varint(&b, 10);  /* read rows */
-    ck_ch_put_varint(&b, 20);  /* read bytes */
-    ck_ch_put_varint(&b, 30);  /* total rows */
-    if (rev >= CK_CH_REV_TOTAL_BYTES_IN_PROGRESS) ck_ch_put_varint(&b, 35);
+    ck_buf_put_uvarint(&b, CK_CH_SERVER_PROGRESS);
+    ck_buf_put_uvarint(&b, 10);  /* read rows */
+    ck_buf_put_uvarint(&b, 20);  /* read bytes */
+    ck_buf_put_uvarint(&b, 30);  /* total rows */
+    if (rev >= CK_CH_REV_TOTAL_BYTES_IN_PROGRESS) ck_buf_put_uvarint(&b, 35);
     if (rev >= CK_CH_REV_CLIENT_WRITE_INFO) {
-      ck_ch_put_varint(&b, 40); /* written rows */
-      ck_ch_put_varint(&b, 50); /* written bytes */
+      ck_buf_put_uvarint(&b, 40); /* written rows */
+      ck_buf_put_uvarint(&b, 50); /* written bytes */
     }
-    if (rev >= CK_CH_REV_SERVER_QUERY_TIME_IN_PROGRESS) ck_ch_put_varint(&b, 60);
-    ck_ch_put_varint(&b, CK_CH_SERVER_PROFILE_INFO);
-    ck_ch_put_varint(&b, 1), ck_ch_put_varint(&b, 2), ck_ch_put_varint(&b, 3);
-    ck_ch_put_u8(&b, 1), ck_ch_put_varint(&b, 4), ck_ch_put_u8(&b, 1);
-    if (rev >= CK_CH_REV_ROWS_BEFORE_AGGREGATION) ck_ch_put_u8(&b, 1), ck_ch_put_varint(&b, 5);
-    ck_ch_put_varint(&b, CK_CH_SERVER_END_OF_STREAM);
+    if (rev >= CK_CH_REV_SERVER_QUERY_TIME_IN_PROGRESS) ck_buf_put_uvarint(&b, 60);
+    ck_buf_put_uvarint(&b, CK_CH_SERVER_PROFILE_INFO);
+    ck_buf_put_uvarint(&b, 1), ck_buf_put_uvarint(&b, 2), ck_buf_put_uvarint(&b, 3);
+    ck_buf_put_u8(&b, 1), ck_buf_put_uvarint(&b, 4), ck_buf_put_u8(&b, 1);
+    if (rev >= CK_CH_REV_ROWS_BEFORE_AGGREGATION) ck_buf_put_u8(&b, 1), ck_buf_put_uvarint(&b, 5);
+    ck_buf_put_uvarint(&b, CK_CH_SERVER_END_OF_STREAM);
     ck_ch_reader_t r;
     ck_ch_reader_init(&r, 54500);
     r.revision = rev;
@@ -882,7 +882,7 @@ static void test_every_type_round_trips(void **state) {
         ck_buf_t pkt, raw;
         ck_buf_init(&pkt);
         ck_buf_init(&raw);
-        ck_ch_put_varint(&pkt, CK_CH_SERVER_DATA);
+        ck_buf_put_uvarint(&pkt, CK_CH_SERVER_DATA);
         ck_ch_put_cstr(&pkt, "");
         ck_ch_block_write(&b, revs[ri], &raw);
         if (comp) ck_ch_compress(raw.data, raw.len, CK_CH_METHOD_LZ4, &pkt);
@@ -953,7 +953,7 @@ static void test_reader_refuses_malformed_input(void **state) {
   ck_ch_block_seal(&b);
   ck_buf_t pkt;
   ck_buf_init(&pkt);
-  ck_ch_put_varint(&pkt, CK_CH_SERVER_DATA);
+  ck_buf_put_uvarint(&pkt, CK_CH_SERVER_DATA);
   ck_ch_put_cstr(&pkt, "");
   ck_ch_block_write(&b, 54412, &pkt);
   pkt.data[pkt.len - 1] = 5; /* the one index: 5, with one key */
@@ -963,7 +963,7 @@ static void test_reader_refuses_malformed_input(void **state) {
   /* a corrupted compressed frame */
   ck_buf_t z;
   ck_buf_init(&z);
-  ck_ch_put_varint(&z, CK_CH_SERVER_DATA);
+  ck_buf_put_uvarint(&z, CK_CH_SERVER_DATA);
   ck_ch_put_cstr(&z, "");
   size_t at = z.len;
   ck_ch_compress(pkt.data + 2, pkt.len - 2, CK_CH_METHOD_LZ4, &z);
@@ -974,11 +974,11 @@ static void test_reader_refuses_malformed_input(void **state) {
   /* a column type this client does not read */
   ck_buf_t a;
   ck_buf_init(&a);
-  ck_ch_put_varint(&a, CK_CH_SERVER_DATA);
+  ck_buf_put_uvarint(&a, CK_CH_SERVER_DATA);
   ck_ch_put_cstr(&a, "");
-  ck_ch_put_varint(&a, 0); /* block info ends at once */
-  ck_ch_put_varint(&a, 1);
-  ck_ch_put_varint(&a, 1);
+  ck_buf_put_uvarint(&a, 0); /* block info ends at once */
+  ck_buf_put_uvarint(&a, 1);
+  ck_buf_put_uvarint(&a, 1);
   ck_ch_put_cstr(&a, "arr");
   ck_ch_put_cstr(&a, "Array(UInt8)");
   ck_error_clear(&err);
@@ -987,8 +987,8 @@ static void test_reader_refuses_malformed_input(void **state) {
   /* a string that claims 2 GiB is refused before it arrives */
   ck_buf_t big;
   ck_buf_init(&big);
-  ck_ch_put_varint(&big, CK_CH_SERVER_TABLE_COLUMNS);
-  ck_ch_put_varint(&big, (uint64_t)1 << 31);
+  ck_buf_put_uvarint(&big, CK_CH_SERVER_TABLE_COLUMNS);
+  ck_buf_put_uvarint(&big, (uint64_t)1 << 31);
   ck_error_clear(&err);
   assert_int_equal(feed_all(big.data, big.len, false, &err), CK_EPROTO);
   ck_buf_fini(&big);

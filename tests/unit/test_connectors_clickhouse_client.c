@@ -74,23 +74,23 @@ static void script_fini(script_t *s) {
 }
 
 static void put_hello(ck_buf_t *b, uint64_t revision) {
-  ck_ch_put_varint(b, CK_CH_SERVER_HELLO);
+  ck_buf_put_uvarint(b, CK_CH_SERVER_HELLO);
   ck_ch_put_cstr(b, "ClickHouse");
-  ck_ch_put_varint(b, 18);
-  ck_ch_put_varint(b, 16);
-  ck_ch_put_varint(b, revision);
+  ck_buf_put_uvarint(b, 18);
+  ck_buf_put_uvarint(b, 16);
+  ck_buf_put_uvarint(b, revision);
   ck_ch_put_cstr(b, "UTC");   /* >= 54058 */
   ck_ch_put_cstr(b, "local"); /* >= 54372 */
-  ck_ch_put_varint(b, 1);     /* >= 54401 */
+  ck_buf_put_uvarint(b, 1);     /* >= 54401 */
 }
 
 static void put_exception(ck_buf_t *b, int32_t code, const char *msg) {
-  ck_ch_put_varint(b, CK_CH_SERVER_EXCEPTION);
-  ck_ch_put_le(b, (uint32_t)code, 4);
+  ck_buf_put_uvarint(b, CK_CH_SERVER_EXCEPTION);
+  ck_buf_put_le_n(b, (uint32_t)code, 4);
   ck_ch_put_cstr(b, "DB::Exception");
   ck_ch_put_cstr(b, msg);
   ck_ch_put_cstr(b, "stack trace");
-  ck_ch_put_u8(b, 0);
+  ck_buf_put_u8(b, 0);
 }
 
 /* ---- a cursor over what the client sent ---- */
@@ -126,7 +126,7 @@ static void expect_str(cur_t *c, const char *want) {
 
 static uint64_t c_fixed(cur_t *c, int n) {
   assert_true(c->end - c->p >= n);
-  uint64_t v = ck_ch_get_le(c->p, n);
+  uint64_t v = ck_get_le_n(c->p, n);
   c->p += n;
   return v;
 }
@@ -196,17 +196,17 @@ static void test_server_exception_becomes_error_without_password(void **state) {
   /* a retriable code, during a query, with a nested cause */
   script_init(&s);
   put_hello(&s.reply, 54412);
-  ck_ch_put_varint(&s.reply, CK_CH_SERVER_EXCEPTION);
-  ck_ch_put_le(&s.reply, 252, 4);
+  ck_buf_put_uvarint(&s.reply, CK_CH_SERVER_EXCEPTION);
+  ck_buf_put_le_n(&s.reply, 252, 4);
   ck_ch_put_cstr(&s.reply, "DB::Exception");
   ck_ch_put_cstr(&s.reply, "Too many parts (300). Merges are processing significantly slower than inserts");
   ck_ch_put_cstr(&s.reply, "");
-  ck_ch_put_u8(&s.reply, 1);
-  ck_ch_put_le(&s.reply, 999, 4);
+  ck_buf_put_u8(&s.reply, 1);
+  ck_buf_put_le_n(&s.reply, 999, 4);
   ck_ch_put_cstr(&s.reply, "Coordination::Exception");
   ck_ch_put_cstr(&s.reply, "Session expired");
   ck_ch_put_cstr(&s.reply, "");
-  ck_ch_put_u8(&s.reply, 0);
+  ck_buf_put_u8(&s.reply, 0);
   ck_error_clear(&err);
   assert_int_equal(ck_ch_client_open_io(script_io(&s), &CONF, &c, &err), 0);
   assert_int_equal(ck_ch_query(c, "SELECT 1", NULL, 0, NULL, NULL, &err), CK_EREMOTE);
@@ -288,10 +288,10 @@ static void test_query_packet_by_revision(void **state) {
       script_t s;
       script_init(&s);
       put_hello(&s.reply, (uint64_t)revs[k]);
-      ck_ch_put_varint(&s.reply, CK_CH_SERVER_PROGRESS);
+      ck_buf_put_uvarint(&s.reply, CK_CH_SERVER_PROGRESS);
       for (int i = 0; i < (revs[k] >= CK_CH_REV_SERVER_QUERY_TIME_IN_PROGRESS ? 6 : 3); i++)
-        ck_ch_put_varint(&s.reply, (uint64_t)i);
-      ck_ch_put_varint(&s.reply, CK_CH_SERVER_END_OF_STREAM);
+        ck_buf_put_uvarint(&s.reply, (uint64_t)i);
+      ck_buf_put_uvarint(&s.reply, CK_CH_SERVER_END_OF_STREAM);
       ck_ch_conf_t conf = CONF;
       conf.compress = comp;
       ck_ch_client_t *c = NULL;
@@ -325,16 +325,16 @@ static void test_insert_exchange(void **state) {
     ck_buf_t raw;
     ck_buf_init(&raw);
     ck_ch_block_write(&hdr, 54412, &raw);
-    ck_ch_put_varint(&s.reply, CK_CH_SERVER_TABLE_COLUMNS);
+    ck_buf_put_uvarint(&s.reply, CK_CH_SERVER_TABLE_COLUMNS);
     ck_ch_put_cstr(&s.reply, "");
     ck_ch_put_cstr(&s.reply, "columns format version: 1\n2 columns:\n");
-    ck_ch_put_varint(&s.reply, CK_CH_SERVER_DATA);
+    ck_buf_put_uvarint(&s.reply, CK_CH_SERVER_DATA);
     ck_ch_put_cstr(&s.reply, "");
     if (comp) ck_ch_compress(raw.data, raw.len, CK_CH_METHOD_LZ4, &s.reply);
     else ck_buf_append(&s.reply, raw.data, raw.len);
-    ck_ch_put_varint(&s.reply, CK_CH_SERVER_PROGRESS);
-    for (int i = 0; i < 3; i++) ck_ch_put_varint(&s.reply, 0);
-    ck_ch_put_varint(&s.reply, CK_CH_SERVER_END_OF_STREAM);
+    ck_buf_put_uvarint(&s.reply, CK_CH_SERVER_PROGRESS);
+    for (int i = 0; i < 3; i++) ck_buf_put_uvarint(&s.reply, 0);
+    ck_buf_put_uvarint(&s.reply, CK_CH_SERVER_END_OF_STREAM);
     ck_ch_conf_t conf = CONF;
     conf.compress = comp;
     ck_ch_client_t *c = NULL;
@@ -405,7 +405,7 @@ static void test_connection_lost_or_silent_mid_insert(void **state) {
     ck_ch_block_t hdr;
     ck_ch_block_init(&hdr);
     ck_ch_block_add_col(&hdr, "id", "Int64", NULL);
-    ck_ch_put_varint(&s.reply, CK_CH_SERVER_DATA);
+    ck_buf_put_uvarint(&s.reply, CK_CH_SERVER_DATA);
     ck_ch_put_cstr(&s.reply, "");
     ck_ch_block_write(&hdr, 54412, &s.reply);
     s.read_error = failures[k];

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/hash.h"
 #include "connectors/clickhouse/ch_proto.h"
 
@@ -309,7 +310,7 @@ void ck_ch_col_put_null(ck_ch_col_t *col) {
 void ck_ch_col_put_bits(ck_ch_col_t *col, uint64_t bits) {
   size_t w = ck_ch_type_width(&col->type);
   ck_assert(w >= 1 && w <= 8);
-  ck_ch_put_le(&col->data, bits, (int)w);
+  ck_buf_put_le_n(&col->data, bits, (int)w);
   put_notnull(col);
 }
 
@@ -322,14 +323,14 @@ void ck_ch_col_put_wide(ck_ch_col_t *col, const void *le, size_t n) {
 void ck_ch_col_put_f32(ck_ch_col_t *col, float v) {
   uint32_t bits;
   memcpy(&bits, &v, 4);
-  ck_ch_put_le(&col->data, bits, 4);
+  ck_buf_put_le_n(&col->data, bits, 4);
   put_notnull(col);
 }
 
 void ck_ch_col_put_f64(ck_ch_col_t *col, double v) {
   uint64_t bits;
   memcpy(&bits, &v, 8);
-  ck_ch_put_le(&col->data, bits, 8);
+  ck_buf_put_le_n(&col->data, bits, 8);
   put_notnull(col);
 }
 
@@ -374,7 +375,7 @@ const char *ck_ch_col_str(const ck_ch_col_t *col, size_t i, size_t *len) {
 
 int64_t ck_ch_col_int(const ck_ch_col_t *col, size_t i) {
   size_t w = ck_ch_type_width(&col->type);
-  uint64_t v = ck_ch_get_le(ck_ch_col_fixed(col, i), (int)w);
+  uint64_t v = ck_get_le_n(ck_ch_col_fixed(col, i), (int)w);
   bool sign = ck_ch_type_is_signed(col->type.base) || col->type.base == CK_CH_ENUM8 ||
               col->type.base == CK_CH_ENUM16 || col->type.base == CK_CH_DATETIME64 ||
               col->type.base == CK_CH_DECIMAL;
@@ -386,9 +387,7 @@ __int128 ck_ch_col_i128(const ck_ch_col_t *col, size_t i) {
   size_t w = ck_ch_type_width(&col->type);
   if (w <= 8) return (__int128)ck_ch_col_int(col, i);
   const uint8_t *p = ck_ch_col_fixed(col, i);
-  unsigned __int128 v = 0;
-  for (int k = 15; k >= 0; k--) v = (v << 8) | p[k];
-  return (__int128)v;
+  return (__int128)((unsigned __int128)ck_get_le64(p + 8) << 64 | ck_get_le64(p));
 }
 
 /* ---- serialisation ---- */
@@ -401,12 +400,8 @@ static void write_plain(const ck_ch_col_t *col, ck_buf_t *out) {
     const uint64_t *offs = (const uint64_t *)(const void *)col->offs.data;
     uint64_t prev = 0;
     for (size_t i = 0; i < col->rows; i++) {
-      uint64_t n = offs[i] - prev, v = n;
-      while (v >= 0x80) {
-        *p++ = (char)(v | 0x80);
-        v >>= 7;
-      }
-      *p++ = (char)v;
+      uint64_t n = offs[i] - prev;
+      p += ck_uvarint_put(p, n);
       memcpy(p, col->data.data + prev, n);
       p += n;
       prev = offs[i];
@@ -419,7 +414,7 @@ static void write_plain(const ck_ch_col_t *col, ck_buf_t *out) {
 }
 
 static void write_lowcard(const ck_ch_col_t *col, ck_buf_t *out) {
-  ck_ch_put_le(out, 1, 8); /* key version: shared dictionaries with additional keys */
+  ck_buf_put_le_n(out, 1, 8); /* key version: shared dictionaries with additional keys */
   ck_hmap_t map;
   ck_hmap_init(&map);
   /* keys in index order, as row numbers of their first occurrence (SIZE_MAX: the NULL key) */
@@ -444,8 +439,8 @@ static void write_lowcard(const ck_ch_col_t *col, ck_buf_t *out) {
   }
   int itype = nkeys <= 0x100 ? 0 : nkeys <= 0x10000 ? 1 : 2;
   int iw = 1 << itype;
-  ck_ch_put_le(out, (uint64_t)itype | (1u << 9), 8); /* has additional keys */
-  ck_ch_put_le(out, nkeys, 8);
+  ck_buf_put_le_n(out, (uint64_t)itype | (1u << 9), 8); /* has additional keys */
+  ck_buf_put_le_n(out, nkeys, 8);
   size_t w = ck_ch_type_width(&col->type);
   for (size_t k = 0; k < nkeys; k++) {
     size_t n = 0;
@@ -460,8 +455,8 @@ static void write_lowcard(const ck_ch_col_t *col, ck_buf_t *out) {
       ck_buf_append(out, s, n);
     }
   }
-  ck_ch_put_le(out, col->rows, 8);
-  for (size_t i = 0; i < col->rows; i++) ck_ch_put_le(out, index[i], iw);
+  ck_buf_put_le_n(out, col->rows, 8);
+  for (size_t i = 0; i < col->rows; i++) ck_buf_put_le_n(out, index[i], iw);
   ck_free(index);
   ck_free(key_rows);
   ck_hmap_fini(&map);
@@ -469,19 +464,19 @@ static void write_lowcard(const ck_ch_col_t *col, ck_buf_t *out) {
 
 void ck_ch_block_write(const ck_ch_block_t *block, int revision, ck_buf_t *out) {
   if (revision >= CK_CH_REV_BLOCK_INFO) {
-    ck_ch_put_varint(out, 1);
-    ck_ch_put_u8(out, block->is_overflows);
-    ck_ch_put_varint(out, 2);
-    ck_ch_put_le(out, (uint32_t)block->bucket_num, 4);
-    ck_ch_put_varint(out, 0);
+    ck_buf_put_uvarint(out, 1);
+    ck_buf_put_u8(out, block->is_overflows);
+    ck_buf_put_uvarint(out, 2);
+    ck_buf_put_le_n(out, (uint32_t)block->bucket_num, 4);
+    ck_buf_put_uvarint(out, 0);
   }
-  ck_ch_put_varint(out, (uint64_t)block->ncols);
-  ck_ch_put_varint(out, block->rows);
+  ck_buf_put_uvarint(out, (uint64_t)block->ncols);
+  ck_buf_put_uvarint(out, block->rows);
   for (int i = 0; i < block->ncols; i++) {
     const ck_ch_col_t *col = &block->cols[i];
     ck_ch_put_cstr(out, col->name);
     ck_ch_put_cstr(out, col->type_name);
-    if (revision >= CK_CH_REV_CUSTOM_SERIALIZATION) ck_ch_put_u8(out, 0);
+    if (revision >= CK_CH_REV_CUSTOM_SERIALIZATION) ck_buf_put_u8(out, 0);
     if (!block->rows) continue;
     ck_assert(col->rows == block->rows);
     if (col->type.lowcard) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/sock.h"
 #include "base/time.h"
 #include "connectors/clickhouse/ch_compress.h"
@@ -246,11 +247,11 @@ int ck_ch_client_open_io(ck_ch_io_t io, const ck_ch_conf_t *conf, ck_ch_client_t
   ck_buf_init(&c->out);
   ck_ch_block_init(&c->header);
   /* Hello: the password goes here and nowhere else */
-  ck_ch_put_varint(&c->out, CK_CH_CLIENT_HELLO);
+  ck_buf_put_uvarint(&c->out, CK_CH_CLIENT_HELLO);
   ck_ch_put_cstr(&c->out, CK_CH_CLIENT_NAME);
-  ck_ch_put_varint(&c->out, CK_CH_CLIENT_MAJOR);
-  ck_ch_put_varint(&c->out, CK_CH_CLIENT_MINOR);
-  ck_ch_put_varint(&c->out, CK_CH_CLIENT_REVISION);
+  ck_buf_put_uvarint(&c->out, CK_CH_CLIENT_MAJOR);
+  ck_buf_put_uvarint(&c->out, CK_CH_CLIENT_MINOR);
+  ck_buf_put_uvarint(&c->out, CK_CH_CLIENT_REVISION);
   ck_ch_put_cstr(&c->out, conf->database ? conf->database : "");
   ck_ch_put_cstr(&c->out, conf->user && *conf->user ? conf->user : "default");
   ck_ch_put_cstr(&c->out, conf->password ? conf->password : "");
@@ -307,7 +308,7 @@ void ck_ch_client_free(ck_ch_client_t *c) {
 
 int ck_ch_ping(ck_ch_client_t *c, ck_error_t *err) {
   if (c->broken) return io_fail(c, err, CK_EIO, "ping");
-  ck_ch_put_varint(&c->out, CK_CH_CLIENT_PING);
+  ck_buf_put_uvarint(&c->out, CK_CH_CLIENT_PING);
   int rc = flush_out(c, "ping", err);
   const ck_ch_packet_t *p;
   while (!rc && !(rc = recv_packet(c, &p, "ping", err))) {
@@ -321,34 +322,34 @@ int ck_ch_ping(ck_ch_client_t *c, ck_error_t *err) {
 
 static void put_client_info(ck_ch_client_t *c, ck_buf_t *o) {
   int rev = c->revision;
-  ck_ch_put_u8(o, CK_CH_QUERY_KIND_INITIAL);
+  ck_buf_put_u8(o, CK_CH_QUERY_KIND_INITIAL);
   ck_ch_put_cstr(o, "");          /* initial user */
   ck_ch_put_cstr(o, "");          /* initial query id */
   ck_ch_put_cstr(o, "0.0.0.0:0"); /* initial address */
-  if (rev >= CK_CH_REV_INITIAL_QUERY_START_TIME) ck_ch_put_le(o, (uint64_t)ck_wall_ms() * 1000, 8);
-  ck_ch_put_u8(o, CK_CH_INTERFACE_TCP);
+  if (rev >= CK_CH_REV_INITIAL_QUERY_START_TIME) ck_buf_put_le_n(o, (uint64_t)ck_wall_ms() * 1000, 8);
+  ck_buf_put_u8(o, CK_CH_INTERFACE_TCP);
   const char *os_user = getenv("USER");
   ck_ch_put_cstr(o, os_user ? os_user : "");
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   ck_ch_put_cstr(o, host);
   ck_ch_put_cstr(o, CK_CH_CLIENT_NAME);
-  ck_ch_put_varint(o, CK_CH_CLIENT_MAJOR);
-  ck_ch_put_varint(o, CK_CH_CLIENT_MINOR);
-  ck_ch_put_varint(o, CK_CH_CLIENT_REVISION);
+  ck_buf_put_uvarint(o, CK_CH_CLIENT_MAJOR);
+  ck_buf_put_uvarint(o, CK_CH_CLIENT_MINOR);
+  ck_buf_put_uvarint(o, CK_CH_CLIENT_REVISION);
   if (rev >= CK_CH_REV_QUOTA_KEY_IN_CLIENT_INFO) ck_ch_put_cstr(o, "");
-  if (rev >= CK_CH_REV_DISTRIBUTED_DEPTH) ck_ch_put_varint(o, 0);
-  if (rev >= CK_CH_REV_VERSION_PATCH) ck_ch_put_varint(o, CK_CH_CLIENT_PATCH);
-  if (rev >= CK_CH_REV_OPENTELEMETRY) ck_ch_put_u8(o, 0);
+  if (rev >= CK_CH_REV_DISTRIBUTED_DEPTH) ck_buf_put_uvarint(o, 0);
+  if (rev >= CK_CH_REV_VERSION_PATCH) ck_buf_put_uvarint(o, CK_CH_CLIENT_PATCH);
+  if (rev >= CK_CH_REV_OPENTELEMETRY) ck_buf_put_u8(o, 0);
   if (rev >= CK_CH_REV_PARALLEL_REPLICAS) {
-    ck_ch_put_varint(o, 0); /* collaborate with initiator */
-    ck_ch_put_varint(o, 0); /* count of participating replicas */
-    ck_ch_put_varint(o, 0); /* number of this replica */
+    ck_buf_put_uvarint(o, 0); /* collaborate with initiator */
+    ck_buf_put_uvarint(o, 0); /* count of participating replicas */
+    ck_buf_put_uvarint(o, 0); /* number of this replica */
   }
 }
 
 static void put_data_block(ck_ch_client_t *c, const ck_ch_block_t *block) {
-  ck_ch_put_varint(&c->out, CK_CH_CLIENT_DATA);
+  ck_buf_put_uvarint(&c->out, CK_CH_CLIENT_DATA);
   ck_ch_put_cstr(&c->out, "");
   if (!c->compress) {
     ck_ch_block_write(block, c->revision, &c->out);
@@ -363,24 +364,24 @@ static int send_query(ck_ch_client_t *c, const char *sql, const ck_ch_setting_t 
                       int nsettings, ck_error_t *err) {
   if (c->broken) return io_fail(c, err, CK_EIO, "send a query to");
   ck_buf_t *o = &c->out;
-  ck_ch_put_varint(o, CK_CH_CLIENT_QUERY);
+  ck_buf_put_uvarint(o, CK_CH_CLIENT_QUERY);
   ck_ch_put_cstr(o, ""); /* query id: the server makes one */
   if (c->revision >= CK_CH_REV_CLIENT_INFO) put_client_info(c, o);
   for (int i = 0; i < nsettings; i++) {
     ck_ch_put_cstr(o, settings[i].name);
     if (c->revision >= CK_CH_REV_SETTINGS_AS_STRINGS) {
-      ck_ch_put_varint(o, settings[i].important ? 1 : 0);
+      ck_buf_put_uvarint(o, settings[i].important ? 1 : 0);
       ck_ch_put_cstr(o, settings[i].value);
     } else if (settings[i].kind == CK_CH_SETTING_UINT) {
-      ck_ch_put_varint(o, strtoull(settings[i].value, NULL, 10));
+      ck_buf_put_uvarint(o, strtoull(settings[i].value, NULL, 10));
     } else {
       ck_ch_put_cstr(o, settings[i].value);
     }
   }
   ck_ch_put_cstr(o, ""); /* end of settings */
   if (c->revision >= CK_CH_REV_INTERSERVER_SECRET) ck_ch_put_cstr(o, "");
-  ck_ch_put_varint(o, CK_CH_STAGE_COMPLETE);
-  ck_ch_put_varint(o, c->compress ? 1 : 0);
+  ck_buf_put_uvarint(o, CK_CH_STAGE_COMPLETE);
+  ck_buf_put_uvarint(o, c->compress ? 1 : 0);
   ck_ch_put_cstr(o, sql);
   if (c->revision >= CK_CH_REV_PARAMETERS) ck_ch_put_cstr(o, ""); /* no parameters */
   /* no external tables: one empty block */

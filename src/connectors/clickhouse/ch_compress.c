@@ -8,15 +8,14 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "connectors/clickhouse/ch_proto.h"
 #include "connectors/clickhouse/cityhash.h"
 
 static void put_checksum(uint8_t *dst, const uint8_t *frame, size_t len) {
   ck_city128_t h = ck_cityhash128(frame, len);
-  for (int i = 0; i < 8; i++) {
-    dst[i] = (uint8_t)(h.first >> (8 * i));
-    dst[8 + i] = (uint8_t)(h.second >> (8 * i));
-  }
+  ck_put_le64(dst, h.first);
+  ck_put_le64(dst + 8, h.second);
 }
 
 void ck_ch_compress(const void *data, size_t len, int method, ck_buf_t *out) {
@@ -38,10 +37,8 @@ void ck_ch_compress(const void *data, size_t len, int method, ck_buf_t *out) {
     }
     uint32_t csize = (uint32_t)(payload + CK_CH_FRAME_HEADER), usize = (uint32_t)chunk;
     hdr[0] = (uint8_t)method;
-    for (int i = 0; i < 4; i++) {
-      hdr[1 + i] = (uint8_t)(csize >> (8 * i));
-      hdr[5 + i] = (uint8_t)(usize >> (8 * i));
-    }
+    ck_put_le32(hdr + 1, csize);
+    ck_put_le32(hdr + 5, usize);
     put_checksum(frame, hdr, csize);
     out->len += CK_CH_FRAME_CHECKSUM + csize;
     out->data[out->len] = 0;
@@ -55,8 +52,8 @@ int ck_ch_frame_decode(const uint8_t *p, size_t avail, size_t max_out, ck_buf_t 
   *need = CK_CH_FRAME_CHECKSUM + CK_CH_FRAME_HEADER;
   if (avail < *need) return 1;
   const uint8_t *hdr = p + CK_CH_FRAME_CHECKSUM;
-  uint32_t csize = (uint32_t)ck_ch_get_le(hdr + 1, 4);
-  uint32_t usize = (uint32_t)ck_ch_get_le(hdr + 5, 4);
+  uint32_t csize = ck_get_le32(hdr + 1);
+  uint32_t usize = ck_get_le32(hdr + 5);
   int method = hdr[0];
   if (method != CK_CH_METHOD_LZ4 && method != CK_CH_METHOD_ZSTD && method != CK_CH_METHOD_NONE) {
     return ck_error_set(err, CK_EPROTO, "unknown compression method 0x%02x in a compressed frame",
@@ -76,12 +73,7 @@ int ck_ch_frame_decode(const uint8_t *p, size_t avail, size_t max_out, ck_buf_t 
   *need = CK_CH_FRAME_CHECKSUM + (size_t)csize;
   if (avail < *need) return 1;
   ck_city128_t h = ck_cityhash128(hdr, csize);
-  uint8_t want[16];
-  for (int i = 0; i < 8; i++) {
-    want[i] = (uint8_t)(h.first >> (8 * i));
-    want[8 + i] = (uint8_t)(h.second >> (8 * i));
-  }
-  if (memcmp(want, p, 16) != 0)
+  if (ck_get_le64(p) != h.first || ck_get_le64(p + 8) != h.second)
     return ck_error_set(err, CK_EPROTO, "checksum mismatch in a compressed frame of %u bytes "
                         "(data corrupted in transit?)", csize);
   ck_buf_reserve(out, usize);

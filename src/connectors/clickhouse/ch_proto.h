@@ -1,9 +1,9 @@
 /*
  * DESIGN: ClickHouse native TCP protocol — constants and the primitive encodings.
  *
- * Packet codes, the protocol revisions at which fields appear, and writers for the wire's
- * primitives (LEB128 unsigned varints, strings as varint length + bytes, little-endian fixed
- * integers), appending to a ck_buf_t. The revision rules: client and server each announce a
+ * Packet codes, the protocol revisions at which fields appear, and the string writer (varint
+ * length + bytes); the other primitives (LEB128 unsigned varints, little-endian fixed
+ * integers) are base/bytes.h's. The revision rules: client and server each announce a
  * revision in Hello; both then speak the smaller one, and a field introduced at revision R is
  * present only when that negotiated revision is >= R. We announce CK_CH_CLIENT_REVISION and
  * implement every rule up to it; the test server (18.16) announces 54412.
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "connectors/util.h"
+#include "base/bytes.h"
 
 /* The revision this client announces (ClickHouse 23.x's protocol, before password rules,
  * chunked packets and sparse columns, none of which this client speaks). */
@@ -101,26 +101,15 @@ enum { CK_CH_QUERY_KIND_INITIAL = 1, CK_CH_INTERFACE_TCP = 1 };
 #define CK_CH_MAX_FRAME_INPUT (1u << 20) /* bytes of a block per frame we send */
 
 /* ---- writers ---- */
-/* ClickHouse's VarUInt is the LEB128 varint every connector encodes with. */
-static inline void ck_ch_put_varint(ck_buf_t *out, uint64_t v) { ck_conn_put_uvarint(out, v); }
+/* ClickHouse's VarUInt is base/bytes.h's LEB128 varint (ck_buf_put_uvarint), its fixed
+ * integers little-endian (ck_buf_put_le_n, ck_get_le_n). A string is its varint length, then
+ * its bytes. */
 static inline void ck_ch_put_str(ck_buf_t *out, const char *s, size_t n) {
-  ck_ch_put_varint(out, n);
+  ck_buf_put_uvarint(out, n);
   ck_buf_append(out, s, n);
 }
 static inline void ck_ch_put_cstr(ck_buf_t *out, const char *s) {
   ck_ch_put_str(out, s ? s : "", s ? strlen(s) : 0);
-}
-static inline void ck_ch_put_le(ck_buf_t *out, uint64_t v, int width) {
-  char tmp[8];
-  for (int i = 0; i < width; i++) tmp[i] = (char)(v >> (8 * i));
-  ck_buf_append(out, tmp, (size_t)width);
-}
-static inline void ck_ch_put_u8(ck_buf_t *out, uint8_t v) { ck_buf_append(out, &v, 1); }
-
-static inline uint64_t ck_ch_get_le(const uint8_t *p, int width) {
-  uint64_t v = 0;
-  for (int i = width - 1; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
 }
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "connectors/clickhouse/ch_compress.h"
 #include "connectors/clickhouse/ch_proto.h"
 
@@ -151,16 +152,12 @@ static int peek_varint(ck_ch_reader_t *r, bool z, uint64_t *v, size_t *len, ck_e
   for (;;) {
     const uint8_t *p;
     size_t av = peek(r, z, &p);
-    uint64_t x = 0;
-    for (size_t i = 0; i < av && i < 10; i++) {
-      x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-      if (!(p[i] & 0x80)) {
-        *v = x;
-        *len = i + 1;
-        return 0;
-      }
+    int n = ck_uvarint_peek(p, av, v);
+    if (n > 0) {
+      *len = (size_t)n;
+      return 0;
     }
-    if (av >= 10) return proto_err(r, err, "%s", "a variable-length integer longer than 10 bytes");
+    if (n < 0) return proto_err(r, err, "%s", "a variable-length integer longer than 10 bytes");
     if (!z) return NEED;
     int rc = pull_frame(r, err);
     if (rc) return rc;
@@ -187,7 +184,7 @@ static int rd_fixed(ck_ch_reader_t *r, bool z, void *dst, size_t n, ck_error_t *
 static int rd_u64(ck_ch_reader_t *r, bool z, uint64_t *v, ck_error_t *err) {
   uint8_t b[8];
   int rc = rd_fixed(r, z, b, 8, err);
-  if (!rc) *v = ck_ch_get_le(b, 8);
+  if (!rc) *v = ck_get_le64(b);
   return rc;
 }
 
@@ -339,7 +336,7 @@ static int rd_lowcard(ck_ch_reader_t *r, bool z, ck_ch_col_t *col, ck_error_t *e
           uint64_t k = av / (size_t)iw;
           if (k > r->lc_rows - r->gdone) k = r->lc_rows - r->gdone;
           for (uint64_t i = 0; i < k; i++) {
-            uint64_t idx = ck_ch_get_le(p + i * (size_t)iw, iw);
+            uint64_t idx = ck_get_le_n(p + i * (size_t)iw, iw);
             if (idx >= r->lc_nkeys) {
               consume(r, z, (size_t)i * (size_t)iw);
               return proto_err(r, err, "%s", "a LowCardinality index past its dictionary");
@@ -408,7 +405,7 @@ static int rd_block(ck_ch_reader_t *r, bool z, ck_ch_block_t *b, ck_error_t *err
       case 3: {
         uint8_t bn[4];
         if ((rc = rd_fixed(r, z, bn, 4, err))) return rc;
-        b->bucket_num = (int32_t)(uint32_t)ck_ch_get_le(bn, 4);
+        b->bucket_num = (int32_t)ck_get_le32(bn);
         r->bstep = 1;
         break;
       }
@@ -509,7 +506,7 @@ static int rd_exception(ck_ch_reader_t *r, ck_error_t *err) {
       case 1: {
         uint8_t c[4];
         if ((rc = rd_fixed(r, false, c, 4, err))) return rc;
-        if (r->n_nested == 0) p->exc.code = (int32_t)(uint32_t)ck_ch_get_le(c, 4);
+        if (r->n_nested == 0) p->exc.code = (int32_t)ck_get_le32(c);
         r->step = 2;
         break;
       }

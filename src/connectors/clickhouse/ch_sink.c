@@ -1,6 +1,6 @@
 /*
  * DESIGN: connector='clickhouse' — a sink writing through ClickHouse's native TCP protocol
- * (ch_client.h), at least once.
+ * (ch_client.h), at least once, or exactly once on request (below).
  *
  * Columns. At plan time (check) and again at open, the sink reads the table's structure
  * (DESCRIBE TABLE) and maps each SQL column to the ClickHouse column of the same name (exact
@@ -34,7 +34,7 @@
  * the server acknowledged its block (EndOfStream after the data); prepare returns only after
  * that, so a checkpoint that completed covers every row before its barrier, and a crash after
  * it loses none. Rows after the last completed checkpoint are written again after a restore:
- * at least once (CK_GUARANTEE_AT_LEAST_ONCE; 'exactly_once' is refused by the planner).
+ * at least once, unless delivery_guarantee = 'exactly_once' asks for the stage tables below.
  * A server that has asynchronous inserts (its system.settings lists async_insert: 21.11 on) is
  * sent async_insert = 0 and wait_for_async_insert = 1 with every INSERT.
  *
@@ -106,6 +106,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/time.h"
@@ -1255,8 +1256,8 @@ static bool uuid_parse(const char *p, size_t n, uint8_t out[16]) {
     half[digits / 16] = half[digits / 16] << 4 | (uint64_t)v;
     digits++;
   }
-  for (int h = 0; h < 2; h++)
-    for (int k = 0; k < 8; k++) out[8 * h + k] = (uint8_t)(half[h] >> (8 * k));
+  ck_put_le64(out, half[0]);
+  ck_put_le64(out + 8, half[1]);
   return true;
 }
 
@@ -1317,7 +1318,8 @@ static int put_value(ck_sink_t *sink, const col_plan_t *cp, const ck_col_t *src,
       }
       uint8_t le[16];
       unsigned __int128 u = (unsigned __int128)v;
-      for (int k = 0; k < 16; k++) le[k] = (uint8_t)(u >> (8 * k));
+      ck_put_le64(le, (uint64_t)u);
+      ck_put_le64(le + 8, (uint64_t)(u >> 64));
       ck_ch_col_put_wide(dst, le, ck_ch_type_width(&cp->t));
       return 0;
     }
@@ -1570,9 +1572,9 @@ static int ch_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *
   ck_buf_putc(out, CH_STATE_VERSION);
   ck_buf_putc(out, 1);
   size_t plen = strlen(s->prefix);
-  ck_conn_put_uvarint(out, plen);
+  ck_buf_put_uvarint(out, plen);
   ck_buf_append(out, s->prefix, plen);
-  ck_conn_put_uvarint(out, (uint64_t)ckpt);
+  ck_buf_put_uvarint(out, (uint64_t)ckpt);
   ck_buf_putc(out, had ? 1 : 0);
   return 0;
 }
@@ -1609,14 +1611,14 @@ static int ch_recover(ck_sink_t *sink, int64_t ckpt, const void *state, size_t l
   if (!eos) return 0;
   p += 2;
   uint64_t plen, id;
-  if (!ck_conn_get_uvarint(&p, end, &plen) || plen >= sizeof s->prefix ||
+  if (!ck_uvarint_get(&p, end, &plen) || plen >= sizeof s->prefix ||
       plen > (uint64_t)(end - p))
     goto corrupt;
   char prefix[sizeof s->prefix];
   memcpy(prefix, p, plen);
   prefix[plen] = 0;
   p += plen;
-  if (!ck_conn_get_uvarint(&p, end, &id) || id != (uint64_t)ckpt || p + 1 != end) goto corrupt;
+  if (!ck_uvarint_get(&p, end, &id) || id != (uint64_t)ckpt || p + 1 != end) goto corrupt;
   if (strcmp(prefix, s->prefix)) {
     CK_LOG_INFO(LOG_SUB, "table '%s' subtask %d: the job's stages are named %s* since "
                 "checkpoint %lld (this run would name them %s*); keeping that name", tname(sink),

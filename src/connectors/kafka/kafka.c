@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/log.h"
 #include "base/time.h"
 #include "connectors/connectors.h"
@@ -362,12 +363,12 @@ int ck_kafka_watermarks(kafka_client_t *kc, int32_t partition, int64_t *low, int
 void ck_kafka_snap_encode(ck_buf_t *out, const char *topic, const ck_kafka_pos_t *pos, int n) {
   size_t tlen = strlen(topic);
   ck_buf_putc(out, CK_KAFKA_SNAP_VERSION);
-  ck_conn_put_uvarint(out, tlen);
+  ck_buf_put_uvarint(out, tlen);
   ck_buf_append(out, topic, tlen);
-  ck_conn_put_uvarint(out, (uint64_t)n);
+  ck_buf_put_uvarint(out, (uint64_t)n);
   for (int i = 0; i < n; i++) {
-    ck_conn_put_uvarint(out, (uint64_t)pos[i].partition);
-    ck_conn_put_uvarint(out, (uint64_t)pos[i].offset);
+    ck_buf_put_uvarint(out, (uint64_t)pos[i].partition);
+    ck_buf_put_uvarint(out, (uint64_t)pos[i].offset);
   }
 }
 
@@ -381,15 +382,15 @@ int ck_kafka_snap_decode(const void *data, size_t len, ck_str_t *topic, ck_kafka
     return ck_error_set(err, CK_ESTATE, "could not restore the kafka source position: unknown "
                         "state version %d", len ? *p : -1);
   p++;
-  if (!ck_conn_get_uvarint(&p, end, &tlen) || tlen > (uint64_t)(end - p)) goto corrupt;
+  if (!ck_uvarint_get(&p, end, &tlen) || tlen > (uint64_t)(end - p)) goto corrupt;
   topic->ptr = (const char *)p;
   topic->len = (size_t)tlen;
   p += tlen;
   /* every entry takes at least two bytes: a larger count is corrupt, not an allocation */
-  if (!ck_conn_get_uvarint(&p, end, &count) || count > (uint64_t)(end - p) / 2) goto corrupt;
+  if (!ck_uvarint_get(&p, end, &count) || count > (uint64_t)(end - p) / 2) goto corrupt;
   ck_kafka_pos_t *out = ck_calloc(count ? (size_t)count : 1, sizeof *out);
   for (uint64_t i = 0; i < count; i++) {
-    if (!ck_conn_get_uvarint(&p, end, &part) || !ck_conn_get_uvarint(&p, end, &off) ||
+    if (!ck_uvarint_get(&p, end, &part) || !ck_uvarint_get(&p, end, &off) ||
         part > INT32_MAX || off > INT64_MAX) {
       ck_free(out);
       goto corrupt;

@@ -12,7 +12,11 @@
  *   kfetch.c        clink's own fetch client (Kafka's wire protocol, on the source's thread).
  *   krecords.c      reading record batches (message format v2) in place: codecs, aborted
  *                   transactions, positions.
- *   kafka_sink.c    the at-least-once producer sink.
+ *   kafka_sink.c    the producer sink: at least once (one idempotent producer per subtask,
+ *                   flushed at every barrier), or exactly once on request (two transactional
+ *                   producers per subtask, one transaction per checkpoint interval, committed
+ *                   when the checkpoint completes).
+ *   kafka_eos.h     the exactly-once sink's identities and checkpoint state encoding.
  *
  * Threads: a kafka_client_t belongs to one subtask's thread. librdkafka's own threads call the
  * log callback only (it touches nothing but ck_log); the error and delivery callbacks run on

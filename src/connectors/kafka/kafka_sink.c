@@ -70,6 +70,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/time.h"
@@ -197,16 +198,16 @@ static void live_release(uint64_t identity, int subtask) {
 
 void ck_kafka_held_append(ck_buf_t *held, const void *key, size_t key_len, const void *val,
                           size_t val_len) {
-  ck_conn_put_uvarint(held, key ? (uint64_t)key_len + 1 : 0);
+  ck_buf_put_uvarint(held, key ? (uint64_t)key_len + 1 : 0);
   if (key) ck_buf_append(held, key, key_len);
-  ck_conn_put_uvarint(held, val ? (uint64_t)val_len + 1 : 0);
+  ck_buf_put_uvarint(held, val ? (uint64_t)val_len + 1 : 0);
   if (val) ck_buf_append(held, val, val_len);
 }
 
 /* One length-prefixed field; false when truncated. */
 static bool get_field(const uint8_t **p, const uint8_t *end, const void **data, size_t *len) {
   uint64_t n;
-  if (!ck_conn_get_uvarint(p, end, &n)) return false;
+  if (!ck_uvarint_get(p, end, &n)) return false;
   if (n == 0) {
     *data = NULL;
     *len = 0;
@@ -229,15 +230,13 @@ void ck_kafka_txn_state_encode(ck_buf_t *out, const ck_kafka_txn_state_t *st,
                                const ck_buf_t *held_msgs) {
   ck_buf_putc(out, CK_KAFKA_SINK_STATE_VERSION);
   ck_buf_putc(out, CK_KAFKA_SINK_MODE_EOS);
-  uint8_t id[8];
-  for (int i = 0; i < 8; i++) id[i] = (uint8_t)(st->identity >> (8 * i));
-  ck_buf_append(out, id, 8);
-  ck_conn_put_uvarint(out, (uint64_t)st->ckpt);
+  ck_buf_put_le64(out, st->identity);
+  ck_buf_put_uvarint(out, (uint64_t)st->ckpt);
   ck_buf_putc(out, (char)st->slot);
-  ck_conn_put_uvarint(out, (uint64_t)st->prev);
+  ck_buf_put_uvarint(out, (uint64_t)st->prev);
   ck_buf_putc(out, st->held ? 1 : 0);
   if (st->held) {
-    ck_conn_put_uvarint(out, st->nheld);
+    ck_buf_put_uvarint(out, st->nheld);
     if (held_msgs && held_msgs->len) ck_buf_append(out, held_msgs->data, held_msgs->len);
   }
 }
@@ -254,21 +253,19 @@ int ck_kafka_txn_state_decode(const void *data, size_t len, ck_kafka_txn_state_t
                         "it was not written by an exactly-once sink");
   p += 2;
   uint64_t ckpt, prev, count;
-  if (end - p < 8) goto corrupt;
-  for (int i = 0; i < 8; i++) st->identity |= (uint64_t)p[i] << (8 * i);
-  p += 8;
-  if (!ck_conn_get_uvarint(&p, end, &ckpt) || ckpt > INT64_MAX || p >= end) goto corrupt;
+  if (!ck_take_le64(&p, end, &st->identity)) goto corrupt;
+  if (!ck_uvarint_get(&p, end, &ckpt) || ckpt > INT64_MAX || p >= end) goto corrupt;
   st->ckpt = (int64_t)ckpt;
   st->slot = *p++;
   if (st->slot >= CK_KAFKA_TXN_SLOTS) goto corrupt;
-  if (!ck_conn_get_uvarint(&p, end, &prev) || prev > INT64_MAX || p >= end) goto corrupt;
+  if (!ck_uvarint_get(&p, end, &prev) || prev > INT64_MAX || p >= end) goto corrupt;
   st->prev = (int64_t)prev;
   uint8_t held = *p++;
   if (held > 1) goto corrupt;
   st->held = held;
   if (held) {
     /* every message takes at least two bytes: a larger count is corrupt */
-    if (!ck_conn_get_uvarint(&p, end, &count) || count > (uint64_t)(end - p) / 2) goto corrupt;
+    if (!ck_uvarint_get(&p, end, &count) || count > (uint64_t)(end - p) / 2) goto corrupt;
     st->nheld = count;
     st->msgs = p;
     st->msgs_len = (size_t)(end - p);

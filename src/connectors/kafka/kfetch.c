@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/sock.h"
@@ -114,20 +115,11 @@ struct ck_kfetch {
 
 /* ============================================================ encoding ====== */
 
-static void put_i8(ck_buf_t *b, int8_t v) { ck_buf_putc(b, (char)v); }
-static void put_i16(ck_buf_t *b, int16_t v) {
-  uint8_t x[2] = {(uint8_t)((uint16_t)v >> 8), (uint8_t)v};
-  ck_buf_append(b, x, 2);
-}
-static void put_i32(ck_buf_t *b, int32_t v) {
-  uint32_t u = (uint32_t)v;
-  uint8_t x[4] = {(uint8_t)(u >> 24), (uint8_t)(u >> 16), (uint8_t)(u >> 8), (uint8_t)u};
-  ck_buf_append(b, x, 4);
-}
-static void put_i64(ck_buf_t *b, int64_t v) {
-  put_i32(b, (int32_t)((uint64_t)v >> 32));
-  put_i32(b, (int32_t)(uint32_t)(uint64_t)v);
-}
+/* Kafka's signed big-endian fields, through base/bytes.h */
+static void put_i8(ck_buf_t *b, int8_t v) { ck_buf_put_u8(b, (uint8_t)v); }
+static void put_i16(ck_buf_t *b, int16_t v) { ck_buf_put_be16(b, (uint16_t)v); }
+static void put_i32(ck_buf_t *b, int32_t v) { ck_buf_put_be32(b, (uint32_t)v); }
+static void put_i64(ck_buf_t *b, int64_t v) { ck_buf_put_be64(b, (uint64_t)v); }
 static void put_str(ck_buf_t *b, const char *s) {
   size_t n = strlen(s);
   put_i16(b, (int16_t)n);
@@ -145,50 +137,22 @@ static void req_begin(ck_kfetch_t *f, ck_buf_t *b, int16_t api, int16_t ver, int
 }
 
 static void req_end(ck_buf_t *b) {
-  uint32_t n = (uint32_t)(b->len - 4);
-  uint8_t *p = (uint8_t *)b->data;
-  p[0] = (uint8_t)(n >> 24), p[1] = (uint8_t)(n >> 16), p[2] = (uint8_t)(n >> 8), p[3] = (uint8_t)n;
+  ck_put_be32(b->data, (uint32_t)(b->len - 4));
 }
 
 /* ============================================================ decoding ====== */
 
-typedef struct rd {
-  const uint8_t *p, *end;
-  bool bad;
-} rd_t;
+typedef ck_rd_t rd_t; /* {p, end, bad}: a short read sets bad, sticky (base/bytes.h) */
 
-static bool need(rd_t *r, size_t n) {
-  if (r->bad || (size_t)(r->end - r->p) < n) {
-    r->bad = true;
-    return false;
-  }
-  return true;
-}
-static int16_t get_i16(rd_t *r) {
-  if (!need(r, 2)) return 0;
-  int16_t v = (int16_t)ck_kbe16(r->p);
-  r->p += 2;
-  return v;
-}
-static int32_t get_i32(rd_t *r) {
-  if (!need(r, 4)) return 0;
-  uint32_t v = ck_kbe32(r->p);
-  r->p += 4;
-  return (int32_t)v;
-}
-static int64_t get_i64(rd_t *r) {
-  uint64_t hi = (uint32_t)get_i32(r), lo = (uint32_t)get_i32(r);
-  return (int64_t)(hi << 32 | lo);
-}
-static int8_t get_i8(rd_t *r) {
-  if (!need(r, 1)) return 0;
-  return (int8_t)*r->p++;
-}
+static int16_t get_i16(rd_t *r) { return (int16_t)ck_rd_be16(r); }
+static int32_t get_i32(rd_t *r) { return (int32_t)ck_rd_be32(r); }
+static int64_t get_i64(rd_t *r) { return (int64_t)ck_rd_be64(r); }
+static int8_t get_i8(rd_t *r) { return (int8_t)ck_rd_u8(r); }
 /* A STRING or NULLABLE_STRING (NULL ptr for null). */
 static ck_str_t get_str(rd_t *r) {
   int16_t n = get_i16(r);
   ck_str_t s = {NULL, 0};
-  if (n < 0 || !need(r, (size_t)n)) return s;
+  if (n < 0 || !ck_rd_need(r, (size_t)n)) return s;
   s.ptr = (const char *)r->p;
   s.len = (size_t)n;
   r->p += n;
@@ -204,7 +168,7 @@ static int32_t get_count(rd_t *r, size_t min_elem) { /* an ARRAY's count, checke
   return n;
 }
 static void skip(rd_t *r, size_t n) {
-  if (need(r, n)) r->p += n;
+  if (ck_rd_need(r, n)) r->p += n;
 }
 
 /* ============================================================= responses ====== */
@@ -280,7 +244,7 @@ static int rpc(ck_kfetch_t *f, int fd, const ck_buf_t *req, int32_t corr, char *
   uint8_t h[4];
   if ((rc = ck_sock_read_all(fd, h, 4, deadline, NULL)))
     return io_failed(rc, "waiting for the broker's answer", why, n);
-  uint32_t size = ck_kbe32(h);
+  uint32_t size = ck_get_be32(h);
   if (size < 4 || size > KFETCH_MAX_RESPONSE) {
     snprintf(why, n, "the broker answered with a frame of %u bytes", size);
     return -1;
@@ -917,7 +881,7 @@ static void on_fetch(ck_kfetch_t *f, kbroker_t *b) {
       /* No complete batch: either the first one is cut short (ask for more next time), or it
        * cannot be read at all (an old message format, a corrupt length), which the source's
        * iterator reports with the offset, so that set is handed over as it is. */
-      uint32_t blen = rlen >= 17 ? ck_kbe32(rec + 8) : 0;
+      uint32_t blen = rlen >= 17 ? ck_get_be32(rec + 8) : 0;
       bool unreadable = rlen >= 17 && (rec[16] != 2 || (int64_t)blen + 12 <= rlen);
       if (end <= p->pos && !unreadable) { /* only part of one batch */
         if (p->max_bytes < KFETCH_MAX_PART_BYTES) {
@@ -992,7 +956,7 @@ static void pump(ck_kfetch_t *f, kbroker_t *b) {
     }
     b->hdr_got += (int)n;
     if (b->hdr_got < 4) continue;
-    uint32_t size = ck_kbe32(b->hdr);
+    uint32_t size = ck_get_be32(b->hdr);
     if (size < 4 || size > KFETCH_MAX_RESPONSE) {
       broker_lost(f, b, "the broker sent a frame of an impossible size");
       return;

@@ -49,15 +49,6 @@
 #include "base/buf.h"
 #include "base/error.h"
 
-/* Big-endian integers, as Kafka writes them (also used by kfetch.c). */
-static inline uint16_t ck_kbe16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline uint32_t ck_kbe32(const uint8_t *p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-static inline uint64_t ck_kbe64(const uint8_t *p) {
-  return (uint64_t)ck_kbe32(p) << 32 | ck_kbe32(p + 4);
-}
-
 /* The fixed part of a v2 batch, baseOffset through record count. */
 #define CK_KBATCH_HEADER 61
 
