@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/redact.h"
 #include "runtime/plan.h"
 
@@ -23,19 +24,13 @@
 
 /* ================================================================ encoding */
 
-static void put_u8(ck_buf_t *b, uint8_t v) { ck_buf_append(b, &v, 1); }
+static void put_u8(ck_buf_t *b, uint8_t v) { ck_buf_put_u8(b, v); }
 
-static void put_u32(ck_buf_t *b, uint32_t v) {
-  uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-  ck_buf_append(b, x, 4);
-}
+static void put_u32(ck_buf_t *b, uint32_t v) { ck_buf_put_le32(b, v); }
 
 static void put_i32(ck_buf_t *b, int v) { put_u32(b, (uint32_t)v); }
 
-static void put_u64(ck_buf_t *b, uint64_t v) {
-  put_u32(b, (uint32_t)v);
-  put_u32(b, (uint32_t)(v >> 32));
-}
+static void put_u64(ck_buf_t *b, uint64_t v) { ck_buf_put_le64(b, v); }
 
 static void put_i64(ck_buf_t *b, int64_t v) { put_u64(b, (uint64_t)v); }
 
@@ -277,15 +272,14 @@ static uint8_t get_u8(rd_t *r) {
 
 static uint32_t get_u32(rd_t *r) {
   const uint8_t *p = take(r, 4);
-  return p ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
-           : 0;
+  return p ? ck_get_le32(p) : 0;
 }
 
 static int get_i32(rd_t *r) { return (int)(int32_t)get_u32(r); }
 
 static uint64_t get_u64(rd_t *r) {
-  uint64_t lo = get_u32(r);
-  return lo | (uint64_t)get_u32(r) << 32;
+  const uint8_t *p = take(r, 8);
+  return p ? ck_get_le64(p) : 0;
 }
 
 static int64_t get_i64(rd_t *r) { return (int64_t)get_u64(r); }
