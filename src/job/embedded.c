@@ -14,6 +14,7 @@
 #include "job/job.h"
 #include "job/local.h"
 #include "runtime/exec.h"
+#include "runtime/plan.h"
 #include "sql/parser.h"
 #include "sql/planner.h"
 
@@ -50,7 +51,7 @@ int ck_job_embedded_run(const ck_job_embedded_t *o, ck_buf_t *errors) {
     ck_sql_render_error(o->sql, o->filename, &err, errors);
     goto out;
   }
-  ck_graph_describe(graph, &desc);
+  ck_plan_identity(graph, &desc); /* the fingerprint the cluster uses too, credentials masked */
 
   ck_job_local_t local = {.graph = graph, .progress_ms = o->progress_ms};
   local.eopts.job_name = o->filename;
