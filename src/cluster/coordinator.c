@@ -35,6 +35,7 @@
 #include "base/time.h"
 #include "checkpoint/coord.h"
 #include "checkpoint/lineage.h"
+#include "checkpoint/trace.h"
 #include "cluster/http.h"
 #include "cluster/jobplan.h"
 #include "cluster/opmetrics.h"
@@ -274,6 +275,7 @@ static int take_ha_dir(co_t *co, ck_error_t *err) {
   int n = snprintf(num, sizeof num, "%llu\n", (unsigned long long)co->epoch);
   rc = write_durable(path, num, (size_t)n, err);
   if (rc) return rc;
+  CK_TRACE("leader", "ha_dir=%s epoch=%llu", co->o.ha_dir, (unsigned long long)co->epoch);
   CK_LOG_INFO(LOG_CO, "leader of HA directory '%s' with epoch %llu", co->o.ha_dir,
               (unsigned long long)co->epoch);
   return 0;
