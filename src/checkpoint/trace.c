@@ -37,9 +37,11 @@ static void proc_name(char *out, size_t n) {
   base = base ? base + 1 : argv0;
   const char *name = base;
   if (argv1 < buf + len && *argv1 && *argv1 != '-' && strcmp(base, "clink") == 0) name = argv1;
-  snprintf(out, n, "%s", *name ? name : "clink");
-  for (char *p = out; *p; p++)
-    if (!isalnum((unsigned char)*p) && *p != '_') *p = '_';
+  if (!*name) name = "clink";
+  size_t k = 0;
+  for (; k + 1 < n && name[k]; k++)
+    out[k] = isalnum((unsigned char)name[k]) || name[k] == '_' ? name[k] : '_';
+  out[k] = 0;
 }
 
 static void init(void) {
