@@ -187,6 +187,22 @@ def check_protocol_trace(trace_dir):
     return None if r.returncode == 0 else (r.stdout + r.stderr)
 
 
+def trace_external(ckpt_dir, what, **fields):
+    """Records in the protocol trace that the test itself changed checkpoint directory
+    ckpt_dir (what: remove_clean_finish, remove_snapshot task= ckpt=, remove_marker ckpt=), so
+    that formal/check-trace knows the directory as the next run finds it."""
+    d = os.environ.get("CLINK_PROTOCOL_TRACE_DIR")
+    if not d:
+        return
+    Path(d).mkdir(parents=True, exist_ok=True)
+    f = Path(d) / f"test-{os.getpid()}.ndjson"
+    seq = len(f.read_text().splitlines()) + 1 if f.exists() else 1
+    ev = dict(seq=seq, ts=time.time_ns(), proc=f"test-{os.getpid()}", event="external",
+              dir=f"{ckpt_dir}/v1", what=what, **fields)
+    with open(f, "a") as fh:
+        fh.write(json.dumps(ev) + "\n")
+
+
 @pytest.fixture(autouse=True)
 def protocol_trace(tmp_path, monkeypatch):
     """Every clink process a test starts writes its protocol trace (CLINK_PROTOCOL_TRACE_DIR)
