@@ -13,9 +13,10 @@
 
 3. (--trace) The protocol trace's cost when on (CLINK_PROTOCOL_TRACE_DIR, docs/protocol.md):
    the throughput job of 1. with 1-second checkpoints, and a checkpoint-bound one (1 ms
-   interval: checkpoints back to back, parallelism 2, 2M rows), each with and without the
-   trace, alternating, median of 3: CPU-seconds, wall time, checkpoints completed and the
-   time per checkpoint (wall / checkpoints), and the trace's events and bytes.
+   interval: checkpoints back to back, 16 keys, parallelism 2, 10M rows), each with and without the
+   trace, alternating, median of 5: CPU-seconds, wall time, checkpoints completed and the
+   time per checkpoint (wall / checkpoints), and the trace's events and bytes; and the cost
+   of one event off and on (bench/checkpoint/trace_emit.c, built with cc).
 
 Usage: run.py [--trace] [CLINK_BINARY]   (default build/src/cli/clink; use the release build)
 Bounded: a few minutes on 2 cores; loopback only; temporary directories are removed.
@@ -139,15 +140,36 @@ def recovery(tmp, groups):
     return dt
 
 
-def trace_cost(tmp, rounds=3):
+def trace_emit_cost(tmp):
+    """ns per CK_TRACE call, off and on (bench/checkpoint/trace_emit.c), median of 5."""
+    exe = tmp / "trace_emit"
+    subprocess.run(["cc", "-O2", f"-I{REPO / 'src'}", "-o", str(exe),
+                    str(REPO / "bench/checkpoint/trace_emit.c"),
+                    str(REPO / "src/checkpoint/trace.c"), "-lpthread"], check=True)
+    for mode, n in (("off", 5000000), ("on", 200000)):
+        env = dict(os.environ)
+        env.pop("CLINK_PROTOCOL_TRACE_DIR", None)
+        if mode == "on":
+            env["CLINK_PROTOCOL_TRACE_DIR"] = str(tmp / "emit-trace")
+        got = []
+        for _ in range(5):
+            out = subprocess.run([str(exe), str(n)], capture_output=True, text=True, env=env,
+                                 check=True).stdout
+            got.append(float(out.split()[1]))
+            shutil.rmtree(tmp / "emit-trace", ignore_errors=True)
+        print(f"  one event, trace {mode:3}: {statistics.median(got):8.1f} ns (median of 5 x {n:,})")
+
+
+def trace_cost(tmp, rounds=5):
     """The protocol trace on against off, alternating runs, median of `rounds`."""
     jobs = {
         "throughput, 1 s checkpoints": (THROUGHPUT, ["--checkpoint-interval-ms", "1000"], 5e6),
-        "checkpoint-bound, 1 ms interval, p=2": (
-            THROUGHPUT.replace("'5000000'", "'2000000'"),
-            ["--checkpoint-interval-ms", "1", "--parallelism", "2"], 2e6),
+        "checkpoint-bound, 16 keys, 1 ms interval, p=2": (
+            THROUGHPUT.replace("'5000000'", "'10000000'").replace("'200000'", "'16'"),
+            ["--checkpoint-interval-ms", "1", "--parallelism", "2"], 1e7),
     }
     print(f"protocol trace cost (alternating runs, median of {rounds}):")
+    trace_emit_cost(tmp)
     for label, (text, extra, rows) in jobs.items():
         sql = tmp / "trace.sql"
         sql.write_text(text)
