@@ -72,3 +72,61 @@ def test_rerun_rewritten_to_start_fresh_is_rejected_at_the_redeploy(job, protoco
     assert f"the model restores checkpoint {restored}" in r.stdout, r.stdout
     # the untouched traces of the same run are accepted
     assert check_protocol_trace(protocol_trace) is None
+
+
+def rewritten(traces, name, edit):
+    """A copy of the traces with file `name`'s events replaced by edit(events)."""
+    out = {n: [dict(e) for e in evs] for n, evs in traces.items()}
+    out[name] = edit(out[name])
+    return out
+
+
+def check(tmp_path, label, traces):
+    d = tmp_path / label
+    write(d, traces)
+    return subprocess.run([os.environ.get("CLINK_PYTHON") or "python3", str(CHECK_TRACE),
+                           str(d)], capture_output=True, text=True, timeout=120)
+
+
+def test_engine_traces_rewritten_to_each_defect_are_rejected(job, protocol_trace, tmp_path):
+    """The rules that catch the model's mutants catch the same defects in a real trace."""
+    traces, first, rerun = killed_then_rerun(job, protocol_trace)
+    evs = traces[rerun]
+    sink_task = next(e["task"] for e in evs if e["event"] == "recover" and e["sink"])
+
+    def commit_after_next_barrier(evs):  # F1: a sink prepares N+1 before it commits N
+        i = next(k for k, e in enumerate(evs) if e["event"] == "commit" and
+                 e["task"] == sink_task)
+        j = next(k for k, e in enumerate(evs) if k > i and e["event"] == "barrier" and
+                 e["task"] == sink_task)
+        n = evs[i]["ckpt"]
+        moved = [e for k, e in enumerate(evs) if i <= k < j and (k == i or (
+            e["event"] == "marker" and e["kind"] == "confirmed" and e["ckpt"] == n))]
+        rest = [e for k, e in enumerate(evs) if not any(e is m for m in moved)]
+        at = rest.index(evs[j]) + 1  # just after that barrier, with CONFIRMED-n after it
+        return rest[:at] + moved + rest[at:]
+
+    def commit_before_completed(evs):  # broadcast_before_marker
+        i = next(k for k, e in enumerate(evs) if e["event"] == "commit")
+        m = max(k for k, e in enumerate(evs[:i]) if e["event"] == "marker" and
+                e["kind"] == "completed")
+        c = evs.pop(i)
+        evs.insert(m, c)
+        return evs
+
+    def id_reused(evs):  # id_reuse: the rerun numbers from 1 again
+        base = next(e["ids_above"] for e in evs if e["event"] == "deploy")
+        for e in evs:
+            if "ckpt" in e and e["event"] != "recover" and e["ckpt"] > base:
+                e["ckpt"] -= base
+            if e["event"] == "deploy":
+                e["ids_above"] = 0
+        return evs
+
+    for label, edit, why in (
+            ("f1", commit_after_next_barrier, "before it committed checkpoint"),
+            ("early-commit", commit_before_completed, "is durable"),
+            ("id-reuse", id_reused, "numbers checkpoints above 0, below the id floor")):
+        r = check(tmp_path, label, rewritten(traces, rerun, edit))
+        assert r.returncode == 1 and why in r.stdout, f"{label}: {r.stdout}{r.stderr}"
+    assert check_protocol_trace(protocol_trace) is None
