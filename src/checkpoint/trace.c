@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int ck_trace_fd_ = -2;
+_Atomic int ck_trace_fd_ = -2;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;

@@ -21,12 +21,16 @@
 #ifndef CK_CHECKPOINT_TRACE_H
 #define CK_CHECKPOINT_TRACE_H
 
-/* -2: not looked at yet; -1: off; otherwise the trace file. Read by CK_TRACE only. */
-extern int ck_trace_fd_;
+#include <stdatomic.h>
+
+/* -2: not looked at yet; -1: off; otherwise the trace file. Read by CK_TRACE only (relaxed:
+ * a stale -2 only sends the caller through pthread_once in ck_trace_emit). */
+extern _Atomic int ck_trace_fd_;
 
 #define CK_TRACE(event, ...)                                                                \
   do {                                                                                      \
-    if (ck_trace_fd_ != -1) ck_trace_emit((event), __VA_ARGS__);                            \
+    if (atomic_load_explicit(&ck_trace_fd_, memory_order_relaxed) != -1)                    \
+      ck_trace_emit((event), __VA_ARGS__);                                                  \
   } while (0)
 
 void ck_trace_emit(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
