@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
     --only) only="$2"; shift ;;
     --quiet) quiet=1 ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "model-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
