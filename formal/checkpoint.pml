@@ -134,6 +134,7 @@ byte b_crash = CRASHES, b_fail = EXEC_FAILS, b_snap = SNAP_FAILS, b_mark = MARK_
 byte b_outage = OUTAGES, b_lose = LOSSES, b_rerun = RERUNS, b_stale = STALE;
 
 hidden byte i, k, m;      /* scratch: not part of the state */
+hidden byte bw, fr;       /* deploy's below and fresh, for its STEP line only */
 
 
 inline publish0(from, to) {
@@ -190,7 +191,7 @@ inline deploy() {
      k++
   :: else -> break
   od;
-  restore_id = 0;
+  restore_id = 0; bw = below; fr = 0;
 #ifdef no_clean_finish
   if
   :: !known ->
@@ -202,7 +203,7 @@ inline deploy() {
 #ifndef no_run_base
      run_base = m;
 #endif
-     known = 1; clean_finish = 0
+     known = 1; clean_finish = 0; fr = 1
   :: else ->
      /* the newest completed checkpoint of this lineage (below `below`) with every file */
      k = MAXID;
@@ -248,8 +249,8 @@ inline deploy() {
   od;
   first_deploy = 0;
   exec_up = 1; phase = 1; restart_due = 0;
-  printf("STEP deploy epoch=%d restore=%d ids_above=%d run_base=%d\n", epoch, restore_id,
-         ids_above, run_base)
+  printf("STEP deploy epoch=%d restore=%d ids_above=%d run_base=%d floor=%d below=%d fresh=%d\n",
+         epoch, restore_id, ids_above, run_base, m, bw, fr)
 }
 
 inline lineage_reset() {   /* oracle: a new lineage expects the whole output once more */
@@ -311,7 +312,7 @@ end:
           :: else -> break
           od;
           pos[0] = snap_pos[S(0, restore_id)] - 1; tfrom[0] = pos[0];
-          printf("STEP recover task=0 ckpt=%d\n", restore_id)
+          printf("STEP recover task=0 ckpt=%d pos=%d\n", restore_id, pos[0])
        fi }
   :: atomic { exec_up && phase == 1 && !rec[1] ->
        rec[1] = 1;
@@ -327,26 +328,26 @@ end:
        :: else ->
           pos[1] = snap_pos[S(1, restore_id)] - 1; tfrom[1] = pos[1];
 #ifdef restore_from_completed
-          printf("STEP recover task=1 ckpt=%d marker=%d trusted\n", restore_id, kmarker)
+          printf("STEP recover task=1 ckpt=%d pos=%d marker=%d trusted\n", restore_id, pos[1], kmarker)
 #else
           if
           :: kmarker >= restore_id ->
-             printf("STEP recover task=1 ckpt=%d marker=%d committed\n", restore_id, kmarker)
+             printf("STEP recover task=1 ckpt=%d pos=%d marker=%d committed\n", restore_id, pos[1], kmarker)
 #ifndef BIG_INTERVALS
           :: kmarker < restore_id && snap_prev[restore_id] <= kmarker ->
 #else
           :: kmarker < restore_id && snap_prev[restore_id] <= kmarker && false ->
 #endif
+             printf("STEP recover task=1 ckpt=%d pos=%d marker=%d redo\n", restore_id, pos[1], kmarker);
              publish1(snap_from[S(1, restore_id)], snap_pos[S(1, restore_id)] - 1);
-             kmarker = restore_id;
-             printf("STEP recover task=1 ckpt=%d redo\n", restore_id)
+             kmarker = restore_id
 #ifndef BIG_INTERVALS
           :: kmarker < restore_id && snap_prev[restore_id] > kmarker ->
 #else
           :: kmarker < restore_id ->
 #endif
 #ifdef stop_at_first_refusal
-             printf("STEP recover task=1 ckpt=%d refused, taken as committed\n", restore_id)
+             printf("STEP recover task=1 ckpt=%d pos=%d refused, taken as committed\n", restore_id, pos[1])
 #else
              printf("STEP recover task=1 ckpt=%d marker=%d rewind\n", restore_id, kmarker);
              below = restore_id;
@@ -486,6 +487,10 @@ end:
        fi;
        if
        :: last_confirmed > 0 && last_confirmed < m -> m = last_confirmed
+       :: else -> skip
+       fi;
+       if
+       :: m > 1 -> printf("STEP pruned below=%d\n", m)
        :: else -> skip
        fi;
        k = 1;

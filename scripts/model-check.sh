@@ -12,7 +12,14 @@
 #     --quiet   do not print the counterexamples of rows that are refuted as expected
 #     --keep    keep the work directory (pan sources, trails, logs)
 #
-# Last line: "model: N mutants refuted, M guarded, traces accepted K". Exit 0 when every
+# Traces (formal/check-trace, docs/protocol.md): every `pass` row's model is also simulated
+# (CK_MODEL_SIMS random runs, default 100) and each run's steps must be accepted by
+# check-trace --model; every refuted row's counterexample must get the trace verdict of the
+# table's `trace` column (rejected: the trace rules see the defect; accepted: only the
+# model's data invariants do). Engine traces: every run directory under formal/traces/accept
+# must be accepted and under formal/traces/reject rejected, and so must every directory in
+# CK_TRACE_DIRS (colon-separated, accepted), e.g. the ones CI's tests recorded.
+# Last line: "model: N mutants refuted, M guarded, traces accepted K (…)". Exit 0 when every
 # verdict is as recorded, 1 otherwise, 2 on a usage or tool error.
 # Memory: each search is capped (MEMLIM, MB) since the machine is shared; CK_MODEL_MEMLIM
 # overrides the cap (default 1024).
@@ -27,7 +34,7 @@ while [ $# -gt 0 ]; do
     --only) only="$2"; shift ;;
     --quiet) quiet=1 ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "model-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -53,7 +60,10 @@ invariant() {
 
 refuted=0 guarded=0 passed=0 bad=0
 total_start=$(date +%s)
-while IFS=$'\t' read -r name defs expect why; do
+checktrace="$here/formal/check-trace"
+sims=${CK_MODEL_SIMS:-100}
+sim_ok=0 trace_ok=0 engine_ok=0 engine_rej=0
+while IFS=$'\t' read -r name defs expect tverdict why; do
   case "$name" in ''|'#'*) continue ;; esac
   [ -n "$only" ] && [ "${name#"$only"}" = "$name" ] && continue
   if [ $large = 1 ]; then
@@ -102,9 +112,30 @@ while IFS=$'\t' read -r name defs expect why; do
   esac
   if [ -n "$incomplete" ] && [ "$got" = none ]; then ok=0; fi
   echo "$line"
-  if [ "$got" = refuted ] && { [ $ok = 0 ] || [ $quiet = 0 ]; }; then
+  lval=$(echo "$defs" | sed -n 's/.*-DL=\([0-9]*\).*/\1/p')
+  if [ "$got" = refuted ]; then
     # shellcheck disable=SC2086
     (cd "$dir" && spin -t $defs checkpoint.pml >trail.txt 2>&1)
+    tout=$("$checktrace" --model --model-L="${lval:-2}" "$dir/trail.txt")
+    case "$tout" in *rejected*) tgot=rejected ;; *) tgot=accepted ;; esac
+    echo "  trace check of the counterexample: $tgot${tout:+ ($(echo "$tout" | sed 's/^check-trace: //'))}"
+    if [ "$tverdict" != "?" ] && [ "$tverdict" != "$tgot" ]; then
+      ok=0; echo "  FAILED: formal/mutants.tsv records the trace check as $tverdict"
+    elif [ "$tverdict" = "$tgot" ]; then trace_ok=$((trace_ok + 1)); fi
+  fi
+  if [ "$expect" = pass ]; then
+    for seed in $(seq 1 "$sims"); do
+      # shellcheck disable=SC2086
+      (cd "$dir" && spin $defs -n"$seed" checkpoint.pml >"sim-$seed.txt" 2>&1)
+    done
+    if ! tout=$("$checktrace" --model-each --model-L="${lval:-2}" "$dir"/sim-*.txt); then
+      ok=0; echo "$tout" | head -6 | sed 's/^/  /'
+      echo "  FAILED: simulated runs of the model are rejected by formal/check-trace"
+    else
+      sim_ok=$((sim_ok + sims)); echo "  $sims simulated runs: every one accepted by formal/check-trace"
+    fi
+  fi
+  if [ "$got" = refuted ] && { [ $ok = 0 ] || [ $quiet = 0 ]; }; then
     what=$(sed -n 's/^spin: text of failed assertion: //p' "$dir/trail.txt" | head -1)
     echo "  counterexample ($(invariant "$what")):"
     grep -E '^ *STEP ' "$dir/trail.txt" | sed 's/^ *STEP //' | awk '{ printf "  %3d. %s\n", NR, $0 }'
@@ -121,8 +152,27 @@ while IFS=$'\t' read -r name defs expect why; do
     esac
   fi
 done <"$table"
+# engine traces: each directory is one run (its processes' files checked together)
+check_runs() { # $1: accept|reject, then directories
+  local want=$1 d out; shift
+  for d in "$@"; do
+    [ -d "$d" ] || continue
+    ls "$d"/*.ndjson >/dev/null 2>&1 || continue
+    out=$("$checktrace" "$d"); rc=$?
+    if [ "$want" = accept ] && [ $rc = 0 ]; then engine_ok=$((engine_ok + 1))
+    elif [ "$want" = reject ] && [ $rc = 1 ]; then engine_rej=$((engine_rej + 1))
+    else bad=$((bad + 1)); echo "trace $d: expected to be ${want}ed: $out"; fi
+  done
+}
+if [ -z "$only" ]; then
+  check_runs accept "$here"/formal/traces/accept/*/
+  check_runs reject "$here"/formal/traces/reject/*/
+  IFS=: read -r -a extra <<<"${CK_TRACE_DIRS:-}"
+  check_runs accept "${extra[@]}"
+  echo "engine traces: $engine_ok runs accepted, $engine_rej rejected as recorded"
+fi
 total=$(( $(date +%s) - total_start ))
 [ $keep = 1 ] && echo "work directory: $work"
-echo "model: $refuted mutants refuted, $guarded guarded, traces accepted 0 ($passed configurations hold, ${total}s)"
+echo "model: $refuted mutants refuted, $guarded guarded, traces accepted $((sim_ok + engine_ok)) ($sim_ok model simulations, $engine_ok engine runs; $trace_ok counterexamples and $engine_rej engine runs rejected as recorded; $passed configurations hold, ${total}s)"
 [ $bad = 0 ] || { echo "model: $bad verdicts differ from formal/mutants.tsv" >&2; exit 1; }
 exit 0

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "checkpoint/fault.h"
+#include "checkpoint/trace.h"
 
 void ck_ckpt_coord_init(ck_ckpt_coord_t *c, const ck_store_t *store, int ntasks, int nsinks,
                         int nsources, int64_t ids_above, int64_t restore_id,
@@ -22,6 +23,7 @@ void ck_ckpt_coord_init(ck_ckpt_coord_t *c, const ck_store_t *store, int ntasks,
   c->timeout_ms = timeout_ms > 0 ? timeout_ms : 600000;
   c->retain = retain > 0 ? retain : 3;
   c->next_at = now + c->interval_ms;
+  CK_TRACE("deploy", "dir=%s restore=%lld ids_above=%lld ntasks=%d nsinks=%d nsources=%d", store->root, (long long)restore_id, (long long)ids_above, ntasks, nsinks, nsources);
 }
 
 int64_t ck_ckpt_coord_tick(ck_ckpt_coord_t *c, int64_t now, bool *final, int64_t *wake_at) {
@@ -32,6 +34,7 @@ int64_t ck_ckpt_coord_tick(ck_ckpt_coord_t *c, int64_t now, bool *final, int64_t
                 (long long)c->pending, (long long)c->timeout_ms);
     /* an aborted final checkpoint is taken again: sources and sinks wait for one */
     if (c->pending == c->final_id) c->final_id = 0;
+    CK_TRACE("abandoned", "dir=%s ckpt=%lld", c->store->root, (long long)c->pending);
     c->pending = 0;
     c->next_at = now + c->interval_ms;
   }
@@ -57,15 +60,21 @@ int64_t ck_ckpt_coord_tick(ck_ckpt_coord_t *c, int64_t now, bool *final, int64_t
   }
   c->next_at = now + c->interval_ms;
   *wake_at = now + c->timeout_ms + 1;
+  CK_TRACE("trigger", "dir=%s ckpt=%lld final=%d", c->store->root, (long long)id, (int)*final);
   return id;
 }
 
-void ck_ckpt_coord_source_done(ck_ckpt_coord_t *c) { c->sources_at_end++; }
+void ck_ckpt_coord_source_done(ck_ckpt_coord_t *c) {
+  c->sources_at_end++;
+  CK_TRACE("sources_done", "dir=%s count=%d of=%d", c->store->root, c->sources_at_end, c->nsources);
+}
 
 int ck_ckpt_coord_ack(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
+  CK_TRACE("ack", "dir=%s ckpt=%lld pending=%lld acks=%d of=%d", c->store->root, (long long)id, (long long)c->pending, c->acks + (c->pending == id), c->ntasks);
   if (c->pending != id || ++c->acks < c->ntasks) return 0;
   ck_fault(CK_FAULT_BEFORE_COMPLETED);
   int rc = ck_store_mark(c->store, "completed", id, err);
+  if (rc) CK_TRACE("marker_failed", "dir=%s kind=completed ckpt=%lld", c->store->root, (long long)id);
   if (rc) return rc;
   ck_fault(CK_FAULT_AFTER_COMPLETED);
   c->last_completed = id;
@@ -103,6 +112,7 @@ void ck_ckpt_coord_prune(ck_ckpt_coord_t *c) {
 }
 
 int ck_ckpt_coord_committed(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
+  CK_TRACE("commit_counted", "dir=%s ckpt=%lld confirm=%lld commits=%d of=%d", c->store->root, (long long)id, (long long)c->confirm_id, c->commits + (c->confirm_id == id), c->nsinks);
   if (c->confirm_id != id || ++c->commits != c->nsinks) return 0;
   int rc = ck_store_mark(c->store, "confirmed", id, err);
   if (rc) return rc;

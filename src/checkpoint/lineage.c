@@ -12,6 +12,7 @@
 #include "base/hash.h"
 #include "checkpoint/fault.h"
 #include "checkpoint/store.h"
+#include "checkpoint/trace.h"
 
 uint64_t ck_lineage_fingerprint(const char *text) {
   return ck_hash64(text, strlen(text), 0x6a6f62ULL);
@@ -59,7 +60,8 @@ static int choose(const char *dir, const ck_store_t *st, const ck_lineage_opts_t
     ck_error_t why;
     ck_error_clear(&why);
     if (restorable(st, ids[i], fp, o->ntasks, i == 0 ? &newest : &why)) chosen = ids[i];
-    else if (i > 0)
+    else CK_TRACE("restore_skipped", "dir=%s ckpt=%lld", st->root, (long long)ids[i]);
+    if (!chosen && i > 0)
       CK_LOG_DEBUG("checkpoint", "checkpoint %lld cannot be restored either: %s",
                    (long long)ids[i], why.message);
   }
@@ -159,6 +161,7 @@ static int begin(const char *dir, const ck_lineage_opts_t *o, ck_lineage_t *out,
     if ((rc = ck_store_write(&st, "_meta/run-base", base, (size_t)n, err))) goto done;
     if ((rc = ck_store_write(&st, "_meta/fingerprint", want, strlen(want), err))) goto done;
     if (finished) ck_store_remove(&st, "_meta/clean-finish");
+    CK_TRACE("restore_point", "dir=%s restore=0 run_base=%lld floor=%lld below=%lld fresh=1 reason=%s ntasks=%d", st.root, (long long)max, (long long)max, (long long)o->below, fresh ? "fresh_flag" : !known ? "new_dir" : "clean_finish", o->ntasks);
     goto done;
   }
   ck_buf_t base;
@@ -166,7 +169,9 @@ static int begin(const char *dir, const ck_lineage_opts_t *o, ck_lineage_t *out,
   if (ck_store_read(&st, "_meta/run-base", &base, err) == 0 && base.data)
     out->run_base = strtoll(base.data, NULL, 10);
   ck_buf_fini(&base);
-  if ((rc = choose(dir, &st, o, out, err))) goto done;
+  rc = choose(dir, &st, o, out, err);
+  CK_TRACE(rc ? "restore_refused" : "restore_point", "dir=%s restore=%lld run_base=%lld floor=%lld below=%lld fresh=0 reason=resume ntasks=%d", st.root, (long long)out->restore_id, (long long)out->run_base, (long long)max, (long long)o->below, o->ntasks);
+  if (rc) goto done;
   if (out->restore_id) ck_fault(CK_FAULT_BEFORE_RESTORE);
 done:
   ck_buf_fini(&have);
@@ -179,6 +184,7 @@ int ck_lineage_clean_finish(const char *dir, ck_error_t *err) {
   int rc = ck_store_open(dir, &st, err);
   if (rc) return rc;
   rc = ck_store_write(&st, "_meta/clean-finish", "", 0, err);
+  if (!rc) CK_TRACE("clean_finish", "dir=%s", st.root);
   ck_store_close(&st);
   return rc;
 }

@@ -1,5 +1,6 @@
 /* DESIGN: see store.h. */
 #include "checkpoint/store.h"
+#include "checkpoint/trace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -154,7 +155,9 @@ int ck_store_remove(const ck_store_t *store, const char *relpath) {
 int ck_store_mark(const ck_store_t *store, const char *kind, int64_t id, ck_error_t *err) {
   char rel[128];
   snprintf(rel, sizeof rel, "_meta/%s-%lld", kind, (long long)id);
-  return ck_store_write(store, rel, "", 0, err);
+  int rc = ck_store_write(store, rel, "", 0, err);
+  if (!rc) CK_TRACE("marker", "dir=%s kind=%s ckpt=%lld", store->root, kind, (long long)id);
+  return rc;
 }
 
 bool ck_store_marked(const ck_store_t *store, const char *kind, int64_t id) {
@@ -283,6 +286,7 @@ int ck_store_prune(const ck_store_t *store, int64_t keep_from, int64_t floor, in
     int rc = ck_store_write(store, "_meta/id-floor", text, (size_t)len, err);
     if (rc) return rc;
   }
+  CK_TRACE("pruned", "dir=%s below=%lld floor=%lld", store->root, (long long)keep_from, (long long)floor);
   char rel[512];
   for (int t = 0; t < ntasks; t++) {
     char dir[4200];

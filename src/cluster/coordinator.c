@@ -34,6 +34,7 @@
 #include "base/time.h"
 #include "checkpoint/coord.h"
 #include "checkpoint/lineage.h"
+#include "checkpoint/trace.h"
 #include "cluster/http.h"
 #include "cluster/jobplan.h"
 #include "cluster/proto.h"

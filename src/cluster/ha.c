@@ -34,6 +34,7 @@
 #include "base/log.h"
 #include "base/redact.h"
 #include "checkpoint/store.h"
+#include "checkpoint/trace.h"
 #include "cluster/coordinator_int.h"
 
 #define LOG_CO "coordinator"
@@ -174,6 +175,7 @@ int ck_co_ha_take(co_t *co, ck_error_t *err) {
   int n = snprintf(num, sizeof num, "%llu\n", (unsigned long long)co->epoch);
   rc = ck_store_replace(path, num, (size_t)n, 0600, err);
   if (rc) return rc;
+  CK_TRACE("leader", "ha_dir=%s epoch=%llu", co->o.ha_dir, (unsigned long long)co->epoch);
   CK_LOG_INFO(LOG_CO, "leader of HA directory '%s' with epoch %llu", co->o.ha_dir,
               (unsigned long long)co->epoch);
   return 0;

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/thread.h"
 #include "base/time.h"
+#include "checkpoint/trace.h"
 #include "cluster/http.h"
 #include "cluster/jobplan.h"
 #include "cluster/net.h"
@@ -313,6 +314,7 @@ static void cancel_dep(dep_t *d, const char *why) {
 
 static void on_frame(wk_t *wk, ck_proto_frame_t *f) {
   if (f->epoch < wk->epoch) {
+    CK_TRACE("fenced", "frame=%s epoch=%llu newest=%llu", ck_proto_type_name(f->type), (unsigned long long)f->epoch, (unsigned long long)wk->epoch);
     CK_LOG_WARN(LOG_W, "dropped a %s frame of coordinator epoch %llu (newest seen: %llu)",
                 ck_proto_type_name(f->type), (unsigned long long)f->epoch,
                 (unsigned long long)wk->epoch);

@@ -62,6 +62,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/time.h"
+#include "checkpoint/trace.h"
 #include "connectors/connectors.h"
 #include "connectors/format.h"
 #include "connectors/sink_live.h"
@@ -869,6 +870,7 @@ static int pg_recover(ck_sink_t *sink, int64_t ckpt, const void *state, size_t l
   int committed, rolled;
   int rc = resolve(pk, ckpt, true, &committed, &rolled, err);
   if (rc) return rc;
+  CK_TRACE("sink_recover", "sink=postgres ckpt=%lld committed=%d rolled_back=%d outcome=resolved", (long long)ckpt, committed, rolled);
   if (committed || rolled)
     CK_LOG_INFO("sink.postgres", "table '%s' subtask %d recovered at checkpoint %lld: committed "
                 "%d prepared transaction%s of completed checkpoints, rolled back %d of "

@@ -48,6 +48,7 @@
 #include "checkpoint/coord.h"
 #include "checkpoint/fault.h"
 #include "checkpoint/store.h"
+#include "checkpoint/trace.h"
 #include "runtime/metrics.h"
 
 /* What a subtask receives on its channel, and from whom. The data kinds travel in band (their
@@ -552,6 +553,7 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
   ck_buf_t bufs[64];
   int n = 0, rc = maybe_commit(t, err);
   if (rc) return rc;
+  CK_TRACE("barrier", "ckpt=%lld sink=%d", (long long)id, (int)t->has_sink);
   for (int i = 0; i < t->nstages && n < 64 && !rc; i++) {
     const ck_node_t *node = stage_node(t, i);
     ck_buf_init(&bufs[n]);
@@ -563,6 +565,7 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
       kind = CK_SNAP_SINK;
       ck_fault(CK_FAULT_BEFORE_PREPARE);
       rc = t->sink.ops->prepare(&t->sink, id, &bufs[n], err);
+      if (!rc) CK_TRACE("prepare", "ckpt=%lld", (long long)id);
       if (!rc) ck_fault(CK_FAULT_AFTER_PREPARE);
     } else {
       kind = CK_SNAP_OP;
@@ -609,8 +612,10 @@ static int write_snapshot(write_job_t *job, ck_error_t *err) {
     err->retriable = true; /* the checkpoint fails; a restart rewinds to the last one */
     ck_error_detail(err, "subtask %d could not write its snapshot for checkpoint %lld", t->index,
                     (long long)job->id);
+    CK_TRACE("snapshot_failed", "dir=%s task=%d ckpt=%lld", ex->store.root, t->index, (long long)job->id);
     return rc;
   }
+  CK_TRACE("snapshot_durable", "dir=%s task=%d ckpt=%lld", ex->store.root, t->index, (long long)job->id);
   ck_fault(CK_FAULT_AFTER_SNAPSHOT_WRITE);
   return ack_checkpoint(t, job->id, err);
 }
@@ -647,6 +652,7 @@ static int maybe_commit(task_t *t, ck_error_t *err) {
   ck_fault(CK_FAULT_BEFORE_COMMIT);
   int rc = t->sink.ops->commit(&t->sink, upto, err);
   if (rc) return rc;
+  CK_TRACE("commit", "ckpt=%lld", (long long)upto);
   ck_fault(CK_FAULT_AFTER_COMMIT);
   t->committed = upto;
   struct ck_exec *ex = t->ex;
@@ -994,6 +1000,7 @@ static int run_source(task_t *t, ck_error_t *err) {
   ck_free(part_seen);
   if (!rc && ex->checkpointing) {
     /* done reading: take checkpoints until the final one, then end */
+    CK_TRACE("source_done", "read=%lld", (long long)t->source_records);
     if (ex->remote_coord) {
       ex->opts.report->source_done(ex->opts.report->ctx, t->index);
     } else {
@@ -1141,7 +1148,9 @@ static void *task_main(void *arg) {
   ck_mem_account_enter(t->ex->mem_account); /* the job's memory guard counts this thread */
   ck_error_t err;
   ck_error_clear(&err);
+  ck_trace_context(t->ex->checkpointing ? t->ex->store.root : NULL, t->index);
   int rc = open_task(t, &err);
+  if (!rc && t->ex->checkpointing) CK_TRACE("recover", "ckpt=%lld sink=%d", (long long)t->ex->opts.ckpt.restore_id, (int)t->has_sink);
   if (!rc) rc = t->has_source ? run_source(t, &err) : run_receiver(t, &err);
   if (!rc) rc = finish_task(t, &err);
   if (rc) task_fail(t, rc, &err);

@@ -174,6 +174,47 @@ def die_at(j, point):
     return r
 
 
+CHECK_TRACE = REPO / "formal/check-trace"
+
+
+def check_protocol_trace(trace_dir):
+    """formal/check-trace over every process's trace of one test: None when accepted (or
+    nothing was traced), else what it said."""
+    if not list(Path(trace_dir).glob("*.ndjson")):
+        return None
+    r = subprocess.run([os.environ.get("CLINK_PYTHON") or "python3", str(CHECK_TRACE),
+                        str(trace_dir)], capture_output=True, text=True, timeout=300)
+    return None if r.returncode == 0 else (r.stdout + r.stderr)
+
+
+def trace_external(ckpt_dir, what, **fields):
+    """Records in the protocol trace that the test itself changed checkpoint directory
+    ckpt_dir (what: remove_clean_finish, remove_snapshot task= ckpt=, remove_marker ckpt=), so
+    that formal/check-trace knows the directory as the next run finds it."""
+    d = os.environ.get("CLINK_PROTOCOL_TRACE_DIR")
+    if not d:
+        return
+    Path(d).mkdir(parents=True, exist_ok=True)
+    f = Path(d) / f"test-{os.getpid()}.ndjson"
+    seq = len(f.read_text().splitlines()) + 1 if f.exists() else 1
+    ev = dict(seq=seq, ts=time.time_ns(), proc=f"test-{os.getpid()}", event="external",
+              dir=f"{ckpt_dir}/v1", what=what, **fields)
+    with open(f, "a") as fh:
+        fh.write(json.dumps(ev) + "\n")
+
+
+@pytest.fixture(autouse=True)
+def protocol_trace(tmp_path, monkeypatch):
+    """Every clink process a test starts writes its protocol trace (CLINK_PROTOCOL_TRACE_DIR)
+    into the test's own directory; after the test, the traces of all of them are held to the
+    Spin model together (formal/check-trace, docs/protocol.md), and a rejection fails it."""
+    d = tmp_path / "protocol-trace"
+    monkeypatch.setenv("CLINK_PROTOCOL_TRACE_DIR", str(d))
+    yield d
+    why = check_protocol_trace(d)
+    assert why is None, f"the protocol trace in {d} is rejected by formal/check-trace:\n{why}"
+
+
 @pytest.fixture
 def job(tmp_path):
     return lambda **kw: Job(tmp_path, **kw)

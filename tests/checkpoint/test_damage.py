@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLINK, FAULT_EXIT, Job
+from conftest import CLINK, FAULT_EXIT, Job, trace_external
 
 EOS = ", delivery_guarantee = 'exactly_once'"
 
@@ -143,6 +143,7 @@ def test_input_changed_under_the_checkpointed_position_is_refused(tmp_path, chan
     # the state of a run killed after its final checkpoint, before it recorded the clean finish
     # (which makes the next run start over): its positions are at the end of the file
     (tmp_path / "ckpt/v1/_meta/clean-finish").unlink()
+    trace_external(tmp_path / "ckpt", "remove_clean_finish")
     data = src.read_bytes()
     if change == "truncated":
         src.write_bytes(data[:100])

@@ -23,6 +23,9 @@ _spec = importlib.util.spec_from_file_location("ckjob", REPO / "tests/checkpoint
 ckjob = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ckjob)
 
+# every process of a cluster test traces the protocol; the traces are checked together after it
+protocol_trace = ckjob.protocol_trace
+
 
 def free_port():
     with socket.socket() as s:

@@ -74,6 +74,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/time.h"
+#include "checkpoint/trace.h"
 #include "connectors/format.h"
 #include "connectors/kafka/kafka.h"
 #include "connectors/kafka/kafka_eos.h"
@@ -865,6 +866,7 @@ static int kafka_sink_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_e
       .nheld = (uint64_t)kk->nheld,
   };
   ck_kafka_txn_state_encode(out, &st, &kk->held);
+  CK_TRACE("sink_prepare", "sink=kafka ckpt=%lld prev=%lld held=%d", (long long)ckpt, (long long)st.prev, (int)st.held);
   CK_LOG_DEBUG(CK_KAFKA_LOG, "table '%s' subtask %d: checkpoint %lld: %lld record%s prepared in "
                "the transaction of '%s'%s", kk->table, kk->ctx->subtask, (long long)ckpt,
                (long long)p->records, p->records == 1 ? "" : "s", p->txn_id,
@@ -891,6 +893,7 @@ static int kafka_sink_commit(ck_sink_t *sink, int64_t ckpt, ck_error_t *err) {
     int64_t id = next->ckpt;
     if ((rc = commit_slot(kk, next, err))) return rc;
     if (id > kk->committed_ckpt) kk->committed_ckpt = id;
+    CK_TRACE("sink_commit", "sink=kafka ckpt=%lld upto=%lld", (long long)id, (long long)ckpt);
     CK_LOG_DEBUG(CK_KAFKA_LOG, "table '%s' subtask %d: checkpoint %lld committed ('%s')",
                  kk->table, kk->ctx->subtask, (long long)id, next->txn_id);
   }
@@ -1004,6 +1007,7 @@ static int kafka_sink_recover(ck_sink_t *sink, int64_t ckpt, const void *state, 
   if ((rc = eos_start(kk, false, &st.identity, err))) return rc;
   int64_t marker = 0;
   if ((rc = read_marker(kk, &marker, err))) return rc;
+  CK_TRACE("sink_recover", "sink=kafka ckpt=%lld marker=%lld prev=%lld outcome=%s", (long long)ckpt, (long long)marker, (long long)st.prev, marker >= ckpt ? "committed" : (st.prev > 0 && marker < st.prev) || !st.held ? "rewind" : "redo");
   if (marker >= ckpt) {
     if (marker > ckpt)
       CK_LOG_WARN(CK_KAFKA_LOG, "table '%s' subtask %d: restoring checkpoint %lld, but topic "
