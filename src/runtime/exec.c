@@ -454,7 +454,8 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
       rc = t->ops[i].ops->snapshot(&t->ops[i], &bufs[n], err);
     }
     sections[n] = (ck_snap_section_t){(uint32_t)node->id, kind, bufs[n].data ? bufs[n].data : "",
-                                      bufs[n].len};
+                                      bufs[n].len, node->name,
+                                      node->kind == CK_NODE_AGG ? ck_agg_snap_split : NULL};
     n++;
   }
   if (!rc) {
@@ -559,9 +560,11 @@ static int restore_task(task_t *t, ck_error_t *err) {
                       "subtask %d is missing", (long long)id, path, t->index);
   ck_snap_section_t sections[64];
   int n = 0;
+  ck_buf_t parts; /* the components' encodings, put together from the file's rows */
+  ck_buf_init(&parts);
   if (!rc)
     rc = ck_snap_decode(file.data, file.len, id, ex->opts.ckpt.fingerprint, t->index, sections,
-                        64, &n, err);
+                        64, &n, &parts, err);
   if (rc == CK_ESTATE && n == 0)
     ck_error_detail(err, "the file is '%s'; a rerun falls back to an older checkpoint when the "
                     "job's sinks allow it", path);
@@ -580,6 +583,7 @@ static int restore_task(task_t *t, ck_error_t *err) {
     }
   }
   ck_buf_fini(&file);
+  ck_buf_fini(&parts);
   t->committed = id;
   return rc;
 }
