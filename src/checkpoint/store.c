@@ -350,7 +350,8 @@ static void enc_row(enc_t *x, int group, const char *slot, const void *key, size
   ck_arrow_put_bytes(&x->batch, COL_KEY, key, klen);
   ck_arrow_put_bytes(&x->batch, COL_VALUE, value, vlen);
   ck_arrow_batch_row(&x->batch);
-  if (ck_arrow_batch_bytes(&x->batch) >= BATCH_BYTES) enc_flush(x);
+  if ((x->batch.nrows & 1023) == 0 && ck_arrow_batch_bytes(&x->batch) >= BATCH_BYTES)
+    enc_flush(x);
 }
 
 static int enc_emit(void *ctx, const ck_snap_entry_t *e, ck_error_t *err) {
@@ -375,43 +376,35 @@ static uint32_t stream_crc(const char *p, size_t len, size_t crc_at) {
   return ck_crc32c(crc, p + crc_at + 8, len - crc_at - 8);
 }
 
+/* The encoding version of a section: what its splitter says (emit NULL: the header only), or
+ * its first byte; -1 when it has none (empty). */
+static int section_version(const ck_snap_section_t *sec) {
+  if (sec->split) {
+    ck_error_t err;
+    ck_error_clear(&err);
+    int v = sec->split(sec->data, sec->len, false, NULL, NULL, &err);
+    if (v >= 0) return v;
+  }
+  return sec->len ? ((const uint8_t *)sec->data)[0] : -1;
+}
+
 void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_section_t *sections,
                     int nsections, ck_buf_t *out) {
-  ck_buf_t body, ops, versions;
-  ck_buf_init(&body);
+  /* the header (schema metadata) first: which nodes, their kinds and encoding versions */
+  ck_buf_t ops, versions;
   ck_buf_init(&ops);
   ck_buf_init(&versions);
-  enc_t x = {.body = &body};
-  ck_arrow_batch_init(&x.batch, SNAP_FIELDS, NCOLS);
   ck_buf_putc(&ops, '[');
   ck_buf_putc(&versions, '{');
   int nver = 0;
+  size_t total = 0;
   for (int i = 0; i < nsections; i++) {
     const ck_snap_section_t *sec = &sections[i];
     char fallback[32];
     snprintf(fallback, sizeof fallback, "node-%u", sec->node);
     const char *name = sec->name ? sec->name : fallback;
-    x.node = sec->node;
-    x.base = sec->data;
-    x.used = 0;
-    int version = -1;
-    if (sec->split) { /* rows of this section alone, so a failed split can be taken back */
-      enc_flush(&x);
-      size_t mark = body.len;
-      ck_error_t err;
-      ck_error_clear(&err);
-      version = sec->split(sec->data, sec->len, false, enc_emit, &x, &err);
-      if (version < 0 || x.used != sec->len) { /* not expected: keep the encoding whole */
-        body.len = mark;
-        ck_arrow_batch_reset(&x.batch);
-        version = -1;
-        x.used = 0;
-      }
-    }
-    if (!sec->split || (x.used == 0 && version < 0)) {
-      enc_row(&x, CK_SNAP_RAW, "<raw>", "", 0, sec->len ? sec->data : "", sec->len);
-      if (sec->len) version = ((const uint8_t *)sec->data)[0];
-    }
+    int version = section_version(sec);
+    total += sec->len;
     ck_buf_printf(&ops, "%s{\"op_id\":%u,\"kind\":\"%s\",\"name\":", i ? "," : "", sec->node,
                   KIND_NAMES[sec->kind <= CK_SNAP_SINK ? sec->kind : 1]);
     ck_buf_put_json_str(&ops, name, strlen(name));
@@ -424,9 +417,6 @@ void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_se
       ck_buf_puts(&ops, ",\"version\":null}");
     }
   }
-  enc_flush(&x);
-  ck_arrow_batch_fini(&x.batch);
-  ck_arrow_write_eos(&body);
   ck_buf_putc(&ops, ']');
   ck_buf_putc(&versions, '}');
   char sid[24], sfp[24], stask[16];
@@ -443,13 +433,38 @@ void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_se
       [META_CRC] = {"clink.crc32c", "00000000"},
   };
   size_t start = out->len, at[NMETA];
+  ck_buf_reserve(out, total + total * 3 / 5 + 65536); /* rows add about half (benchmarks.md) */
   ck_arrow_write_schema(out, SNAP_FIELDS, NCOLS, meta, NMETA, at);
-  ck_buf_append(out, body.data, body.len);
-  size_t crc_at = at[META_CRC] - start;
-  put_hex8(out->data + at[META_CRC], stream_crc(out->data + start, out->len - start, crc_at));
-  ck_buf_fini(&body);
   ck_buf_fini(&ops);
   ck_buf_fini(&versions);
+  /* the rows */
+  enc_t x = {.body = out};
+  ck_arrow_batch_init(&x.batch, SNAP_FIELDS, NCOLS);
+  for (int i = 0; i < nsections; i++) {
+    const ck_snap_section_t *sec = &sections[i];
+    x.node = sec->node;
+    x.base = sec->data;
+    x.used = 0;
+    bool whole = !sec->split;
+    if (sec->split) { /* rows of this section alone, so a failed split can be taken back */
+      enc_flush(&x);
+      size_t mark = out->len;
+      ck_error_t err;
+      ck_error_clear(&err);
+      int v = sec->split(sec->data, sec->len, false, enc_emit, &x, &err);
+      if (v < 0 || x.used != sec->len) { /* not expected: keep the encoding whole */
+        out->len = mark;
+        ck_arrow_batch_reset(&x.batch);
+        whole = true;
+      }
+    }
+    if (whole) enc_row(&x, CK_SNAP_RAW, "<raw>", "", 0, sec->len ? sec->data : "", sec->len);
+  }
+  enc_flush(&x);
+  ck_arrow_batch_fini(&x.batch);
+  ck_arrow_write_eos(out);
+  size_t crc_at = at[META_CRC] - start;
+  put_hex8(out->data + at[META_CRC], stream_crc(out->data + start, out->len - start, crc_at));
 }
 
 /* The header facts of a snapshot stream whose schema r holds; CK_ESTATE naming `what` (the
@@ -558,8 +573,11 @@ static int check_path(const char *path, const char *what, int64_t *id, int *task
                         got < 0 ? strerror(errno) : "it got shorter while being read");
       goto done;
     }
-    for (size_t i = 0; i < (size_t)got; i++) /* only the chunk that holds the value */
-      if (off + i >= crc_at && off + i < crc_at + 8) chunk[i] = '0';
+    if (off < crc_at + 8 && off + (size_t)got > crc_at) { /* the chunk holds (part of) it */
+      size_t from = crc_at > off ? crc_at - off : 0;
+      size_t to = crc_at + 8 - off < (size_t)got ? crc_at + 8 - off : (size_t)got;
+      memset(chunk + from, '0', to - from);
+    }
     crc = ck_crc32c(crc, chunk, (size_t)got);
     off += (size_t)got;
   }
@@ -636,9 +654,11 @@ int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprin
   size_t offs[64];
   int n = 0;
   ck_buf_reset(scratch);
+  ck_buf_reserve(scratch, len); /* the encodings are smaller than the file */
   while ((rc = ck_arrow_reader_next(&r, &perr)) == 1) {
-    for (int64_t i = 0; i < r.nrows; i++) {
+    for (int64_t i = 0, run; i < r.nrows; i = run) {
       uint32_t node = ck_arrow_get_u32(&r, COL_OP, i);
+      for (run = i + 1; run < r.nrows && ck_arrow_get_u32(&r, COL_OP, run) == node;) run++;
       if (n == 0 || sections[n - 1].node != node) {
         if (n >= max || n >= 64)
           return ck_error_set(err, CK_ESTATE, "%s has more than %d sections", what, max);
@@ -649,9 +669,12 @@ int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprin
         sections[n] = (ck_snap_section_t){.node = node, .kind = op_kind(ops, node)};
         offs[n++] = scratch->len;
       }
-      size_t vlen;
-      const uint8_t *v = ck_arrow_get_bytes(&r, COL_VALUE, i, &vlen);
-      if (vlen) ck_buf_append(scratch, v, vlen);
+      /* the values of a run of rows are contiguous in the batch: one copy */
+      const int32_t *vo = r.cols[COL_VALUE].offsets;
+      int32_t from, to;
+      memcpy(&from, vo + i, 4);
+      memcpy(&to, vo + run, 4);
+      if (to > from) ck_buf_append(scratch, r.cols[COL_VALUE].data + from, (size_t)(to - from));
     }
   }
   if (rc < 0) return ck_error_set(err, CK_ESTATE, "%s is damaged (%s)", what, perr.message);

@@ -94,8 +94,9 @@ typedef struct ck_snap_entry {
 } ck_snap_entry_t;
 
 typedef int (*ck_snap_emit_fn)(void *ctx, const ck_snap_entry_t *entry, ck_error_t *err);
-/* Cuts an encoding into entries, calling emit for each (decode: with its JSON). Returns the
- * encoding's version (>= 0), or a negative CK_E… code (CK_ESTATE when it is not one). */
+/* Cuts an encoding into entries, calling emit for each (decode: with its JSON); with emit
+ * NULL it reads the header only. Returns the encoding's version (>= 0), or a negative CK_E…
+ * code (CK_ESTATE when it is not one). */
 typedef int (*ck_snap_split_fn)(const void *data, size_t len, bool decode, ck_snap_emit_fn emit,
                                 void *ctx, ck_error_t *err);
 

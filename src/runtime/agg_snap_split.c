@@ -110,15 +110,23 @@ static const char *const WIN_NAMES[] = {"none", "tumble", "hop", "session", "cum
 
 static void json_i128(ck_buf_t *j, ck_i128 v) {
   char tmp[48];
-  int n = 0;
+  int n = (int)sizeof tmp;
   bool neg = v < 0;
   unsigned __int128 u = neg ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
-  do {
-    tmp[n++] = (char)('0' + (int)(u % 10));
-    u /= 10;
-  } while (u);
-  if (neg) ck_buf_putc(j, '-');
-  while (n) ck_buf_putc(j, tmp[--n]);
+  if (u >> 64 == 0) { /* 64-bit division: the common case, and much cheaper */
+    uint64_t w = (uint64_t)u;
+    do {
+      tmp[--n] = (char)('0' + (int)(w % 10));
+      w /= 10;
+    } while (w);
+  } else {
+    do {
+      tmp[--n] = (char)('0' + (int)(u % 10));
+      u /= 10;
+    } while (u);
+  }
+  if (neg) tmp[--n] = '-';
+  ck_buf_append(j, tmp + n, sizeof tmp - (size_t)n);
 }
 
 static void json_f64(ck_buf_t *j, double v) {
@@ -146,7 +154,7 @@ static void get_value(rdr_t *r, ck_agg_vcat_t cat, ck_type_t t, ck_buf_t *j) {
     case CK_AGG_V_INT: {
       int64_t v;
       memcpy(&v, p, 8);
-      ck_buf_printf(j, "%lld", (long long)v);
+      json_i128(j, v);
       break;
     }
     case CK_AGG_V_FLOAT: {
@@ -323,6 +331,7 @@ int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn
     rc = bad_encoding(err, "its header is truncated");
     goto done;
   }
+  if (!emit) goto done; /* the version only */
   bool windowed = sh->wkind != CK_WIN_NONE;
   ck_snap_entry_t e = {CK_SNAP_RAW, "<raw>", "", 0, data, r.off, NULL, 0};
   if (decode) {
