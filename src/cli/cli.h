@@ -64,6 +64,7 @@ CK_CLI_DECLARE(list);
 CK_CLI_DECLARE(cancel);
 CK_CLI_DECLARE(state_cat);
 CK_CLI_DECLARE(state_diff);
+CK_CLI_DECLARE(state_export);
 CK_CLI_DECLARE(checkpoint_verify);
 
 #endif

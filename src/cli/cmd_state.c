@@ -8,7 +8,9 @@
  * such sets (each a file, or a directory with an optional @N) by entry identity — op_id, slot,
  * user key and, for windows, the window; raw state by op_id and subtask — and prints each
  * added, removed or changed entry with its old and new value; exit 0 identical, 1 different,
- * 2 error. Every file's checksum is checked before anything of it is printed.
+ * 2 error. state-export writes the same entries (raw and decoded) as one Arrow IPC stream
+ * or one Parquet file (base/arrow_ipc.c, base/parquet.c). Every file's checksum is checked
+ * before anything of it is printed.
  * Threads: the main thread.
  */
 #include "cli/cmd_state.h"
@@ -22,6 +24,7 @@
 
 #include "base/alloc.h"
 #include "base/arrow_ipc.h"
+#include "base/parquet.h"
 #include "cli/cli.h"
 #include "runtime/op.h"
 
@@ -36,6 +39,7 @@ void ck_state_set_free(ck_state_set_t *set) {
     ck_free(e->slot);
     ck_free(e->user_key);
     ck_free(e->value);
+    ck_free(e->raw);
     ck_free(e->ident);
   }
   ck_free(set->e);
@@ -101,6 +105,8 @@ static int load_entry(void *ctx, const ck_snap_entry_t *en, ck_error_t *err) {
   e->slot = dup_n(en->slot, strlen(en->slot));
   e->user_key = en->key_group == CK_SNAP_RAW ? NULL : dup_n(en->key, en->key_len);
   e->value = dup_n(en->json ? en->json : "{}", en->json ? en->json_len : 2);
+  e->raw = dup_n(en->value, en->value_len);
+  e->raw_len = en->value_len;
   ck_buf_t id;
   ck_buf_init(&id);
   ck_buf_printf(&id, "%u\x1f%s\x1f", l->op, en->slot);
@@ -429,3 +435,99 @@ const ck_cli_cmd_t ck_cli_cmd_state_diff = {
     "state-diff", "compare the state of two checkpoints or snapshot files (exit 0 same, 1 different)",
     "A B   (each a snapshot file, or a checkpoint directory with an optional @N)", diff_opts,
     diff_main};
+
+/* ---------------------------------------------------------------- state-export */
+
+static const ck_cli_opt_t export_opts[] = {
+    {"from", "FILE", "one snapshot file"},
+    {"dir", "DIR", "a checkpoint directory (or its v1, or a cluster job's job-<id>/v1)"},
+    {"id", "N", "with --dir: the checkpoint (default the newest completed)"},
+    {"out", "PATH", "the file to write"},
+    {"format", "FORMAT", "arrow (an Arrow IPC stream) or parquet"},
+    {NULL, NULL, NULL},
+};
+
+enum { X_CKPT, X_TASK, X_OP, X_NAME, X_KIND, X_GROUP, X_SLOT, X_KEY, X_VALUE, X_DECODED, NX };
+static const ck_arrow_field_t EXPORT_FIELDS[NX] = {
+    {"checkpoint", CK_ARROW_INT64}, {"task", CK_ARROW_UINT32},   {"op_id", CK_ARROW_UINT32},
+    {"operator", CK_ARROW_UTF8},    {"kind", CK_ARROW_UTF8},     {"key_group", CK_ARROW_UINT16},
+    {"slot", CK_ARROW_UTF8},        {"user_key", CK_ARROW_UTF8}, {"value", CK_ARROW_BINARY},
+    {"decoded", CK_ARROW_UTF8},
+};
+#define EXPORT_ROWS 65536
+
+static int export_main(int argc, char **argv) {
+  const ck_cli_cmd_t *cmd = &ck_cli_cmd_state_export;
+  ck_cli_args_t args;
+  int rc = ck_cli_parse(cmd, argc, argv, &args);
+  if (rc) return rc < 0 ? 0 : rc;
+  const char *from = ck_cli_get(cmd, &args, "from"), *dir = ck_cli_get(cmd, &args, "dir");
+  const char *id = ck_cli_get(cmd, &args, "id"), *out = ck_cli_get(cmd, &args, "out");
+  const char *format = ck_cli_get(cmd, &args, "format");
+  if (!from == !dir || args.npositional || (id && !dir) || !out) {
+    fprintf(stderr, "clink state-export: give --out=PATH and --from=FILE, or --dir=DIR with an "
+            "optional --id=N\nusage: clink state-export %s\n", cmd->usage);
+    return 2;
+  }
+  bool parquet = format && strcmp(format, "parquet") == 0;
+  if (format && !parquet && strcmp(format, "arrow") != 0) {
+    fprintf(stderr, "clink state-export: --format must be arrow or parquet, not '%s'\n", format);
+    return 2;
+  }
+  ck_state_set_t set = {0};
+  rc = load_spec("state-export", from, dir, id, &set);
+  if (rc) {
+    ck_state_set_free(&set);
+    return rc;
+  }
+  ck_buf_t file;
+  ck_buf_init(&file);
+  char sid[24];
+  snprintf(sid, sizeof sid, "%lld", (long long)set.ckpt);
+  ck_arrow_kv_t meta[] = {{"clink.export", "state"}, {"clink.checkpoint_id", sid}};
+  ck_parquet_writer_t pw;
+  if (parquet) ck_parquet_begin(&pw, &file, EXPORT_FIELDS, NX);
+  else ck_arrow_write_schema(&file, EXPORT_FIELDS, NX, meta, 2, NULL);
+  ck_arrow_batch_t b;
+  ck_arrow_batch_init(&b, EXPORT_FIELDS, NX);
+  for (size_t i = 0; i <= set.n; i++) {
+    if (i == set.n || b.nrows == EXPORT_ROWS) {
+      if (parquet) ck_parquet_write_group(&pw, &b);
+      else if (b.nrows || set.n == 0) ck_arrow_write_batch(&file, &b);
+      ck_arrow_batch_reset(&b);
+      if (i == set.n) break;
+    }
+    const ck_state_entry_t *e = &set.e[i];
+    const char *kind = KINDS[e->kind >= 0 && e->kind <= 2 ? e->kind : 1];
+    ck_arrow_put_i64(&b, X_CKPT, e->ckpt);
+    ck_arrow_put_u32(&b, X_TASK, (uint32_t)e->task);
+    ck_arrow_put_u32(&b, X_OP, e->op);
+    ck_arrow_put_bytes(&b, X_NAME, e->op_name, strlen(e->op_name));
+    ck_arrow_put_bytes(&b, X_KIND, kind, strlen(kind));
+    ck_arrow_put_u16(&b, X_GROUP, (uint16_t)e->key_group);
+    ck_arrow_put_bytes(&b, X_SLOT, e->slot, strlen(e->slot));
+    ck_arrow_put_bytes(&b, X_KEY, e->user_key ? e->user_key : "", e->user_key ? strlen(e->user_key) : 0);
+    ck_arrow_put_bytes(&b, X_VALUE, e->raw, e->raw_len);
+    ck_arrow_put_bytes(&b, X_DECODED, e->value, strlen(e->value));
+    ck_arrow_batch_row(&b);
+  }
+  ck_arrow_batch_fini(&b);
+  if (parquet) ck_parquet_finish(&pw, meta, 2);
+  else ck_arrow_write_eos(&file);
+  FILE *f = fopen(out, "wb");
+  if (!f || fwrite(file.data, 1, file.len, f) != file.len || fclose(f) != 0) {
+    fprintf(stderr, "clink state-export: could not write '%s': %s\n", out, strerror(errno));
+    rc = 1;
+  } else {
+    fprintf(stderr, "state-export: %zu entries of checkpoint %lld written to '%s' (%s)\n", set.n,
+            (long long)set.ckpt, out, parquet ? "parquet" : "arrow");
+  }
+  ck_buf_fini(&file);
+  ck_state_set_free(&set);
+  return rc;
+}
+
+const ck_cli_cmd_t ck_cli_cmd_state_export = {
+    "state-export", "write a checkpoint's state, raw and decoded, as Arrow IPC or Parquet",
+    "--out=PATH [--format=arrow|parquet] (--from=FILE | --dir=DIR [--id=N])", export_opts,
+    export_main};

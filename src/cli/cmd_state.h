@@ -24,6 +24,8 @@ typedef struct ck_state_entry {
   char *slot;
   char *user_key;  /* JSON, or NULL for raw rows */
   char *value;     /* decoded, a JSON object */
+  char *raw;       /* the entry's bytes of the component's encoding (the file's `value`) */
+  size_t raw_len;
   char *ident;     /* what identifies the entry across checkpoints (state-diff) */
 } ck_state_entry_t;
 
