@@ -449,8 +449,13 @@ def test_parquet_writer_round_trips_random_schemas(tmp_path):
     with clink's Parquet writer, and what each must hold; pyarrow and DuckDB read them back."""
     import os
     import pyarrow.parquet as pq
-    unit = Path(CLINK).resolve().parents[2] / "tests" / "test_base_parquet"
-    assert unit.exists(), f"build the unit tests first ({unit})"
+    from conftest import REPO
+    here = Path(CLINK).resolve().parents  # <build>/src/cli/clink -> <build>/tests
+    found = [d / "tests" / "test_base_parquet" for d in
+             ([here[2]] if len(here) > 2 else []) + [REPO / "build-san", REPO / "build"]]
+    found = [u for u in found if u.exists()]
+    assert found, "build the unit tests first (test_base_parquet, beside CLINK_BIN's build)"
+    unit = found[0]
     r = subprocess.run([str(unit)], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, CK_PARQUET_FUZZ_DIR=str(tmp_path)))
     assert r.returncode == 0, r.stdout + r.stderr
