@@ -13,10 +13,10 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "base/arrow_ipc.h"
 #include "base/crc32c.h"
 
-#define SNAP_MAGIC "CKSNAP\0\1"
-#define SNAP_VERSION 1
+#define OLD_SNAP_MAGIC "CKSNAP\0\1" /* the version-1 binary layout, no longer read */
 
 static int mkdirs(char *path) {
   for (char *p = path + 1; *p; p++) {
@@ -327,139 +327,377 @@ void ck_store_path(const ck_store_t *store, const char *relpath, char *out, size
   full(store, relpath, out, n);
 }
 
-int ck_snap_check(const ck_store_t *store, int task, int64_t id, uint64_t fingerprint,
-                  ck_error_t *err) {
-  char rel[128], path[4200];
-  ck_snap_path(task, id, rel, sizeof rel);
-  full(store, rel, path, sizeof path);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    if (e == ENOENT)
-      return ck_error_set(err, CK_ESTATE, "snapshot file '%s' of subtask %d is missing", path,
-                          task);
-    return ck_error_set(err, CK_ESTATE, "could not open snapshot file '%s' of subtask %d: %s",
-                        path, task, strerror(e));
-  }
-  struct stat st;
-  int rc = 0;
-  unsigned char head[36];
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    rc = ck_error_set(err, CK_ESTATE, "snapshot file '%s' of subtask %d is not a regular file",
-                      path, task);
-    goto done;
-  }
-  size_t len = (size_t)st.st_size;
-  if (len < 36 + 4 || pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head ||
-      memcmp(head, SNAP_MAGIC, 8) != 0) {
-    rc = ck_error_set(err, CK_ESTATE, "snapshot file '%s' of subtask %d is not a clink snapshot "
-                      "(%zu bytes)", path, task, len);
-    goto done;
-  }
-  uint32_t version, t;
-  uint64_t sid, fp;
-  version = ck_get_le32(head + 8);
-  sid = ck_get_le64(head + 12);
-  fp = ck_get_le64(head + 20);
-  t = ck_get_le32(head + 28);
-  uint32_t crc = 0;
-  uint8_t want[4];
-  char chunk[65536];
-  for (size_t off = 0; off < len - 4 && !rc;) {
-    size_t n = len - 4 - off < sizeof chunk ? len - 4 - off : sizeof chunk;
-    ssize_t r = pread(fd, chunk, n, (off_t)off);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      rc = ck_error_set(err, CK_ESTATE, "could not read snapshot file '%s' of subtask %d: %s",
-                        path, task, r < 0 ? strerror(errno) : "it got shorter while being read");
-      break;
-    }
-    crc = ck_crc32c(crc, chunk, (size_t)r);
-    off += (size_t)r;
-  }
-  if (rc) goto done;
-  if (pread(fd, want, 4, (off_t)(len - 4)) != 4 || ck_get_le32(want) != crc) {
-    rc = ck_error_set(err, CK_ESTATE, "snapshot file '%s' of subtask %d is damaged (checksum "
-                      "mismatch)", path, task);
-  } else if (version != SNAP_VERSION) {
-    rc = ck_error_set(err, CK_ESTATE, "snapshot file '%s' has format version %u; this clink "
-                      "reads version %d", path, version, SNAP_VERSION);
-  } else if ((int64_t)sid != id || (int)t != task || fp != fingerprint) {
-    rc = ck_error_set(err, CK_ESTATE, "snapshot file '%s' belongs to another checkpoint, "
-                      "subtask or job (it names checkpoint %lld, subtask %u)", path,
-                      (long long)sid, t);
-  }
-done:
-  close(fd);
-  return rc;
-}
-
 void ck_snap_path(int task, int64_t id, char *out, size_t n) {
   snprintf(out, n, "%d/checkpoint-%lld.snap", task, (long long)id);
 }
 
+/* ---------------------------------------------------------------- snapshot files (Arrow) */
+
+enum { COL_OP, COL_GROUP, COL_SLOT, COL_KEY, COL_VALUE, NCOLS };
+static const ck_arrow_field_t SNAP_FIELDS[NCOLS] = {
+    {"op_id", CK_ARROW_UINT32}, {"key_group", CK_ARROW_UINT16}, {"slot", CK_ARROW_UTF8},
+    {"user_key", CK_ARROW_BINARY}, {"value", CK_ARROW_BINARY},
+};
+enum { META_VERSION, META_ID, META_FP, META_TASK, META_OPS, META_VERSIONS, META_CRC, NMETA };
+#define BATCH_BYTES (4u << 20) /* a record batch is cut after this many body bytes */
+
+static const char *const KIND_NAMES[] = {"source", "operator", "sink"};
+
+typedef struct enc {
+  ck_arrow_batch_t batch;
+  ck_buf_t *body;
+  uint32_t node;
+  const uint8_t *base; /* the section's encoding */
+  size_t used;         /* bytes of it the rows so far hold */
+} enc_t;
+
+static void enc_flush(enc_t *x) {
+  if (!x->batch.nrows) return;
+  ck_arrow_write_batch(x->body, &x->batch);
+  ck_arrow_batch_reset(&x->batch);
+}
+
+static void enc_row(enc_t *x, int group, const char *slot, const void *key, size_t klen,
+                    const void *value, size_t vlen) {
+  ck_arrow_put_u32(&x->batch, COL_OP, x->node);
+  ck_arrow_put_u16(&x->batch, COL_GROUP, (uint16_t)group);
+  ck_arrow_put_bytes(&x->batch, COL_SLOT, slot, strlen(slot));
+  ck_arrow_put_bytes(&x->batch, COL_KEY, key, klen);
+  ck_arrow_put_bytes(&x->batch, COL_VALUE, value, vlen);
+  ck_arrow_batch_row(&x->batch);
+  if ((x->batch.nrows & 1023) == 0 && ck_arrow_batch_bytes(&x->batch) >= BATCH_BYTES)
+    enc_flush(x);
+}
+
+static int enc_emit(void *ctx, const ck_snap_entry_t *e, ck_error_t *err) {
+  enc_t *x = ctx;
+  if ((const uint8_t *)e->value != x->base + x->used || e->key_group < 0 ||
+      e->key_group > CK_SNAP_RAW)
+    return ck_error_set(err, CK_EINTERNAL, "a state entry is not the next part of its encoding");
+  enc_row(x, e->key_group, e->slot, e->key, e->key_len, e->value, e->value_len);
+  x->used += e->value_len;
+  return 0;
+}
+
+static void put_hex8(char *p, uint32_t v) {
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 7; i >= 0; i--, v >>= 4) p[i] = hex[v & 15];
+}
+
+/* The CRC32C of the stream with the 8 bytes at crc_at read as '0'. */
+static uint32_t stream_crc(const char *p, size_t len, size_t crc_at) {
+  uint32_t crc = ck_crc32c(0, p, crc_at);
+  crc = ck_crc32c(crc, "00000000", 8);
+  return ck_crc32c(crc, p + crc_at + 8, len - crc_at - 8);
+}
+
+/* The encoding version of a section: what its splitter says (emit NULL: the header only), or
+ * its first byte; -1 when it has none (empty). */
+static int section_version(const ck_snap_section_t *sec) {
+  if (sec->split) {
+    ck_error_t err;
+    ck_error_clear(&err);
+    int v = sec->split(sec->data, sec->len, false, NULL, NULL, &err);
+    if (v >= 0) return v;
+  }
+  return sec->len ? ((const uint8_t *)sec->data)[0] : -1;
+}
+
 void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_section_t *sections,
                     int nsections, ck_buf_t *out) {
-  size_t start = out->len;
-  ck_buf_append(out, SNAP_MAGIC, 8);
-  ck_buf_put_le32(out, SNAP_VERSION);
-  ck_buf_put_le64(out, (uint64_t)id);
-  ck_buf_put_le64(out, fingerprint);
-  ck_buf_put_le32(out, (uint32_t)task);
-  ck_buf_put_le32(out, (uint32_t)nsections);
+  /* the header (schema metadata) first: which nodes, their kinds and encoding versions */
+  ck_buf_t ops, versions;
+  ck_buf_init(&ops);
+  ck_buf_init(&versions);
+  ck_buf_putc(&ops, '[');
+  ck_buf_putc(&versions, '{');
+  int nver = 0;
+  size_t total = 0;
   for (int i = 0; i < nsections; i++) {
-    ck_buf_put_le32(out, sections[i].node);
-    ck_buf_putc(out, (char)sections[i].kind);
-    ck_buf_put_le64(out, sections[i].len);
-    ck_buf_append(out, sections[i].data, sections[i].len);
+    const ck_snap_section_t *sec = &sections[i];
+    char fallback[32];
+    snprintf(fallback, sizeof fallback, "node-%u", sec->node);
+    const char *name = sec->name ? sec->name : fallback;
+    int version = section_version(sec);
+    total += sec->len;
+    ck_buf_printf(&ops, "%s{\"op_id\":%u,\"kind\":\"%s\",\"name\":", i ? "," : "", sec->node,
+                  KIND_NAMES[sec->kind <= CK_SNAP_SINK ? sec->kind : 1]);
+    ck_buf_put_json_str(&ops, name, strlen(name));
+    if (version >= 0) {
+      ck_buf_printf(&ops, ",\"version\":%d}", version);
+      ck_buf_printf(&versions, "%s", nver++ ? "," : "");
+      ck_buf_put_json_str(&versions, name, strlen(name));
+      ck_buf_printf(&versions, ":%d", version);
+    } else {
+      ck_buf_puts(&ops, ",\"version\":null}");
+    }
   }
-  ck_buf_put_le32(out, ck_crc32c(0, out->data + start, out->len - start));
+  ck_buf_putc(&ops, ']');
+  ck_buf_putc(&versions, '}');
+  char sid[24], sfp[24], stask[16];
+  snprintf(sid, sizeof sid, "%lld", (long long)id);
+  snprintf(sfp, sizeof sfp, "%016llx", (unsigned long long)fingerprint);
+  snprintf(stask, sizeof stask, "%d", task);
+  ck_arrow_kv_t meta[NMETA] = {
+      [META_VERSION] = {"clink.format_version", CK_SNAP_FORMAT_VERSION},
+      [META_ID] = {"clink.checkpoint_id", sid},
+      [META_FP] = {"clink.job_fingerprint", sfp},
+      [META_TASK] = {"clink.task_index", stask},
+      [META_OPS] = {"clink.operators", ops.data},
+      [META_VERSIONS] = {"clink.state_versions", versions.data},
+      [META_CRC] = {"clink.crc32c", "00000000"},
+  };
+  size_t start = out->len, at[NMETA];
+  ck_buf_reserve(out, total + total * 3 / 5 + 65536); /* rows add about half (benchmarks.md) */
+  ck_arrow_write_schema(out, SNAP_FIELDS, NCOLS, meta, NMETA, at);
+  ck_buf_fini(&ops);
+  ck_buf_fini(&versions);
+  /* the rows */
+  enc_t x = {.body = out};
+  ck_arrow_batch_init(&x.batch, SNAP_FIELDS, NCOLS);
+  for (int i = 0; i < nsections; i++) {
+    const ck_snap_section_t *sec = &sections[i];
+    x.node = sec->node;
+    x.base = sec->data;
+    x.used = 0;
+    bool whole = !sec->split;
+    if (sec->split) { /* rows of this section alone, so a failed split can be taken back */
+      enc_flush(&x);
+      size_t mark = out->len;
+      ck_error_t err;
+      ck_error_clear(&err);
+      int v = sec->split(sec->data, sec->len, false, enc_emit, &x, &err);
+      if (v < 0 || x.used != sec->len) { /* not expected: keep the encoding whole */
+        out->len = mark;
+        ck_arrow_batch_reset(&x.batch);
+        whole = true;
+      }
+    }
+    if (whole) enc_row(&x, CK_SNAP_RAW, "<raw>", "", 0, sec->len ? sec->data : "", sec->len);
+  }
+  enc_flush(&x);
+  ck_arrow_batch_fini(&x.batch);
+  ck_arrow_write_eos(out);
+  size_t crc_at = at[META_CRC] - start;
+  put_hex8(out->data + at[META_CRC], stream_crc(out->data + start, out->len - start, crc_at));
+}
+
+/* The header facts of a snapshot stream whose schema r holds; CK_ESTATE naming `what` (the
+ * file) when they are not this layout's. */
+static int snap_header(const ck_arrow_reader_t *r, const char *what, int64_t *id, int *task,
+                       uint64_t *fp, size_t *crc_at, uint32_t *crc, ck_error_t *err) {
+  const char *ver = ck_arrow_reader_meta(r, "clink.format_version");
+  if (!ver)
+    return ck_error_set(err, CK_ESTATE, "%s is an Arrow stream but not a clink snapshot (it has "
+                        "no clink.format_version)", what);
+  char *end;
+  long major = strtol(ver, &end, 10);
+  if (end == ver || major != CK_SNAP_FORMAT_MAJOR)
+    return ck_error_set(err, CK_ESTATE, "%s has snapshot format version %s; this clink reads "
+                        "major version %d", what, ver, CK_SNAP_FORMAT_MAJOR);
+  const char *sid = ck_arrow_reader_meta(r, "clink.checkpoint_id");
+  const char *sfp = ck_arrow_reader_meta(r, "clink.job_fingerprint");
+  const char *st = ck_arrow_reader_meta(r, "clink.task_index");
+  const char *sc = NULL;
+  int ci = -1;
+  for (int i = 0; i < r->nmeta; i++)
+    if (strcmp(r->meta[i].key, "clink.crc32c") == 0) sc = r->meta[i].value, ci = i;
+  if (!sid || !sfp || !st || !sc || strlen(sc) != 8)
+    return ck_error_set(err, CK_ESTATE, "%s is damaged (its header lacks the checkpoint id, job, "
+                        "task or checksum)", what);
+  for (int c = 0; c < NCOLS; c++)
+    if (ck_arrow_reader_field(r, SNAP_FIELDS[c].name) != c ||
+        r->fields[c].type != SNAP_FIELDS[c].type)
+      return ck_error_set(err, CK_ESTATE, "%s is damaged (its columns are not op_id, key_group, "
+                          "slot, user_key, value)", what);
+  if (id) *id = strtoll(sid, NULL, 10);
+  if (task) *task = (int)strtol(st, NULL, 10);
+  if (fp) *fp = strtoull(sfp, NULL, 16);
+  *crc_at = r->meta_value_at[ci];
+  *crc = (uint32_t)strtoul(sc, NULL, 16);
+  return 0;
+}
+
+static int old_format(const char *what, ck_error_t *err) {
+  int rc = ck_error_set(err, CK_ESTATE, "%s is a snapshot in the version-1 binary format of an "
+                        "older clink, which this clink does not read", what);
+  ck_error_hint(err, "snapshots are Arrow IPC streams since format version 2; run with --fresh "
+                     "to start over");
+  return rc;
+}
+
+static int check_path(const char *path, const char *what, int64_t *id, int *task,
+                      uint64_t *fingerprint, ck_error_t *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENOENT) return ck_error_set(err, CK_ESTATE, "%s is missing", what);
+    return ck_error_set(err, CK_ESTATE, "could not open %s: %s", what, strerror(e));
+  }
+  struct stat st;
+  int rc = 0;
+  char *head = NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    rc = ck_error_set(err, CK_ESTATE, "%s is not a regular file", what);
+    goto done;
+  }
+  size_t len = (size_t)st.st_size;
+  unsigned char pre[8];
+  if (len < 16 || pread(fd, pre, 8, 0) != 8) {
+    rc = ck_error_set(err, CK_ESTATE, "%s is damaged (%zu bytes: too short for a snapshot)", what,
+                      len);
+    goto done;
+  }
+  if (memcmp(pre, OLD_SNAP_MAGIC, 8) == 0) {
+    rc = old_format(what, err);
+    goto done;
+  }
+  uint32_t cont, msize;
+  memcpy(&cont, pre, 4);
+  memcpy(&msize, pre + 4, 4);
+  if (cont != 0xFFFFFFFFu || msize > len - 8 || msize > (64u << 20)) {
+    rc = ck_error_set(err, CK_ESTATE, "%s is damaged (not an Arrow IPC stream)", what);
+    goto done;
+  }
+  size_t hlen = 8 + (size_t)msize;
+  head = ck_malloc(hlen);
+  if (pread(fd, head, hlen, 0) != (ssize_t)hlen) {
+    rc = ck_error_set(err, CK_ESTATE, "could not read %s: %s", what, strerror(errno));
+    goto done;
+  }
+  ck_arrow_reader_t r;
+  ck_error_t perr;
+  ck_error_clear(&perr);
+  if (ck_arrow_reader_open(&r, head, hlen, &perr)) {
+    rc = ck_error_set(err, CK_ESTATE, "%s is damaged (%s)", what, perr.message);
+    goto done;
+  }
+  size_t crc_at;
+  uint32_t want;
+  rc = snap_header(&r, what, id, task, fingerprint, &crc_at, &want, err);
+  if (rc) goto done;
+  /* the checksum, in chunks: the 8 bytes of its own value count as '0' */
+  uint32_t crc = 0;
+  char chunk[65536];
+  for (size_t off = 0; off < len;) {
+    size_t n = len - off < sizeof chunk ? len - off : sizeof chunk;
+    ssize_t got = pread(fd, chunk, n, (off_t)off);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      rc = ck_error_set(err, CK_ESTATE, "could not read %s: %s", what,
+                        got < 0 ? strerror(errno) : "it got shorter while being read");
+      goto done;
+    }
+    if (off < crc_at + 8 && off + (size_t)got > crc_at) { /* the chunk holds (part of) it */
+      size_t from = crc_at > off ? crc_at - off : 0;
+      size_t to = crc_at + 8 - off < (size_t)got ? crc_at + 8 - off : (size_t)got;
+      memset(chunk + from, '0', to - from);
+    }
+    crc = ck_crc32c(crc, chunk, (size_t)got);
+    off += (size_t)got;
+  }
+  if (crc != want) rc = ck_error_set(err, CK_ESTATE, "%s is damaged (checksum mismatch)", what);
+done:
+  ck_free(head);
+  close(fd);
+  return rc;
+}
+
+int ck_snap_check_file(const char *path, int64_t *id, int *task, uint64_t *fingerprint,
+                       ck_error_t *err) {
+  char what[4200];
+  snprintf(what, sizeof what, "snapshot file '%s'", path);
+  return check_path(path, what, id, task, fingerprint, err);
+}
+
+int ck_snap_check(const ck_store_t *store, int task, int64_t id, uint64_t fingerprint,
+                  ck_error_t *err) {
+  char rel[128], path[4200], what[4300];
+  ck_snap_path(task, id, rel, sizeof rel);
+  full(store, rel, path, sizeof path);
+  snprintf(what, sizeof what, "snapshot file '%s' of subtask %d", path, task);
+  int64_t sid;
+  int t;
+  uint64_t fp;
+  int rc = check_path(path, what, &sid, &t, &fp, err);
+  if (rc) return rc;
+  if (sid != id || t != task || fp != fingerprint)
+    return ck_error_set(err, CK_ESTATE, "snapshot file '%s' belongs to another checkpoint, "
+                        "subtask or job (it names checkpoint %lld, subtask %d)", path,
+                        (long long)sid, t);
+  return 0;
+}
+
+/* The kind of node op_id in the clink.operators JSON (as ck_snap_encode wrote it). */
+static uint8_t op_kind(const char *ops, uint32_t node) {
+  char want[40];
+  snprintf(want, sizeof want, "{\"op_id\":%u,\"kind\":\"", node);
+  const char *p = ops ? strstr(ops, want) : NULL;
+  if (!p) return CK_SNAP_OP;
+  p += strlen(want);
+  for (uint8_t k = 0; k <= CK_SNAP_SINK; k++)
+    if (strncmp(p, KIND_NAMES[k], strlen(KIND_NAMES[k])) == 0 && p[strlen(KIND_NAMES[k])] == '"')
+      return k;
+  return CK_SNAP_OP;
 }
 
 int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprint, int task,
-                   ck_snap_section_t *sections, int max, int *nsections, ck_error_t *err) {
-  const unsigned char *p = data;
-  if (len < 8 + 4 + 8 + 8 + 4 + 4 + 4 || memcmp(p, SNAP_MAGIC, 8) != 0)
-    return ck_error_set(err, CK_ESTATE, "snapshot of task %d for checkpoint %lld is not a clink snapshot",
-                        task, (long long)id);
-  uint32_t crc;
-  crc = ck_get_le32(p + len - 4);
-  if (crc != ck_crc32c(0, p, len - 4))
-    return ck_error_set(err, CK_ESTATE,
-                        "snapshot of task %d for checkpoint %lld is damaged (checksum mismatch)",
-                        task, (long long)id);
-  uint32_t version, t, ns;
-  uint64_t sid, fp;
-  version = ck_get_le32(p + 8);
-  sid = ck_get_le64(p + 12);
-  fp = ck_get_le64(p + 20);
-  t = ck_get_le32(p + 28);
-  ns = ck_get_le32(p + 32);
-  if (version != SNAP_VERSION)
-    return ck_error_set(err, CK_ESTATE, "snapshot format version %u is not supported (this clink reads %d)",
-                        version, SNAP_VERSION);
-  if ((int64_t)sid != id || (int)t != task || fp != fingerprint)
-    return ck_error_set(err, CK_ESTATE,
-                        "snapshot file of task %d for checkpoint %lld belongs to another checkpoint, task or job",
-                        task, (long long)id);
-  size_t off = 36;
+                   ck_snap_section_t *sections, int max, int *nsections, ck_buf_t *scratch,
+                   ck_error_t *err) {
+  char what[96];
+  snprintf(what, sizeof what, "the snapshot of subtask %d for checkpoint %lld", task,
+           (long long)id);
+  *nsections = 0;
+  if (len >= 8 && memcmp(data, OLD_SNAP_MAGIC, 8) == 0) return old_format(what, err);
+  ck_arrow_reader_t r;
+  ck_error_t perr;
+  ck_error_clear(&perr);
+  if (ck_arrow_reader_open(&r, data, len, &perr))
+    return ck_error_set(err, CK_ESTATE, "%s is damaged (%s)", what, perr.message);
+  int64_t sid;
+  int st;
+  uint64_t fp;
+  size_t crc_at;
+  uint32_t want;
+  int rc = snap_header(&r, what, &sid, &st, &fp, &crc_at, &want, err);
+  if (rc) return rc;
+  if (stream_crc(data, len, crc_at) != want)
+    return ck_error_set(err, CK_ESTATE, "%s is damaged (checksum mismatch)", what);
+  if ((id >= 0 && sid != id) || (task >= 0 && st != task) || (fingerprint && fp != fingerprint))
+    return ck_error_set(err, CK_ESTATE, "%s belongs to another checkpoint, task or job", what);
+  const char *ops = ck_arrow_reader_meta(&r, "clink.operators");
+  size_t offs[64];
   int n = 0;
-  for (uint32_t i = 0; i < ns; i++) {
-    if (off + 13 > len - 4 || n >= max)
-      return ck_error_set(err, CK_ESTATE, "snapshot of task %d for checkpoint %lld is truncated",
-                          task, (long long)id);
-    ck_snap_section_t *s = &sections[n++];
-    uint64_t sl;
-    s->node = ck_get_le32(p + off);
-    s->kind = p[off + 4];
-    sl = ck_get_le64(p + off + 5);
-    off += 13;
-    if (sl > len - 4 - off)
-      return ck_error_set(err, CK_ESTATE, "snapshot of task %d for checkpoint %lld is truncated",
-                          task, (long long)id);
-    s->data = p + off;
-    s->len = sl;
-    off += sl;
+  ck_buf_reset(scratch);
+  ck_buf_reserve(scratch, len); /* the encodings are smaller than the file */
+  while ((rc = ck_arrow_reader_next(&r, &perr)) == 1) {
+    for (int64_t i = 0, run; i < r.nrows; i = run) {
+      uint32_t node = ck_arrow_get_u32(&r, COL_OP, i);
+      for (run = i + 1; run < r.nrows && ck_arrow_get_u32(&r, COL_OP, run) == node;) run++;
+      if (n == 0 || sections[n - 1].node != node) {
+        if (n >= max || n >= 64)
+          return ck_error_set(err, CK_ESTATE, "%s has more than %d sections", what, max);
+        for (int k = 0; k < n; k++)
+          if (sections[k].node == node)
+            return ck_error_set(err, CK_ESTATE, "%s is damaged (the rows of node %u are not "
+                                "together)", what, node);
+        sections[n] = (ck_snap_section_t){.node = node, .kind = op_kind(ops, node)};
+        offs[n++] = scratch->len;
+      }
+      /* the values of a run of rows are contiguous in the batch: one copy */
+      const int32_t *vo = r.cols[COL_VALUE].offsets;
+      int32_t from, to;
+      memcpy(&from, vo + i, 4);
+      memcpy(&to, vo + run, 4);
+      if (to > from) ck_buf_append(scratch, r.cols[COL_VALUE].data + from, (size_t)(to - from));
+    }
+  }
+  if (rc < 0) return ck_error_set(err, CK_ESTATE, "%s is damaged (%s)", what, perr.message);
+  if (!r.eos) return ck_error_set(err, CK_ESTATE, "%s is truncated", what);
+  for (int k = 0; k < n; k++) {
+    size_t end = k + 1 < n ? offs[k + 1] : scratch->len;
+    sections[k].data = scratch->data ? scratch->data + offs[k] : "";
+    sections[k].len = end - offs[k];
   }
   *nsections = n;
   return 0;

@@ -2,7 +2,7 @@
  * DESIGN: checkpoint storage — the files a checkpoint directory holds, and how they become
  * durable.
  *
- * Layout under the user's --checkpoint-dir (docs/checkpoint-format.md is the reference):
+ * Layout under the user's --checkpoint-dir (docs/checkpoints.md and docs/state.md are the reference):
  *   v1/<task>/checkpoint-<N>.snap   one subtask's state for checkpoint N (task = the subtask's
  *                                   index in the job, in graph order)
  *   v1/_meta/completed-<N>          checkpoint N completed: every subtask's snapshot is durable
@@ -71,12 +71,48 @@ int ck_store_completed_ids(const ck_store_t *store, int64_t above, int64_t below
 int ck_store_prune(const ck_store_t *store, int64_t keep_from, int64_t floor, int ntasks,
                    ck_error_t *err);
 
-/* Snapshot file of one subtask. */
+/* Snapshot file of one subtask: an Arrow IPC stream (docs/state.md is the reference).
+ *
+ * One row per entry of state: op_id (uint32, the graph node), key_group (uint16; CK_SNAP_RAW
+ * for state that is not keyed), slot (utf8: "<raw>", "win", "group"), user_key (binary: the
+ * group key as JSON; empty for raw rows), value (binary: the component's own versioned
+ * encoding, cut into entries). A component's encoding is the concatenation of its rows' values
+ * in file order, so restore hands every component exactly the bytes it wrote. Schema metadata:
+ * clink.format_version "2.0", clink.checkpoint_id, clink.job_fingerprint (16 hex digits),
+ * clink.task_index, clink.operators and clink.state_versions (JSON: per op_id its node name,
+ * kind and encoding version), clink.crc32c (8 hex digits: the CRC32C of the whole file with
+ * these 8 bytes read as '0'). */
+
+#define CK_SNAP_RAW 0xFFFF          /* key group of state that is not keyed */
+#define CK_SNAP_FORMAT_MAJOR 2      /* the major version of the file layout */
+#define CK_SNAP_FORMAT_VERSION "2.0"
+
+/* One entry a component's splitter finds in its encoding. */
+typedef struct ck_snap_entry {
+  int key_group;      /* CK_SNAP_RAW: not keyed */
+  const char *slot;   /* "<raw>", "win", "group" */
+  const char *key;    /* the user key as JSON (key_len 0 for raw rows) */
+  size_t key_len;
+  const void *value;  /* the next bytes of the encoding: entries are contiguous, in order */
+  size_t value_len;
+  const char *json;   /* when decoding: the entry decoded, a JSON object; else NULL */
+  size_t json_len;
+} ck_snap_entry_t;
+
+typedef int (*ck_snap_emit_fn)(void *ctx, const ck_snap_entry_t *entry, ck_error_t *err);
+/* Cuts an encoding into entries, calling emit for each (decode: with its JSON); with emit
+ * NULL it reads the header only. Returns the encoding's version (>= 0), or a negative CK_E…
+ * code (CK_ESTATE when it is not one). */
+typedef int (*ck_snap_split_fn)(const void *data, size_t len, bool decode, ck_snap_emit_fn emit,
+                                void *ctx, ck_error_t *err);
+
 typedef struct ck_snap_section {
   uint32_t node;      /* graph node id */
   uint8_t kind;       /* CK_SNAP_SOURCE / OP / SINK */
   const void *data;
   size_t len;
+  const char *name;       /* the node's name ("kafka_source", "window_agg"); NULL: "node-<id>" */
+  ck_snap_split_fn split; /* NULL: the encoding is one raw row (its first byte its version) */
 } ck_snap_section_t;
 
 enum { CK_SNAP_SOURCE = 0, CK_SNAP_OP = 1, CK_SNAP_SINK = 2 };
@@ -84,17 +120,27 @@ enum { CK_SNAP_SOURCE = 0, CK_SNAP_OP = 1, CK_SNAP_SINK = 2 };
 void ck_snap_path(int task, int64_t id, char *out, size_t n);
 /* The full path of a file under the store's root. */
 void ck_store_path(const ck_store_t *store, const char *relpath, char *out, size_t n);
+/* Whether the snapshot file at path is whole: an Arrow IPC stream of this layout whose
+ * CRC32C matches (read in chunks: the file is never held in memory). On success the header's
+ * checkpoint id, task and fingerprint in *id, *task, *fingerprint (any may be NULL). CK_ESTATE
+ * naming the path and what is wrong otherwise (an old version-1 binary file, an unknown major
+ * version, a checksum mismatch). */
+int ck_snap_check_file(const char *path, int64_t *id, int *task, uint64_t *fingerprint,
+                       ck_error_t *err);
 /* Whether task's snapshot file of checkpoint id can be restored: it exists and is readable,
- * its header names this checkpoint, task and job, and its CRC32C matches (read in chunks: the
- * file is never held in memory). CK_ESTATE with the file's path and what is wrong otherwise. */
+ * ck_snap_check_file passes, and its header names this checkpoint, task and job. CK_ESTATE
+ * with the file's path and what is wrong otherwise. */
 int ck_snap_check(const ck_store_t *store, int task, int64_t id, uint64_t fingerprint,
                   ck_error_t *err);
-/* Encodes header + sections + CRC32C into out. */
+/* Encodes the sections into out (an Arrow IPC stream). */
 void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_section_t *sections,
                     int nsections, ck_buf_t *out);
-/* Checks magic, version, CRC, id, fingerprint and task; fills up to max sections (pointing
- * into data). CK_ESTATE with a reason on any mismatch. */
+/* Checks the layout, version, CRC, id, fingerprint and task (id < 0: any id, task < 0: any
+ * task, fingerprint 0: any job); fills up to max sections whose data point into *scratch
+ * (which holds the components' encodings, put together from the rows; ck_buf_fini it after).
+ * CK_ESTATE with a reason on any mismatch. */
 int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprint, int task,
-                   ck_snap_section_t *sections, int max, int *nsections, ck_error_t *err);
+                   ck_snap_section_t *sections, int max, int *nsections, ck_buf_t *scratch,
+                   ck_error_t *err);
 
 #endif

@@ -82,5 +82,9 @@ CK_CLI_DECLARE(coordinator);
 CK_CLI_DECLARE(worker);
 CK_CLI_DECLARE(list);
 CK_CLI_DECLARE(cancel);
+CK_CLI_DECLARE(state_cat);
+CK_CLI_DECLARE(state_diff);
+CK_CLI_DECLARE(state_export);
+CK_CLI_DECLARE(checkpoint_verify);
 
 #endif

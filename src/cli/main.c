@@ -16,6 +16,10 @@ static const ck_cli_cmd_t *const commands[] = {
     &ck_cli_cmd_worker,
     &ck_cli_cmd_list,
     &ck_cli_cmd_cancel,
+    &ck_cli_cmd_state_cat,
+    &ck_cli_cmd_state_diff,
+    &ck_cli_cmd_state_export,
+    &ck_cli_cmd_checkpoint_verify,
     &ck_cli_cmd_connectors,
     &ck_cli_cmd_version,
 };
@@ -31,8 +35,8 @@ static void print_help(void) {
   printf("clink %s — a stream-processing engine you run from a SQL file\n\n", CLINK_VERSION);
   printf("usage: clink <command> [options]\n\ncommands:\n");
   for (size_t i = 0; i < NCOMMANDS; i++)
-    printf("  %-14s %s\n", commands[i]->name, commands[i]->summary);
-  printf("\nglobal options:\n  %-14s %s\n  %-14s %s\n", "--help", "show this help and exit",
+    printf("  %-18s %s\n", commands[i]->name, commands[i]->summary);
+  printf("\nglobal options:\n  %-18s %s\n  %-18s %s\n", "--help", "show this help and exit",
          "--version", "print the version and exit");
   printf("\n'clink <command> --help' describes a command's options.\n");
 }

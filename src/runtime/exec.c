@@ -100,6 +100,10 @@ typedef struct write_job {
   int64_t id;
   bool confirm; /* write confirmed-<id> instead of a snapshot */
   ck_buf_t file;
+  /* the chain's state, copied out at the barrier; encoded into `file` on the writer thread */
+  ck_buf_t *bufs;
+  ck_snap_section_t *sections;
+  int nsections;
 } write_job_t;
 typedef struct exec_seg seg_t;
 
@@ -572,18 +576,24 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
       rc = t->ops[i].ops->snapshot(&t->ops[i], &bufs[n], err);
     }
     sections[n] = (ck_snap_section_t){(uint32_t)node->id, kind, bufs[n].data ? bufs[n].data : "",
-                                      bufs[n].len};
+                                      bufs[n].len, node->name,
+                                      node->kind == CK_NODE_AGG ? ck_agg_snap_split : NULL};
     n++;
   }
   if (!rc) {
-    /* the state is copied out; the write and fsync happen on the writer thread, which
+    /* the state is copied out; encoding, write and fsync happen on the writer thread, which
      * acknowledges once the file is durable, while this subtask goes on with the next records */
     write_job_t *job = ck_calloc(1, sizeof *job);
     job->task = t;
     job->id = id;
     ck_buf_init(&job->file);
-    ck_snap_encode(id, ex->opts.ckpt.fingerprint, t->index, sections, n, &job->file);
+    job->bufs = ck_malloc(sizeof *job->bufs * (size_t)(n ? n : 1));
+    job->sections = ck_malloc(sizeof *job->sections * (size_t)(n ? n : 1));
+    memcpy(job->bufs, bufs, sizeof *bufs * (size_t)n); /* the sections point into their blocks */
+    memcpy(job->sections, sections, sizeof *sections * (size_t)n);
+    job->nsections = n;
     writer_push(ex, job);
+    n = 0; /* the job owns the buffers now */
   }
   for (int i = 0; i < n; i++) ck_buf_fini(&bufs[i]);
   if (!rc) rc = exchange_control(t, MSG_BARRIER, id);
@@ -607,6 +617,9 @@ static int write_snapshot(write_job_t *job, ck_error_t *err) {
   char rel[128];
   ck_snap_path(t->index, job->id, rel, sizeof rel);
   int rc = ck_fault_err(CK_FAULT_BEFORE_SNAPSHOT_WRITE, err);
+  if (!rc)
+    ck_snap_encode(job->id, ex->opts.ckpt.fingerprint, t->index, job->sections, job->nsections,
+                   &job->file);
   if (!rc) rc = ck_store_write(&ex->store, rel, job->file.data, job->file.len, err);
   if (rc) {
     err->retriable = true; /* the checkpoint fails; a restart rewinds to the last one */
@@ -635,6 +648,9 @@ static void *writer_main(void *arg) {
     int rc = atomic_load(&ex->failed) ? 0 : write_snapshot(job, &err);
     if (rc) task_fail(job->task, rc, &err);
     ck_buf_fini(&job->file);
+    for (int i = 0; i < job->nsections; i++) ck_buf_fini(&job->bufs[i]);
+    ck_free(job->bufs);
+    ck_free(job->sections);
     ck_free(job);
     ck_mutex_lock(&ex->wr_mu);
   }
@@ -685,9 +701,11 @@ static int restore_task(task_t *t, ck_error_t *err) {
                       "subtask %d is missing", (long long)id, path, t->index);
   ck_snap_section_t sections[64];
   int n = 0;
+  ck_buf_t parts; /* the components' encodings, put together from the file's rows */
+  ck_buf_init(&parts);
   if (!rc)
     rc = ck_snap_decode(file.data, file.len, id, ex->opts.ckpt.fingerprint, t->index, sections,
-                        64, &n, err);
+                        64, &n, &parts, err);
   if (rc == CK_ESTATE && n == 0)
     ck_error_detail(err, "the file is '%s'; a rerun falls back to an older checkpoint when the "
                     "job's sinks allow it", path);
@@ -706,6 +724,7 @@ static int restore_task(task_t *t, ck_error_t *err) {
     }
   }
   ck_buf_fini(&file);
+  ck_buf_fini(&parts);
   t->committed = id;
   return rc;
 }

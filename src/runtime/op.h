@@ -21,6 +21,7 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "checkpoint/store.h"
 #include "runtime/batch.h"
 #include "runtime/graph.h"
 
@@ -76,5 +77,10 @@ static inline int ck_op_emit_watermark(ck_op_t *op, int64_t wm, ck_error_t *err)
  * parallelism, max_parallelism and out). */
 int ck_calc_op_init(ck_op_t *op, ck_error_t *err);
 int ck_agg_op_init(ck_op_t *op, ck_error_t *err);
+
+/* The aggregation operator's snapshot encoding cut into snapshot-file entries (a
+ * ck_snap_split_fn of checkpoint/store.h; agg_snap_split.c). */
+int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn emit, void *ctx,
+                      ck_error_t *err);
 
 #endif

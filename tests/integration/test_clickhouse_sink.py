@@ -364,17 +364,16 @@ def test_clickhouse_down_for_ten_seconds_loses_nothing(ch, ch_conf, table, tmp_p
 
 
 def snapshot_position(path):
-    """The datagen source's next row index from a checkpoint-<N>.snap (docs/checkpoints.md)."""
-    data = Path(path).read_bytes()
-    assert data[:8] == b"CKSNAP\x00\x01"
-    nsec, = struct.unpack_from("<I", data, 32)
-    pos = 36
-    for _ in range(nsec):
-        _node, kind, length = struct.unpack_from("<IBQ", data, pos)
-        pos += 13
-        body = data[pos:pos + length]
-        pos += length
-        if kind == 0:  # source position: u8 version, uvarint parallelism, uvarint next index
+    """The datagen source's next row index from a checkpoint-<N>.snap, an Arrow IPC stream
+    (docs/state.md): the source's row holds u8 version, uvarint parallelism, uvarint next."""
+    import json
+    import pyarrow.ipc
+    reader = pyarrow.ipc.open_stream(Path(path).read_bytes())
+    ops = json.loads(reader.schema.metadata[b"clink.operators"])
+    sources = {o["op_id"] for o in ops if o["kind"] == "source"}
+    for row in reader.read_all().to_pylist():
+        if row["op_id"] in sources:
+            body = row["value"]
             vals, shift, cur, i = [], 0, 0, 1
             while len(vals) < 2:
                 b = body[i]
@@ -385,7 +384,7 @@ def snapshot_position(path):
                     vals.append(cur)
                     cur, shift = 0, 0
             return vals[1]
-    raise AssertionError("no source section in %s" % path)
+    raise AssertionError("no source row in %s" % path)
 
 
 def completed_ids(ckpt):

@@ -56,7 +56,7 @@ static void checkpoints(fx_t *f, int64_t n, int64_t confirmed) {
     for (int t = 0; t < 2; t++) {
       ck_buf_t file;
       ck_buf_init(&file);
-      ck_snap_section_t sec = {1, CK_SNAP_SOURCE, "pos", 3};
+      ck_snap_section_t sec = {.node = 1, .kind = CK_SNAP_SOURCE, .data = "pos", .len = 3};
       ck_snap_encode(id, ck_lineage_fingerprint(JOB), t, &sec, 1, &file);
       char rel[128];
       ck_snap_path(t, id, rel, sizeof rel);

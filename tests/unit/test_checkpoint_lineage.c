@@ -82,7 +82,7 @@ static void marker(fx_t *f, const char *kind, int64_t id) {
 static void snapshot(fx_t *f, int task, int64_t id) {
   ck_buf_t file;
   ck_buf_init(&file);
-  ck_snap_section_t sec = {1, CK_SNAP_SOURCE, "pos", 3};
+  ck_snap_section_t sec = {.node = 1, .kind = CK_SNAP_SOURCE, .data = "pos", .len = 3};
   ck_snap_encode(id, ck_lineage_fingerprint(JOB), task, &sec, 1, &file);
   char rel[128];
   ck_snap_path(task, id, rel, sizeof rel);

@@ -1,0 +1,150 @@
+/*
+ * DESIGN: a small Arrow IPC stream writer and reader (the columnar format's "streaming format":
+ * a Schema message, RecordBatch messages, the end-of-stream marker), written by hand — the
+ * flatbuffers of Schema.fbs and Message.fbs are built and read field by field, no library.
+ *
+ * What it covers is what clink writes: flat schemas of non-nullable columns of the types in
+ * ck_arrow_type_t, schema-level key/value metadata, uncompressed bodies, metadata version V5,
+ * little endian. Every buffer in a body starts at a multiple of 8 bytes. The reader reads
+ * streams this writer made and any other stream of those types (other types or nested fields
+ * are refused with their name); every offset it follows is bounds-checked, so a damaged or
+ * foreign file is an error, never a crash.
+ *
+ * Users: checkpoint snapshots (checkpoint/store.c; docs/state.md). Nothing here knows them.
+ * Threads: none of its own; a writer, batch or reader belongs to its caller's thread.
+ */
+#ifndef CK_BASE_ARROW_IPC_H
+#define CK_BASE_ARROW_IPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/error.h"
+
+typedef enum ck_arrow_type {
+  CK_ARROW_UINT16,
+  CK_ARROW_UINT32,
+  CK_ARROW_INT64,
+  CK_ARROW_FLOAT64,
+  CK_ARROW_UTF8,
+  CK_ARROW_BINARY,
+} ck_arrow_type_t;
+
+#define CK_ARROW_MAX_FIELDS 32
+#define CK_ARROW_MAX_META 32
+
+typedef struct ck_arrow_field {
+  const char *name;
+  ck_arrow_type_t type;
+} ck_arrow_field_t;
+
+typedef struct ck_arrow_kv {
+  const char *key, *value;
+} ck_arrow_kv_t;
+
+/* ---- writing ---- */
+
+/* Appends the Schema message. When value_at is not NULL, value_at[i] receives the offset in
+ * out of meta[i].value's first byte (so a caller may fill a fixed-width value in afterwards,
+ * e.g. a checksum over the finished stream). */
+void ck_arrow_write_schema(ck_buf_t *out, const ck_arrow_field_t *fields, int nfields,
+                           const ck_arrow_kv_t *meta, int nmeta, size_t *value_at);
+
+/* The columns of one record batch being built. */
+typedef struct ck_arrow_col {
+  ck_arrow_type_t type;
+  ck_buf_t data;    /* fixed-width values, or the bytes of variable-width ones */
+  ck_buf_t offsets; /* UTF8/BINARY: int32 offsets, nrows + 1 of them */
+} ck_arrow_col_t;
+
+typedef struct ck_arrow_batch {
+  int ncols;
+  ck_arrow_col_t cols[CK_ARROW_MAX_FIELDS];
+  int64_t nrows;
+} ck_arrow_batch_t;
+
+void ck_arrow_batch_init(ck_arrow_batch_t *batch, const ck_arrow_field_t *fields, int nfields);
+void ck_arrow_batch_fini(ck_arrow_batch_t *batch);
+void ck_arrow_batch_reset(ck_arrow_batch_t *batch); /* no rows; memory kept */
+/* One value of the current row into column col (of the matching type); then ck_arrow_batch_row
+ * when every column has its value. */
+void ck_arrow_put_u16(ck_arrow_batch_t *batch, int col, uint16_t v);
+void ck_arrow_put_u32(ck_arrow_batch_t *batch, int col, uint32_t v);
+void ck_arrow_put_i64(ck_arrow_batch_t *batch, int col, int64_t v);
+void ck_arrow_put_f64(ck_arrow_batch_t *batch, int col, double v);
+void ck_arrow_put_bytes(ck_arrow_batch_t *batch, int col, const void *p, size_t n);
+static inline void ck_arrow_batch_row(ck_arrow_batch_t *batch) { batch->nrows++; }
+/* Bytes the batch's body holds so far (to cut batches at a size). */
+size_t ck_arrow_batch_bytes(const ck_arrow_batch_t *batch);
+
+/* Appends a RecordBatch message holding batch's rows. */
+void ck_arrow_write_batch(ck_buf_t *out, const ck_arrow_batch_t *batch);
+/* Appends the end-of-stream marker. */
+void ck_arrow_write_eos(ck_buf_t *out);
+
+/* ---- reading ---- */
+
+typedef struct ck_arrow_rcol {
+  const uint8_t *data;    /* values, or the variable-width bytes */
+  const int32_t *offsets; /* UTF8/BINARY */
+  size_t data_len;
+} ck_arrow_rcol_t;
+
+typedef struct ck_arrow_reader {
+  const uint8_t *p;
+  size_t len, off;
+  int nfields;
+  ck_arrow_field_t fields[CK_ARROW_MAX_FIELDS]; /* names point into the stream (NUL-ended) */
+  int nmeta;
+  ck_arrow_kv_t meta[CK_ARROW_MAX_META];        /* point into the stream (NUL-ended) */
+  size_t meta_value_at[CK_ARROW_MAX_META];      /* offsets of the values in the stream */
+  size_t schema_end;                            /* offset just past the Schema message */
+  /* the current batch */
+  int64_t nrows;
+  ck_arrow_rcol_t cols[CK_ARROW_MAX_FIELDS];
+  bool eos;
+} ck_arrow_reader_t;
+
+/* Reads the Schema message of the stream in data (which must outlive the reader). CK_EPARSE
+ * with what is wrong when it is not one this reader reads. */
+int ck_arrow_reader_open(ck_arrow_reader_t *r, const void *data, size_t len, ck_error_t *err);
+/* The value of schema metadata key, or NULL. */
+const char *ck_arrow_reader_meta(const ck_arrow_reader_t *r, const char *key);
+/* The index of the field called name, or -1. */
+int ck_arrow_reader_field(const ck_arrow_reader_t *r, const char *name);
+/* The next record batch: 1 (r->nrows, r->cols hold it), 0 at the end-of-stream marker (or the
+ * end of the data), CK_EPARSE when a message is damaged. */
+int ck_arrow_reader_next(ck_arrow_reader_t *r, ck_error_t *err);
+
+static inline uint16_t ck_arrow_get_u16(const ck_arrow_reader_t *r, int col, int64_t row) {
+  uint16_t v;
+  memcpy(&v, r->cols[col].data + 2 * row, 2);
+  return v;
+}
+static inline uint32_t ck_arrow_get_u32(const ck_arrow_reader_t *r, int col, int64_t row) {
+  uint32_t v;
+  memcpy(&v, r->cols[col].data + 4 * row, 4);
+  return v;
+}
+static inline int64_t ck_arrow_get_i64(const ck_arrow_reader_t *r, int col, int64_t row) {
+  int64_t v;
+  memcpy(&v, r->cols[col].data + 8 * row, 8);
+  return v;
+}
+static inline double ck_arrow_get_f64(const ck_arrow_reader_t *r, int col, int64_t row) {
+  double v;
+  memcpy(&v, r->cols[col].data + 8 * row, 8);
+  return v;
+}
+static inline const uint8_t *ck_arrow_get_bytes(const ck_arrow_reader_t *r, int col, int64_t row,
+                                                size_t *n) {
+  int32_t a, b;
+  memcpy(&a, r->cols[col].offsets + row, 4);
+  memcpy(&b, r->cols[col].offsets + row + 1, 4);
+  *n = (size_t)(b - a);
+  return r->cols[col].data + a;
+}
+
+#endif
