@@ -223,6 +223,30 @@ typedef enum ck_agg_acc_kind {
   CK_AGG_A_MINMAX, /* canonical value (+ has bit) */
 } ck_agg_acc_kind_t;
 
+/* The category a value of type t is held in. */
+static inline ck_agg_vcat_t ck_agg_vcat_of(ck_type_t t) {
+  switch (t.id) {
+    case CK_T_BOOL: return CK_AGG_V_BOOL;
+    case CK_T_FLOAT32:
+    case CK_T_FLOAT64: return CK_AGG_V_FLOAT;
+    case CK_T_DECIMAL: return CK_AGG_V_DEC;
+    case CK_T_STRING: return CK_AGG_V_STR;
+    default: return CK_AGG_V_INT;
+  }
+}
+
+/* The category of an accumulator's result, given its argument's (acat). */
+static inline ck_agg_vcat_t ck_agg_rcat_of(ck_agg_acc_kind_t k, ck_agg_vcat_t acat) {
+  switch (k) {
+    case CK_AGG_A_COUNT:
+    case CK_AGG_A_SUM_I: return CK_AGG_V_INT;
+    case CK_AGG_A_SUM_D:
+    case CK_AGG_A_AVG_D: return CK_AGG_V_DEC;
+    case CK_AGG_A_MINMAX: return acat;
+    default: return CK_AGG_V_FLOAT; /* SUM_F, AVG_I, AVG_F */
+  }
+}
+
 typedef struct ck_agg_acc {
   ck_agg_acc_kind_t kind;
   const ck_agg_call_t *call;

@@ -43,17 +43,6 @@
 
 /* ---- values ---- */
 
-static ck_agg_vcat_t vcat_of(ck_type_t t) {
-  switch (t.id) {
-    case CK_T_BOOL: return CK_AGG_V_BOOL;
-    case CK_T_FLOAT32:
-    case CK_T_FLOAT64: return CK_AGG_V_FLOAT;
-    case CK_T_DECIMAL: return CK_AGG_V_DEC;
-    case CK_T_STRING: return CK_AGG_V_STR;
-    default: return CK_AGG_V_INT;
-  }
-}
-
 int ck_agg_vcat_width(ck_agg_vcat_t cat) {
   switch (cat) {
     case CK_AGG_V_BOOL: return 1;
@@ -1261,7 +1250,7 @@ static int plan_call(ck_agg_acc_t *a, const ck_agg_call_t *call, ck_error_t *err
   ck_type_t arg = call->arg_type, res = call->result_type;
   bool ok = false;
   a->call = call;
-  a->acat = vcat_of(arg);
+  a->acat = ck_agg_vcat_of(arg);
   a->distinct = call->distinct && call->fn != CK_AGG_COUNT_STAR && call->fn != CK_AGG_MIN &&
                 call->fn != CK_AGG_MAX;
   switch (call->fn) {
@@ -1299,16 +1288,7 @@ static int plan_call(ck_agg_acc_t *a, const ck_agg_call_t *call, ck_error_t *err
                         "could not plan aggregation: %s of %s giving %s is not supported",
                         fn_names[call->fn], ck_type_name(arg, at, sizeof at),
                         ck_type_name(res, rt, sizeof rt));
-  switch (a->kind) {
-    case CK_AGG_A_COUNT:
-    case CK_AGG_A_SUM_I: a->rcat = CK_AGG_V_INT; break;
-    case CK_AGG_A_SUM_D:
-    case CK_AGG_A_AVG_D: a->rcat = CK_AGG_V_DEC; break;
-    case CK_AGG_A_SUM_F:
-    case CK_AGG_A_AVG_I:
-    case CK_AGG_A_AVG_F: a->rcat = CK_AGG_V_FLOAT; break;
-    case CK_AGG_A_MINMAX: a->rcat = a->acat; break;
-  }
+  a->rcat = ck_agg_rcat_of(a->kind, a->acat);
   return 0;
 }
 
@@ -1409,7 +1389,7 @@ int ck_agg_op_init(ck_op_t *op, ck_error_t *err) {
   for (int c = 0; c < agg->ncalls && !rc && !windowed; c++) agg->acc[c].emit_bit = nbits++;
   for (int k = 0; k < agg->nkeys && !rc; k++) {
     agg->key_types[k] = node->out_schema.types[k];
-    agg->key_cat[k] = vcat_of(agg->key_types[k]);
+    agg->key_cat[k] = ck_agg_vcat_of(agg->key_types[k]);
     agg->key_ident[k] = k;
     if (agg->key_types[k].id == CK_T_NULL)
       rc = ck_error_set(err, CK_EINVAL, "could not start aggregation: group key %d has no type", k);

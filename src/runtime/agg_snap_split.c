@@ -61,17 +61,6 @@ static uint64_t get_n(rdr_t *r, size_t n) {
   return v;
 }
 
-static ck_agg_vcat_t cat_of(ck_type_t t) {
-  switch (t.id) {
-    case CK_T_BOOL: return CK_AGG_V_BOOL;
-    case CK_T_FLOAT32:
-    case CK_T_FLOAT64: return CK_AGG_V_FLOAT;
-    case CK_T_DECIMAL: return CK_AGG_V_DEC;
-    case CK_T_STRING: return CK_AGG_V_STR;
-    default: return CK_AGG_V_INT;
-  }
-}
-
 static ck_type_t get_type(rdr_t *r) {
   ck_type_t t;
   memset(&t, 0, sizeof t);
@@ -91,17 +80,6 @@ static ck_agg_acc_kind_t kind_of(int fn, ck_type_t arg) {
     case CK_AGG_MIN:
     case CK_AGG_MAX: return CK_AGG_A_MINMAX;
     default: return CK_AGG_A_COUNT;
-  }
-}
-
-static ck_agg_vcat_t rcat_of(ck_agg_acc_kind_t k, ck_agg_vcat_t acat) {
-  switch (k) {
-    case CK_AGG_A_COUNT:
-    case CK_AGG_A_SUM_I: return CK_AGG_V_INT;
-    case CK_AGG_A_SUM_D:
-    case CK_AGG_A_AVG_D: return CK_AGG_V_DEC;
-    case CK_AGG_A_MINMAX: return acat;
-    default: return CK_AGG_V_FLOAT;
   }
 }
 
@@ -307,7 +285,7 @@ int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn
   }
   for (int k = 0; k < sh->nkeys; k++) {
     sh->ktype[k] = get_type(&r);
-    sh->kcat[k] = cat_of(sh->ktype[k]);
+    sh->kcat[k] = ck_agg_vcat_of(sh->ktype[k]);
   }
   sh->ncalls = (int)get_n(&r, 2);
   if (sh->ncalls > MAX_COLS) {
@@ -321,8 +299,8 @@ int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn
     cl->arg = get_type(&r);
     cl->res = get_type(&r);
     cl->kind = kind_of(cl->fn, cl->arg);
-    cl->acat = cat_of(cl->arg);
-    cl->rcat = rcat_of(cl->kind, cl->acat);
+    cl->acat = ck_agg_vcat_of(cl->arg);
+    cl->rcat = ck_agg_rcat_of(cl->kind, cl->acat);
   }
   uint32_t maxp = (uint32_t)get_n(&r, 4);
   int64_t wm = get_i64(&r);
