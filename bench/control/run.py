@@ -107,11 +107,12 @@ def main():
     brokers = os.environ.get("CLINK_KAFKA_BROKERS")
     topic = None
     if brokers:  # kafka-idle: a Kafka source on an empty 2-partition topic (needs confluent_kafka)
-        from confluent_kafka.admin import AdminClient, NewTopic
+        from confluent_kafka.admin import AdminClient
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+        from kafka_topic import create_topic  # waits until every partition has a leader
         admin = AdminClient({"bootstrap.servers": brokers})
         topic = f"clink-bench-control-{os.getpid()}-{int(time.time())}"
-        for f in admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)]).values():
-            f.result(30)
+        create_topic(brokers, topic, 2)
         scenarios.append(("kafka-idle", KAFKA_SQL.format(brokers=brokers, topic=topic)))
     try:
         for name, text in scenarios:
