@@ -81,8 +81,11 @@ def test_parallelism_two_across_two_workers_survives_a_worker_kill(cluster, tmp_
     log = wait_for(lambda: "restart waiting for capacity" in c.coordinator.text() and
                    c.coordinator.text(), 20, "the restart to wait for capacity")
     assert f"worker lost: {victim}" in log
-    assert re.search(r"job_id=1 the job failed \(worker lost: [\w-]+\); restarting from its last "
-                     r"checkpoint \(attempt 1/10\) in 0 ms", log), log
+    # the first failure reported may be the loss itself or a survivor's broken data connection
+    # to the victim, whichever the coordinator hears first: either way one restart, by the policy
+    assert re.search(r"job_id=1 the job failed \((worker lost: [\w-]+|worker-\d+: .+)\); "
+                     r"restarting from its last checkpoint \(attempt 1/10\) in 0 ms", log), log
+    assert "attempt 2/10" not in log, log
     assert c.job(jid)["status"] == "RESTARTING"
     c.start_worker(victim)
     job = c.wait_status(jid, {"FINISHED", "FAILED"}, timeout=120)
