@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/bytes.h"
 #include "base/error.h"
 
 typedef enum ck_arrow_type {
@@ -119,19 +120,13 @@ int ck_arrow_reader_field(const ck_arrow_reader_t *r, const char *name);
 int ck_arrow_reader_next(ck_arrow_reader_t *r, ck_error_t *err);
 
 static inline uint16_t ck_arrow_get_u16(const ck_arrow_reader_t *r, int col, int64_t row) {
-  uint16_t v;
-  memcpy(&v, r->cols[col].data + 2 * row, 2);
-  return v;
+  return ck_get_le16(r->cols[col].data + 2 * row); /* Arrow buffers are little endian */
 }
 static inline uint32_t ck_arrow_get_u32(const ck_arrow_reader_t *r, int col, int64_t row) {
-  uint32_t v;
-  memcpy(&v, r->cols[col].data + 4 * row, 4);
-  return v;
+  return ck_get_le32(r->cols[col].data + 4 * row); /* Arrow buffers are little endian */
 }
 static inline int64_t ck_arrow_get_i64(const ck_arrow_reader_t *r, int col, int64_t row) {
-  int64_t v;
-  memcpy(&v, r->cols[col].data + 8 * row, 8);
-  return v;
+  return (int64_t)ck_get_le64(r->cols[col].data + 8 * row);
 }
 static inline double ck_arrow_get_f64(const ck_arrow_reader_t *r, int col, int64_t row) {
   double v;

@@ -132,16 +132,8 @@ int ck_state_load_file(const char *path, ck_state_set_t *set, ck_error_t *err) {
   ck_buf_init(&file);
   ck_buf_init(&parts);
   ck_buf_init(&json);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    rc = ck_error_set(err, CK_EIO, "could not open snapshot file '%s': %s", path,
-                      strerror(errno));
-    goto done;
-  }
-  char chunk[65536];
-  size_t got;
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) ck_buf_append(&file, chunk, got);
-  fclose(f);
+  rc = ck_cli_read_file(path, &file, err);
+  if (rc) goto done;
   ck_snap_section_t sec[64];
   int n = 0;
   rc = ck_snap_decode(file.data, file.len, id, fp, task, sec, 64, &n, &parts, err);
