@@ -198,6 +198,7 @@ struct ck_exec {
   write_job_t *wr_head, *wr_tail;
   bool wr_stop;
   int nsources;
+  int sources_starting;       /* local sources not past their start (under ckpt_mu) */
   atomic_int done;            /* every subtask has exited */
   atomic_int stopped_sources; /* sources that stopped because of ck_exec_stop */
   int mem_account;            /* its subtask threads' allocations (0: none) */
@@ -909,6 +910,20 @@ static int drop_rows_without_time(task_t *t, const ck_conn_spec_t *spec, int par
   return 0;
 }
 
+/* Every source subtask of this process says what it has (one without partitions its IDLE)
+ * before any of them polls: a receiver hears an empty sender's idleness before the first row
+ * of the others, so a row's watermark does not depend on which thread started first. A job's
+ * failure or stop ends the wait. (Sources in other workers are not waited for.) */
+static void source_start(task_t *t) {
+  struct ck_exec *ex = t->ex;
+  ck_mutex_lock(&ex->ckpt_mu);
+  ex->sources_starting--;
+  ck_cond_broadcast(&ex->ckpt_cv);
+  while (ex->sources_starting > 0 && !atomic_load(&ex->failed) && !atomic_load(&ex->stop))
+    ck_cond_wait(&ex->ckpt_cv, &ex->ckpt_mu);
+  ck_mutex_unlock(&ex->ckpt_mu);
+}
+
 /* A partition's watermark: its largest event time less the lag (MIN before its first). */
 static int64_t part_watermark(int64_t max, const ck_conn_spec_t *spec) {
   return max == CK_WATERMARK_MIN ? CK_WATERMARK_MIN : max - spec->watermark_lag_ms;
@@ -973,6 +988,7 @@ static int run_source(task_t *t, ck_error_t *err) {
     rc = exchange_control(t, MSG_IDLE, 0); /* nothing to read here: never hold others back */
     idle_sent = true;
   }
+  source_start(t);
   while (!rc) {
     if (atomic_load(&ex->failed)) break;
     if (ck_mem_over()) {
@@ -1341,6 +1357,7 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
       if (!t->local) continue;
       ex->nsinks += t->has_sink;
       ex->nsources += t->has_source;
+      ex->sources_starting += t->has_source;
       /* a source's channel carries only control messages */
       chan_init(&t->in, t->has_source ? 1 : ex->opts.channel_capacity, t->has_source);
       if (!t->has_source) {
@@ -1398,6 +1415,9 @@ void ck_exec_stop(ck_exec_t *ex) {
   atomic_store(&ex->stop, 1);
   for (int i = 0; i < ex->ntasks; i++) /* sources see it now, not at their poll's end */
     if (ex->all[i] && ex->all[i]->local && ex->all[i]->has_source) chan_wake(&ex->all[i]->in);
+  ck_mutex_lock(&ex->ckpt_mu); /* and so does one waiting for the others to start */
+  ck_cond_broadcast(&ex->ckpt_cv);
+  ck_mutex_unlock(&ex->ckpt_mu);
 }
 
 void ck_exec_cancel(ck_exec_t *ex, const char *why) {
