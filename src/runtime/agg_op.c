@@ -774,6 +774,9 @@ static int fire(ck_agg_t *agg, ck_error_t *err);
 static int advance_to_row(ck_agg_t *agg, const ck_batch_t *b, size_t row, ck_error_t *err) {
   if (!b->wms || b->wms[row] <= agg->wm) return 0;
   agg->wm = b->wms[row];
+  /* the heap's first item is the earliest a window can be due (a stale one earlier still) */
+  const ck_agg_wins_t *ws = &agg->wins;
+  if (!ws->nheap || ck_agg_sat_add(ws->heap[0].end, agg->lateness) > agg->wm) return 0;
   return fire(agg, err);
 }
 
