@@ -7,7 +7,11 @@
  * whose event time is NULL (it belongs to no window). A watermark W fires every window with
  * end + allowed_lateness <= W: rows come out ordered by (window end, window start, key) in
  * batches of up to CK_BATCH_ROWS, HAVING drops rows, the state is freed, then W is forwarded
- * (a watermark that does not advance is neither acted on nor forwarded). Sessions merge as
+ * (a watermark that does not advance is neither acted on nor forwarded). A row that carries the
+ * watermark it arrived under (batch.h, wms) is taken as if that watermark had come as a
+ * message just before it: due windows fire first, then the row is late or not against it —
+ * so lateness depends on each partition's record order, never on where a batch ended; the
+ * message that follows the batch forwards it. Sessions merge as
  * Flink's do: a record opens [ts, ts+gap) and absorbs every open session of its key that
  * touches it (inclusive bounds), so out-of-order records bridge sessions; a record that
  * touches no open session and whose own window is already complete is late.
@@ -763,11 +767,26 @@ static int add_to_window(ck_agg_t *agg, uint64_t kh, int64_t start, int64_t end,
   return acc_add_row(agg, idx, b, row, err);
 }
 
+static int fire(ck_agg_t *agg, ck_error_t *err);
+
+/* Before row `row` of b: the watermark it arrived under, when it is newer, fires what it
+ * completes (see the DESIGN comment). */
+static int advance_to_row(ck_agg_t *agg, const ck_batch_t *b, size_t row, ck_error_t *err) {
+  if (!b->wms || b->wms[row] <= agg->wm) return 0;
+  agg->wm = b->wms[row];
+  /* the heap's first item is the earliest a window can be due (a stale one earlier still) */
+  const ck_agg_wins_t *ws = &agg->wins;
+  if (!ws->nheap || ck_agg_sat_add(ws->heap[0].end, agg->lateness) > agg->wm) return 0;
+  return fire(agg, err);
+}
+
 static int process_windows(ck_agg_t *agg, const ck_batch_t *b, ck_error_t *err) {
   const ck_window_spec_t *ws = &agg->spec->window;
   const ck_col_t *tcol = &b->cols[ws->time_col];
   for (size_t row = 0; row < b->nrows; row++) {
     if (ck_mem_over()) return ck_mem_over_error(err); /* a record may open many windows */
+    int rc = advance_to_row(agg, b, row, err);
+    if (rc) return rc;
     int64_t ts;
     if (!read_time(tcol, row, &ts)) {
       agg->op->metrics.late_dropped++;
@@ -775,7 +794,6 @@ static int process_windows(ck_agg_t *agg, const ck_batch_t *b, ck_error_t *err) 
     }
     uint64_t kh = ck_key_hash(b, agg->spec->key_cols, agg->nkeys, row);
     bool any = false;
-    int rc = 0;
     if (agg->kind == CK_WIN_TUMBLE) {
       int64_t start = floor_to(ts, ws->size), end = ck_agg_sat_add(start, ws->size);
       if (!is_late(agg, end)) {
@@ -853,6 +871,8 @@ static int process_sessions(ck_agg_t *agg, const ck_batch_t *b, ck_error_t *err)
   int64_t gap = agg->spec->window.gap;
   const ck_col_t *tcol = &b->cols[agg->spec->window.time_col];
   for (size_t row = 0; row < b->nrows; row++) {
+    int rc = advance_to_row(agg, b, row, err);
+    if (rc) return rc;
     int64_t ts;
     if (!read_time(tcol, row, &ts)) {
       agg->op->metrics.late_dropped++;
@@ -863,7 +883,7 @@ static int process_sessions(ck_agg_t *agg, const ck_batch_t *b, ck_error_t *err)
     uint64_t kh = ck_key_hash(b, agg->spec->key_cols, agg->nkeys, row);
     uint32_t dir;
     bool created;
-    int rc = ck_agg_group(agg, ck_agg_tag(kh, 0), CK_AGG_NONE, b, agg->spec->key_cols, row,
+    rc = ck_agg_group(agg, ck_agg_tag(kh, 0), CK_AGG_NONE, b, agg->spec->key_cols, row,
                           !late, 0, &dir, &created, err);
     if (rc) return rc;
     /* absorb every open session touching [ts, end] (inclusive, as Flink) into the first */
@@ -1206,10 +1226,14 @@ static int agg_process(ck_op_t *op, const ck_batch_t *batch, ck_error_t *err) {
 
 static int agg_watermark(ck_op_t *op, int64_t wm, ck_error_t *err) {
   ck_agg_t *agg = op->impl;
-  if (wm <= agg->wm) return 0; /* nothing new: watermarks only advance */
-  agg->wm = wm;
+  if (wm <= agg->wm_sent) return 0; /* nothing new: watermarks only advance */
   op->metrics.watermark = wm;
-  int rc = agg->windowed ? fire(agg, err) : 0;
+  int rc = 0;
+  if (wm > agg->wm) { /* else a row already carried it here */
+    agg->wm = wm;
+    rc = agg->windowed ? fire(agg, err) : 0;
+  }
+  agg->wm_sent = wm;
   if (!rc) rc = maybe_compact(agg, err);
   ck_agg_update_metrics(agg);
   if (rc) return rc;
@@ -1359,7 +1383,7 @@ int ck_agg_op_init(ck_op_t *op, ck_error_t *err) {
   agg->nout = nout;
   agg->out_types = node->out_schema.types;
   agg->maxp = op->max_parallelism > 0 ? op->max_parallelism : 128;
-  agg->wm = CK_WATERMARK_MIN;
+  agg->wm = agg->wm_sent = CK_WATERMARK_MIN;
   size_t nk = (size_t)(agg->nkeys ? agg->nkeys : 1), nc = (size_t)(agg->ncalls ? agg->ncalls : 1);
   agg->key_types = ck_calloc(nk, sizeof *agg->key_types);
   agg->key_cat = ck_calloc(nk, sizeof *agg->key_cat);

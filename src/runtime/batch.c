@@ -162,6 +162,7 @@ void ck_batch_free(ck_batch_t *b) {
   for (int i = 0; i < b->ncols; i++) ck_col_fini(&b->cols[i]);
   ck_free(b->cols);
   ck_free(b->kinds);
+  ck_free(b->wms);
   ck_free(b);
 }
 
@@ -170,6 +171,8 @@ void ck_batch_clear(ck_batch_t *b) {
   b->nrows = 0;
   ck_free(b->kinds);
   b->kinds = NULL;
+  ck_free(b->wms);
+  b->wms = NULL;
 }
 
 void ck_batch_seal(ck_batch_t *b) {
@@ -336,15 +339,28 @@ ck_batch_t *ck_batch_gather(const ck_batch_t *src, const ck_run_t *runs, size_t 
     else b->cols[c].type = src->cols[c].type;
   }
   b->nrows = kept;
-  if (src->kinds) {
-    b->kinds = ck_malloc(kept ? kept : 1);
-    uint8_t *d = b->kinds;
-    for (size_t r = 0; r < nruns; r++) {
-      memcpy(d, src->kinds + runs[r].start, runs[r].len);
-      d += runs[r].len;
-    }
-  }
+  ck_batch_carry_rows(b, src, runs, nruns, kept);
   return b;
+}
+
+static void *carry(const void *src, size_t width, const ck_run_t *runs, size_t nruns,
+                   size_t kept) {
+  char *out = ck_malloc(kept ? kept * width : 1), *d = out;
+  if (!runs) {
+    memcpy(out, src, kept * width);
+    return out;
+  }
+  for (size_t r = 0; r < nruns; r++) {
+    memcpy(d, (const char *)src + runs[r].start * width, runs[r].len * width);
+    d += runs[r].len * width;
+  }
+  return out;
+}
+
+void ck_batch_carry_rows(ck_batch_t *dst, const ck_batch_t *src, const ck_run_t *runs,
+                         size_t nruns, size_t kept) {
+  if (src->kinds) dst->kinds = carry(src->kinds, 1, runs, nruns, kept);
+  if (src->wms) dst->wms = carry(src->wms, sizeof *src->wms, runs, nruns, kept);
 }
 
 ck_batch_t *ck_batch_filter(const ck_batch_t *src, const uint8_t *sel) {
@@ -370,5 +386,23 @@ void ck_batch_append_row(ck_batch_t *dst, const ck_batch_t *src, size_t i) {
     if (row >= cap) cap = row + 1;
     dst->kinds = ck_realloc(dst->kinds, cap);
     dst->kinds[row] = (uint8_t)k;
+  }
+  if (src->wms) {
+    /* grows with the first column's capacity, as kinds; rows appended before the first one
+     * that had a watermark were under the receiver's last watermark, the least possible */
+    size_t cap = dst->ncols ? dst->cols[0].cap : dst->nrows;
+    if (row >= cap) cap = row + 1;
+    if (!dst->wms) {
+      dst->wms = ck_malloc(cap * sizeof *dst->wms);
+      for (size_t r = 0; r < row; r++) dst->wms[r] = INT64_MIN;
+    } else {
+      dst->wms = ck_realloc(dst->wms, cap * sizeof *dst->wms);
+    }
+    dst->wms[row] = src->wms[i];
+  } else if (dst->wms) {
+    size_t cap = dst->ncols ? dst->cols[0].cap : dst->nrows;
+    if (row >= cap) cap = row + 1;
+    dst->wms = ck_realloc(dst->wms, cap * sizeof *dst->wms);
+    dst->wms[row] = row ? dst->wms[row - 1] : INT64_MIN;
   }
 }

@@ -10,6 +10,13 @@
  * A batch may carry a row-kind array (changelog streams: insert / update-before / update-after /
  * delete); NULL means every row is an insert.
  *
+ * A batch may also carry the watermark in effect before each row (wms, non-decreasing): a
+ * source moves its watermark after every record, not after every poll, so whether a record is
+ * late is a function of its partition's record order alone, never of where a batch ended. An
+ * operator that acts on time (window aggregates) advances its watermark to wms[i] before row
+ * i; the others only carry the array through their selections. NULL means every row is under
+ * the watermark the operator last received.
+ *
  * Memory: a batch owns every buffer of its columns (ck_malloc'd); ck_batch_free releases all.
  * A batch belongs to one thread at a time; it changes hands through a channel.
  */
@@ -46,6 +53,7 @@ typedef struct ck_batch {
   size_t nrows;
   ck_col_t *cols;
   uint8_t *kinds; /* NULL = all CK_ROW_INSERT; else nrows entries of ck_row_kind_t */
+  int64_t *wms;   /* NULL = none; else nrows entries: the watermark in effect before row i */
 } ck_batch_t;
 
 /* Columns */
@@ -146,6 +154,10 @@ void ck_col_gather(ck_col_t *dst, const ck_col_t *src, const ck_run_t *runs, siz
  * for a caller that reads only the needed ones, not for passing on. */
 ck_batch_t *ck_batch_gather(const ck_batch_t *src, const ck_run_t *runs, size_t nruns,
                             size_t kept, const bool *need);
+/* Gives dst (kept rows) the row kinds and row watermarks of the rows of src in runs (NULL: the
+ * first kept rows of src), when src has them. */
+void ck_batch_carry_rows(ck_batch_t *dst, const ck_batch_t *src, const ck_run_t *runs,
+                         size_t nruns, size_t kept);
 /* A new batch holding the rows of src whose sel[i] is true (same columns). */
 ck_batch_t *ck_batch_filter(const ck_batch_t *src, const uint8_t *sel);
 /* Appends row i of src to dst (same column types), with its row kind. */

@@ -21,6 +21,7 @@
 #define COL_HDR_SIZE 4u
 #define CRC_SIZE 4u
 #define FLAG_KINDS 0x01u
+#define FLAG_WMS 0x02u
 #define COL_FLAG_VALIDITY 0x01u
 
 static size_t vbytes(size_t rows) { return (rows + 7) / 8; }
@@ -96,7 +97,7 @@ static size_t col_size(const ck_col_t *col, size_t from, size_t n, bool validity
 
 size_t ck_batch_wire_size(const ck_batch_t *batch, size_t from, size_t n) {
   ck_assert(from + n <= batch->nrows);
-  size_t s = HDR_SIZE + CRC_SIZE + (batch->kinds ? n : 0);
+  size_t s = HDR_SIZE + CRC_SIZE + (batch->kinds ? n : 0) + (batch->wms ? n * 8 : 0);
   for (int c = 0; c < batch->ncols; c++)
     s += col_size(&batch->cols[c], from, n, batch->cols[c].validity != NULL);
   return s;
@@ -110,7 +111,7 @@ void ck_batch_wire_encode(const ck_batch_t *batch, size_t from, size_t n, ck_buf
   bool kinds = range_has_kind(batch, from, n);
   ck_buf_put_le32(out, CK_BATCH_WIRE_MAGIC);
   ck_buf_put_u8(out, CK_BATCH_WIRE_VERSION);
-  ck_buf_put_u8(out, kinds ? FLAG_KINDS : 0);
+  ck_buf_put_u8(out, (uint8_t)((kinds ? FLAG_KINDS : 0) | (batch->wms ? FLAG_WMS : 0)));
   ck_buf_put_le16(out, 0);
   ck_buf_put_le32(out, (uint32_t)batch->ncols);
   ck_buf_put_le32(out, (uint32_t)n);
@@ -135,6 +136,7 @@ void ck_batch_wire_encode(const ck_batch_t *batch, size_t from, size_t n, ck_buf
     }
   }
   if (kinds) ck_buf_append(out, batch->kinds + from, n);
+  if (batch->wms) put_le_array(out, batch->wms + from, n, sizeof *batch->wms);
   ck_buf_put_le32(out, ck_crc32c(0, out->data + start, out->len - start));
 }
 
@@ -283,7 +285,7 @@ int ck_batch_wire_decode(const void *data, size_t len, ck_batch_t **out, ck_erro
     return corrupt(err, "checksum mismatch: stored 0x%08" PRIx32 ", computed 0x%08" PRIx32,
                    want, got);
   uint8_t flags = p[5];
-  if (flags & ~FLAG_KINDS)
+  if (flags & ~(FLAG_KINDS | FLAG_WMS))
     return corrupt(err, "unknown header flags 0x%02x", flags);
   if (p[6] || p[7])
     return corrupt(err, "non-zero reserved header field 0x%02x%02x", p[7], p[6]);
@@ -316,6 +318,22 @@ int ck_batch_wire_decode(const void *data, size_t len, ck_batch_t **out, ck_erro
     }
     batch->kinds = ck_malloc(nrows ? nrows : 1);
     if (nrows) memcpy(batch->kinds, kinds, nrows);
+  }
+  if (flags & FLAG_WMS) {
+    const uint8_t *wms = take(&cur, (size_t)nrows * 8, "the row watermarks");
+    if (!wms) {
+      rc = CK_EDECODE;
+      goto fail;
+    }
+    batch->wms = ck_malloc(nrows ? (size_t)nrows * 8 : 1);
+    get_le_array(batch->wms, wms, nrows, 8);
+    for (uint32_t i = 1; i < nrows; i++) {
+      if (batch->wms[i] < batch->wms[i - 1]) {
+        rc = corrupt(err, "the row watermarks go back at row %" PRIu32 " (%" PRId64 " after %"
+                     PRId64 ")", i + 1, batch->wms[i], batch->wms[i - 1]);
+        goto fail;
+      }
+    }
   }
   if (cur.pos != cur.end) {
     rc = corrupt(err, "%zu trailing bytes after the last part", (size_t)(cur.end - cur.pos));

@@ -4,7 +4,8 @@
  *
  * Self-describing, versioned, little-endian; one encoding holds rows [from, from+n) of a batch:
  *
- *   header   u32 magic "CKBW" · u8 version (1) · u8 flags (bit 0: row kinds follow)
+ *   header   u32 magic "CKBW" · u8 version (1) · u8 flags (bit 0: row kinds follow, bit 1:
+ *            row watermarks follow)
  *            · u16 reserved (0) · u32 column count · u32 row count
  *   column   u8 type id (ck_type_id_t) · u8 precision · u8 scale (DECIMAL only, else 0)
  *            · u8 flags (bit 0: validity bitmap follows)
@@ -13,6 +14,8 @@
  *              DOUBLE 8, DECIMAL 16 — the 128-bit unscaled value —, TIMESTAMP 8, NULL 1)
  *              STRING: (n+1) × u32 offsets rebased to 0, then offsets[n] bytes of UTF-8
  *   kinds    [n bytes of ck_row_kind_t when header flag bit 0 is set]
+ *   wms      [n × i64, the watermark before each row (batch.h), when header flag bit 1 is set;
+ *            non-decreasing]
  *   trailer  u32 CRC32C of every byte before it
  *
  * The validity bitmap is written only when the range holds a NULL, the kinds only when it
@@ -21,7 +24,7 @@
  * Decoding trusts nothing: every length is checked against the bytes that are left before it
  * is used, the checksum is verified first, and the structure is still validated afterwards
  * (type ids and parameters, BOOL values 0/1, monotonic string offsets that end at the byte
- * count, row kinds 0..3, no trailing bytes), so a truncated, corrupt or hostile input is a
+ * count, row kinds 0..3, row watermarks non-decreasing, no trailing bytes), so a truncated, corrupt or hostile input is a
  * CK_EDECODE error naming what is wrong — never a crash, an out-of-bounds read, or an
  * allocation larger than the input justifies.
  *

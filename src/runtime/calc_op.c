@@ -8,8 +8,8 @@
  * holds only the input columns they read — found once by walking their trees — so a column
  * no projection reads (or only the predicate, which saw the unfiltered batch) is never copied.
  *
- * Stateless: snapshot writes nothing. Row kinds pass through unchanged, so a changelog stays a
- * changelog. Runs on its subtask's thread only; the per-batch scratch (selection, runs) and
+ * Stateless: snapshot writes nothing. Row kinds and row watermarks pass through unchanged, so a
+ * changelog stays a changelog and a row keeps the watermark it arrived under. Runs on its subtask's thread only; the per-batch scratch (selection, runs) and
  * the column mask belong to the operator instance, from open to close.
  */
 #include <string.h>
@@ -105,18 +105,7 @@ static int project(ck_op_t *op, const ck_batch_t *batch, const ck_run_t *runs, s
     }
   }
   out->nrows = kept;
-  if (batch->kinds) {
-    out->kinds = ck_malloc(kept);
-    if (!runs) {
-      memcpy(out->kinds, batch->kinds, kept);
-    } else {
-      uint8_t *d = out->kinds;
-      for (size_t r = 0; r < nruns; r++) {
-        memcpy(d, batch->kinds + runs[r].start, runs[r].len);
-        d += runs[r].len;
-      }
-    }
-  }
+  ck_batch_carry_rows(out, batch, runs, nruns, kept);
   ck_batch_free(filtered);
   return ck_op_emit(op, out, err);
 }

@@ -41,6 +41,9 @@ const ck_opt_def_t ck_source_common_options[] = {
      "a partition with no records for this long stops holding the watermark back (0: never)"},
     {"on_decode_error", CK_OPT_ENUM, "fail", "fail|skip", false,
      "a record that cannot be decoded stops the job (fail) or is counted and skipped (skip)"},
+    {"poll_rows", CK_OPT_INT, "1024", NULL, false,
+     "most records one poll of the source hands on at a time (1 to 1024): a tuning knob only, "
+     "since watermarks move after every record and no result depends on where a batch ends"},
     {"event_time_null", CK_OPT_ENUM, "fail", "fail|skip", false,
      "a record whose event_time_column is missing or NULL stops the job, naming the record "
      "(fail), or is counted as a record without event time and skipped (skip); it is never "

@@ -198,6 +198,7 @@ struct ck_exec {
   write_job_t *wr_head, *wr_tail;
   bool wr_stop;
   int nsources;
+  int sources_starting;       /* local sources not past their start (under ckpt_mu) */
   atomic_int done;            /* every subtask has exited */
   atomic_int stopped_sources; /* sources that stopped because of ck_exec_stop */
   int mem_account;            /* its subtask threads' allocations (0: none) */
@@ -909,6 +910,59 @@ static int drop_rows_without_time(task_t *t, const ck_conn_spec_t *spec, int par
   return 0;
 }
 
+/* Every source subtask of this process says what it has (one without partitions its IDLE)
+ * before any of them polls: a receiver hears an empty sender's idleness before the first row
+ * of the others, so a row's watermark does not depend on which thread started first. A job's
+ * failure or stop ends the wait. (Sources in other workers are not waited for.) */
+static void source_start(task_t *t) {
+  struct ck_exec *ex = t->ex;
+  ck_mutex_lock(&ex->ckpt_mu);
+  ex->sources_starting--;
+  ck_cond_broadcast(&ex->ckpt_cv);
+  while (ex->sources_starting > 0 && !atomic_load(&ex->failed) && !atomic_load(&ex->stop))
+    ck_cond_wait(&ex->ckpt_cv, &ex->ckpt_mu);
+  ck_mutex_unlock(&ex->ckpt_mu);
+}
+
+/* A partition's watermark: its largest event time less the lag (MIN before its first). */
+static int64_t part_watermark(int64_t max, const ck_conn_spec_t *spec) {
+  return max == CK_WATERMARK_MIN ? CK_WATERMARK_MIN : max - spec->watermark_lag_ms;
+}
+
+/* Moves partition part's largest event time over the rows of batch (all from part), and gives
+ * the batch the watermark in effect before each of its rows (batch.h, wms) where it is newer
+ * than the one last delivered: the least over the partitions that are not idle, with part's
+ * own taken over the rows before. The watermark after the batch is then delivered as a
+ * message, as before; this makes the rows in between see it move after every record. */
+static void row_watermarks(task_t *t, const ck_conn_spec_t *spec, ck_batch_t *batch, int part,
+                           int64_t *part_max, const int64_t *part_seen, int nparts, int64_t now) {
+  int64_t others = CK_WATERMARK_MAX;
+  for (int p = 0; p < nparts; p++) {
+    if (p == part || (spec->idle_timeout_ms > 0 && now - part_seen[p] >= spec->idle_timeout_ms))
+      continue;
+    int64_t pw = part_watermark(part_max[p], spec);
+    if (pw < others) others = pw;
+  }
+  const ck_col_t *c = &batch->cols[spec->event_time_col];
+  int64_t mx = part_max[part];
+  int64_t *wms = NULL;
+  for (size_t i = 0; i < batch->nrows; i++) {
+    int64_t w = part_watermark(mx, spec);
+    if (w > others) w = others;
+    if (w > t->wm && !wms) {
+      wms = ck_malloc(batch->nrows * sizeof *wms);
+      for (size_t j = 0; j < i; j++) wms[j] = t->wm;
+    }
+    if (wms) wms[i] = w > t->wm ? w : t->wm;
+    if (!ck_col_valid(c, i)) continue;
+    int64_t v = c->type.id == CK_T_INT32 ? ck_col_i32(c, i) : ck_col_i64(c, i);
+    if (v > mx) mx = v;
+  }
+  part_max[part] = mx;
+  ck_free(batch->wms);
+  batch->wms = wms;
+}
+
 static int run_source(task_t *t, ck_error_t *err) {
   struct ck_exec *ex = t->ex;
   const ck_node_t *n = stage_node(t, 0);
@@ -928,10 +982,13 @@ static int run_source(task_t *t, ck_error_t *err) {
   bool event_time = spec->event_time_col >= 0;
   const char *null_policy = ck_opt_str(&spec->options, ck_source_common_options, "event_time_null");
   bool skip_no_time = null_policy && strcmp(null_policy, "skip") == 0;
+  int64_t poll_rows = ck_opt_int(&spec->options, ck_source_common_options, "poll_rows");
+  if (poll_rows < 1 || poll_rows > CK_BATCH_ROWS) poll_rows = CK_BATCH_ROWS; /* planner checks */
   if (event_time && nparts == 0) {
     rc = exchange_control(t, MSG_IDLE, 0); /* nothing to read here: never hold others back */
     idle_sent = true;
   }
+  source_start(t);
   while (!rc) {
     if (atomic_load(&ex->failed)) break;
     if (ck_mem_over()) {
@@ -953,7 +1010,7 @@ static int run_source(task_t *t, ck_error_t *err) {
     for (int c = 0; c < ncols; c++)
       if (str_room[c]) (void)ck_col_str_reserve(&batch->cols[c], str_room[c]);
     int part = 0;
-    int r = t->source.ops->poll(&t->source, batch, CK_BATCH_ROWS, SOURCE_POLL_MS, &part, err);
+    int r = t->source.ops->poll(&t->source, batch, (int)poll_rows, SOURCE_POLL_MS, &part, err);
     if (r < 0) {
       ck_batch_free(batch);
       rc = r;
@@ -978,15 +1035,8 @@ static int run_source(task_t *t, ck_error_t *err) {
         if (types[c].id == CK_T_STRING)
           str_room[c] = batch->cols[c].data_len + batch->cols[c].data_len / 8;
       if (event_time && part >= 0 && part < nparts) {
-        const ck_col_t *c = &batch->cols[spec->event_time_col];
-        int64_t mx = part_max[part];
-        for (size_t i = 0; i < batch->nrows; i++) {
-          if (!ck_col_valid(c, i)) continue;
-          int64_t v = c->type.id == CK_T_INT32 ? ck_col_i32(c, i) : ck_col_i64(c, i);
-          if (v > mx) mx = v;
-        }
-        part_max[part] = mx;
         part_seen[part] = now;
+        row_watermarks(t, spec, batch, part, part_max, part_seen, nparts, now);
       }
       rc = deliver_batch(t, 1, batch, err);
       if (rc) break;
@@ -1000,8 +1050,7 @@ static int run_source(task_t *t, ck_error_t *err) {
     for (int p = 0; p < nparts; p++) {
       if (spec->idle_timeout_ms > 0 && now - part_seen[p] >= spec->idle_timeout_ms) continue;
       active++;
-      int64_t pw = part_max[p] == CK_WATERMARK_MIN ? CK_WATERMARK_MIN
-                                                   : part_max[p] - spec->watermark_lag_ms;
+      int64_t pw = part_watermark(part_max[p], spec);
       if (pw < wm) wm = pw;
     }
     if (active == 0) {
@@ -1048,6 +1097,26 @@ static int64_t senders_watermark(const task_t *t, bool *all_idle) {
   return wm;
 }
 
+/* A batch from sender carries the watermark before each row at its sender (batch.h); here a
+ * row is under the least of that and every other sender's (not idle), and never under less
+ * than what was delivered already. Drops the array when no row would see a newer one. */
+static void receiver_row_watermarks(const task_t *t, int sender, ck_batch_t *batch) {
+  int64_t others = CK_WATERMARK_MAX;
+  for (int s = 0; s < t->nsenders; s++)
+    if (s != sender && !t->sender_idle[s] && t->sender_wm[s] < others) others = t->sender_wm[s];
+  bool newer = false;
+  for (size_t i = 0; i < batch->nrows; i++) {
+    int64_t w = batch->wms[i] < others ? batch->wms[i] : others;
+    if (w > t->wm) newer = true;
+    else w = t->wm;
+    batch->wms[i] = w;
+  }
+  if (!newer) {
+    ck_free(batch->wms);
+    batch->wms = NULL;
+  }
+}
+
 static void stash_push(task_t *t, msg_t m) {
   if (t->nstash == t->stash_cap) {
     t->stash_cap = t->stash_cap ? t->stash_cap * 2 : 64;
@@ -1089,7 +1158,9 @@ static int handle_msg(task_t *t, msg_t m, bool *ended, ck_error_t *err) {
   }
   int rc = 0;
   switch (m.kind) {
-    case MSG_BATCH: return deliver_batch(t, 0, m.batch, err);
+    case MSG_BATCH:
+      if (m.batch->wms) receiver_row_watermarks(t, m.sender, m.batch);
+      return deliver_batch(t, 0, m.batch, err);
     case MSG_WATERMARK:
     case MSG_IDLE: {
       if (m.kind == MSG_WATERMARK) {
@@ -1286,6 +1357,7 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
       if (!t->local) continue;
       ex->nsinks += t->has_sink;
       ex->nsources += t->has_source;
+      ex->sources_starting += t->has_source;
       /* a source's channel carries only control messages */
       chan_init(&t->in, t->has_source ? 1 : ex->opts.channel_capacity, t->has_source);
       if (!t->has_source) {
@@ -1343,6 +1415,9 @@ void ck_exec_stop(ck_exec_t *ex) {
   atomic_store(&ex->stop, 1);
   for (int i = 0; i < ex->ntasks; i++) /* sources see it now, not at their poll's end */
     if (ex->all[i] && ex->all[i]->local && ex->all[i]->has_source) chan_wake(&ex->all[i]->in);
+  ck_mutex_lock(&ex->ckpt_mu); /* and so does one waiting for the others to start */
+  ck_cond_broadcast(&ex->ckpt_cv);
+  ck_mutex_unlock(&ex->ckpt_mu);
 }
 
 void ck_exec_cancel(ck_exec_t *ex, const char *why) {

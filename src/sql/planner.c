@@ -795,6 +795,12 @@ static int source_node(planner_t *pl, const table_t *t, ck_pos_t pos) {
          "watermark_lag_ms and idle_timeout_ms of table '%s' must not be negative", t->st->table);
     return -1;
   }
+  int64_t poll_rows = ck_opt_int(&t->options, ck_source_common_options, "poll_rows");
+  if (poll_rows < 1 || poll_rows > CK_BATCH_ROWS) {
+    fail(pl, t->st->table_pos, CK_EOPTION, "poll_rows of table '%s' is %lld; it must be 1 to %d",
+         t->st->table, (long long)poll_rows, CK_BATCH_ROWS);
+    return -1;
+  }
   return n->id;
 }
 

@@ -446,6 +446,53 @@ static void test_batch_wire_errors_name_the_fault(void **state) {
   assert_int_equal(ck_mem_stats().live_blocks, blocks);
 }
 
+/* Row watermarks (batch.h wms) travel with their rows: a slice keeps its rows' values, and a
+ * decreasing array (a watermark that goes back) is refused naming the row. */
+static void test_batch_wire_row_watermarks(void **state) {
+  int64_t blocks = ck_mem_stats().live_blocks;
+  ck_type_t t[] = {CK_TYPE(CK_T_INT64)};
+  ck_batch_t *batch = ck_batch_new(1, t, 0);
+  for (int i = 0; i < 10; i++) ck_col_append_i64(&batch->cols[0], i);
+  ck_batch_seal(batch);
+  batch->wms = ck_malloc(10 * sizeof *batch->wms);
+  for (int i = 0; i < 10; i++) batch->wms[i] = 1000 + 10 * (i / 3);
+  ck_buf_t buf;
+  ck_buf_init(&buf);
+  ck_batch_wire_encode(batch, 4, 5, &buf);
+  ck_batch_t *got = NULL;
+  ck_error_t err = {0};
+  assert_int_equal(ck_batch_wire_decode(buf.data, buf.len, &got, &err), 0);
+  assert_non_null(got->wms);
+  for (int i = 0; i < 5; i++) assert_int_equal(got->wms[i], batch->wms[4 + i]);
+  ck_batch_free(got);
+  /* rows 4..8 hold 1010 1010 1020 1020 1020 at 8 bytes each after the values and before the
+   * checksum: make row 3 of the slice go back, recompute the checksum */
+  size_t at = buf.len - 4 - 5 * 8 + 2 * 8;
+  uint8_t *p = (uint8_t *)buf.data;
+  p[at] = 0;
+  uint32_t crc = ck_crc32c(0, p, buf.len - 4);
+  memcpy(p + buf.len - 4, &crc, 4);
+  got = NULL;
+  assert_int_equal(ck_batch_wire_decode(buf.data, buf.len, &got, &err), CK_EDECODE);
+  assert_non_null(strstr(err.message, "row watermarks go back at row 3"));
+  assert_null(got);
+  /* a filter and a row-by-row copy (the keyed exchange) keep each row's watermark */
+  uint8_t sel[10] = {1, 0, 0, 1, 1, 0, 0, 1, 0, 1};
+  ck_batch_t *kept = ck_batch_filter(batch, sel);
+  const int64_t want[] = {1000, 1010, 1010, 1020, 1030};
+  assert_int_equal(kept->nrows, 5);
+  for (int i = 0; i < 5; i++) assert_int_equal(kept->wms[i], want[i]);
+  ck_batch_t *copy = ck_batch_new(1, t, 2);
+  for (size_t i = 0; i < kept->nrows; i++) ck_batch_append_row(copy, kept, i);
+  ck_batch_seal(copy);
+  for (int i = 0; i < 5; i++) assert_int_equal(copy->wms[i], want[i]);
+  ck_batch_free(copy);
+  ck_batch_free(kept);
+  ck_batch_free(batch);
+  ck_buf_fini(&buf);
+  assert_int_equal(ck_mem_stats().live_blocks, blocks);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_batch_wire_round_trip_every_type),
@@ -456,6 +503,7 @@ int main(void) {
       cmocka_unit_test(test_batch_wire_every_truncation_fails),
       cmocka_unit_test(test_batch_wire_random_flips_never_crash),
       cmocka_unit_test(test_batch_wire_errors_name_the_fault),
+      cmocka_unit_test(test_batch_wire_row_watermarks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
