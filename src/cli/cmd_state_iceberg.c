@@ -203,13 +203,38 @@ static bool element(const char **at, const char *end, span_t *v) {
   return true;
 }
 
-/* A string value without escapes, or a number, as text into out (n bytes). */
+/* A string value (its escapes undone: those ck_buf_put_json_str writes, \u00XX only) or a
+ * number, as text into out (n bytes). */
 static bool text_of(span_t v, char *out, size_t n) {
   const char *p = v.p, *e = v.end;
   if (p < e && *p == '"') p++, e--;
-  if (e < p || (size_t)(e - p) >= n || memchr(p, '\\', (size_t)(e - p))) return false;
-  memcpy(out, p, (size_t)(e - p));
-  out[e - p] = 0;
+  if (e < p) return false;
+  size_t k = 0;
+  for (; p < e; p++) {
+    char c = *p;
+    if (c == '\\') {
+      if (++p >= e) return false;
+      switch (*p) {
+        case '"': case '\\': case '/': c = *p; break;
+        case 'n': c = '\n'; break;
+        case 'r': c = '\r'; break;
+        case 't': c = '\t'; break;
+        case 'b': c = '\b'; break;
+        case 'f': c = '\f'; break;
+        case 'u': {
+          unsigned x;
+          if (e - p < 5 || sscanf(p + 1, "%4x", &x) != 1 || x == 0 || x > 0x7f) return false;
+          c = (char)x;
+          p += 4;
+          break;
+        }
+        default: return false;
+      }
+    }
+    if (k + 1 >= n) return false;
+    out[k++] = c;
+  }
+  out[k] = 0;
   return true;
 }
 
@@ -700,6 +725,11 @@ int ck_state_iceberg_export(const char *dir, const ck_state_set_t *set, ck_parqu
     rc = ck_error_set(err, CK_EIO, "could not replace '%s': %s", hint, strerror(errno));
     unlink(hint_tmp);
     goto fail;
+  }
+  int dfd = open(meta_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the names, durable too */
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
   }
   *version_out = t.version + 1;
 fail:
