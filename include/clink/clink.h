@@ -180,6 +180,11 @@ CLINK_API int clink_query(clink_engine_t *e, const char *sql, struct ArrowArrayS
  * One reader per table; an unread stream makes the job wait (nothing is dropped); the
  * stream ends when the job writing the table ends (an error if it failed). */
 CLINK_API int clink_collect(clink_engine_t *e, const char *table, struct ArrowArrayStream *out);
+/* Waits up to timeout_ms (< 0: for ever) until get_next on s, a stream of clink_query or
+ * clink_collect that has not been moved, would return without blocking (a batch, the end or
+ * an error): 1, 0 on timeout, CLINK_EINVAL for a stream that is not the library's. A host
+ * that must stay responsive (to Ctrl-C, say) polls in short slices before each get_next. */
+CLINK_API int clink_stream_poll(struct ArrowArrayStream *s, int64_t timeout_ms);
 /* Feeds a push table with one batch, whose schema gives column names (matched to the table's,
  * case-insensitively; a missing nullable column is NULL) and Arrow types (those of the
  * table, or one that converts without loss: timestamps of any unit, narrower integers, large

@@ -134,3 +134,26 @@ bool ck_hostq_ended(ck_hostq_t *q) {
   ck_mutex_unlock(&q->mu);
   return e;
 }
+
+bool ck_hostq_wait_ready(ck_hostq_t *q, int64_t timeout_ms) {
+  int64_t deadline = timeout_ms < 0 ? -1 : ck_mono_ms() + timeout_ms;
+  for (;;) {
+    ck_mutex_lock(&q->mu);
+    bool ready = q->count || q->ended || q->aborted;
+    ck_mutex_unlock(&q->mu);
+    if (ready) return true;
+    int64_t left = deadline < 0 ? 1000 : deadline - ck_mono_ms();
+    if (left <= 0) return false;
+    /* the eventfd is the consumer's: look without reading it */
+    struct pollfd pfd = {.fd = q->efd, .events = POLLIN};
+    if (poll(&pfd, 1, left > 1000 ? 1000 : (int)left) > 0) {
+      ck_mutex_lock(&q->mu);
+      ready = q->count || q->ended || q->aborted;
+      ck_mutex_unlock(&q->mu);
+      if (ready) return true;
+      uint64_t v; /* a stale signal (the batch it announced is taken): clear it */
+      ssize_t r = read(q->efd, &v, sizeof v);
+      (void)r;
+    }
+  }
+}

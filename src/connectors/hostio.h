@@ -51,6 +51,9 @@ int ck_hostq_get(ck_hostq_t *q, ck_batch_t **out, int64_t timeout_ms, const int 
 void ck_hostq_end(ck_hostq_t *q, int code, const char *msg);
 void ck_hostq_abort(ck_hostq_t *q, int code, const char *msg);
 bool ck_hostq_ended(ck_hostq_t *q);
+/* Waits up to timeout_ms (< 0: for ever) for a batch, the end or an abort: true, or false on
+ * timeout. Takes nothing. */
+bool ck_hostq_wait_ready(ck_hostq_t *q, int64_t timeout_ms);
 
 /* The host: a table's queue (sink: a collect table's; else a push table's), or NULL. */
 typedef struct ck_host {

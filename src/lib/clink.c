@@ -110,6 +110,7 @@ struct clink_engine {
   int njobs;
   int64_t next_id;
   bool closing;
+  bool log_hook;         /* this engine set the process's log callback */
 };
 
 /* ---------------------------------------------------------------- errors */
@@ -220,6 +221,7 @@ int clink_engine_open(const clink_options_t *in, clink_engine_t **out, char *err
   host_log_fn = o.log_fn;
   ck_log_set_hook(o.log_fn ? log_trampoline : NULL, NULL);
   clink_engine_t *e = ck_calloc(1, sizeof *e);
+  e->log_hook = o.log_fn != NULL;
   e->o = o;
   if (o.checkpoint_dir) {
     e->ckdir = ck_strdup(o.checkpoint_dir);
@@ -692,6 +694,12 @@ static void stream_init(struct ArrowArrayStream *out, ck_hostq_t *q, const ck_sc
   *out = (struct ArrowArrayStream){st_schema, st_next, st_error, st_release, l};
 }
 
+int clink_stream_poll(struct ArrowArrayStream *s, int64_t timeout_ms) {
+  if (!s || s->get_next != st_next || !s->private_data) return CLINK_EINVAL;
+  lstream_t *l = s->private_data;
+  return ck_hostq_wait_ready(l->q, timeout_ms) ? 1 : 0;
+}
+
 int clink_collect(clink_engine_t *e, const char *table, struct ArrowArrayStream *out) {
   if (!e || !table || !out) return set_last(e, CLINK_EINVAL, 0, 0, "clink_collect: a NULL argument");
   ck_mutex_lock(&e->mu);
@@ -973,6 +981,8 @@ void clink_engine_close(clink_engine_t *e) {
   ck_cond_fini(&e->cv);
   ck_mutex_fini(&e->mu);
   ck_free(e->ckdir);
+  if (e->log_hook && host_log_ctx == e->o.log_ctx) /* its callback may go with it */
+    ck_log_set_hook(NULL, NULL);
   if (last.e == e) last.e = NULL;
   ck_free(e);
 }
