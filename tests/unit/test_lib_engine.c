@@ -483,6 +483,45 @@ static void test_query_stream(void **state) {
   clink_engine_close(e);
 }
 
+/* A push source's watermark follows its event time while the table is open: a window closes
+ * (and reaches the collect stream) as soon as a later row passes its end, before any close. */
+static void test_windows_fire_while_pushing(void **state) {
+  for (int par = 1; par <= 2; par++) {
+    clink_engine_t *e = open_engine(par, 4);
+    clink_job_t *job;
+    assert_int_equal(clink_exec(e, PIPELINE, &job, 1, NULL), 0);
+    struct ArrowArrayStream st;
+    assert_int_equal(clink_collect(e, "out", &st), 0);
+    struct ArrowArray a;
+    struct ArrowSchema s;
+    make_batch(0, 27, &a, &s); /* ts 1000 … 1962: window [1000, 2000) */
+    assert_int_equal(clink_push(e, "src", &a, &s), 0);
+    assert_int_equal(clink_stream_poll(&st, 300), 0); /* the window is still open */
+    make_batch(100, 1, &a, &s); /* ts 4700: the watermark passes 2000 */
+    assert_int_equal(clink_push(e, "src", &a, &s), 0);
+    assert_int_equal(clink_stream_poll(&st, DEADLINE_MS), 1);
+    int64_t n = 0;
+    while (n < 27) {
+      assert_int_equal(clink_stream_poll(&st, DEADLINE_MS), 1);
+      struct ArrowArray b;
+      assert_int_equal(st.get_next(&st, &b), 0);
+      assert_non_null(b.release);
+      const int64_t *ws = b.children[0]->buffers[1];
+      const int64_t *cnt = b.children[2]->buffers[1];
+      for (int64_t i = 0; i < b.length; i++) {
+        assert_int_equal(ws[i], 1000);
+        n += cnt[i];
+      }
+      b.release(&b);
+    }
+    assert_int_equal(n, 27);
+    assert_int_equal(clink_job_status(job), CLINK_JOB_RUNNING);
+    assert_int_equal(clink_stream_poll(NULL, 0), CLINK_EINVAL);
+    st.release(&st);
+    clink_engine_close(e);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_push_tumble_collect),
@@ -491,6 +530,7 @@ int main(void) {
       cmocka_unit_test(test_backpressure_never_drops),
       cmocka_unit_test(test_close_with_jobs_running),
       cmocka_unit_test(test_query_stream),
+      cmocka_unit_test(test_windows_fire_while_pushing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
