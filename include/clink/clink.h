@@ -25,6 +25,8 @@
  * Closing an engine cancels its running jobs and waits for them; a stream still open on one
  * of its collect tables then reports the error "the engine was closed" from get_next (its
  * batches already handed out stay valid), and must still be released by its owner.
+ * Releasing a stream before its end fails the job still writing it ("the stream reading this
+ * table was released before its end") rather than leaving it waiting for a reader.
  *
  * Errors: functions return 0 or a negative CLINK_E… code; clink_last_error(engine) then says
  * why, with the line and column of the SQL at fault when there is one (1-based; 0 when none).

@@ -64,13 +64,12 @@ static void signal_consumer(ck_hostq_t *q) {
 int ck_hostq_put(ck_hostq_t *q, ck_batch_t *b, ck_error_t *err) {
   ck_mutex_lock(&q->mu);
   while (q->count == q->cap && !q->ended && !q->aborted) ck_cond_wait(&q->not_full, &q->mu);
-  if (q->ended || q->aborted) {
-    int code = q->aborted || q->end_code ? q->end_code : CK_ECANCELLED;
-    ck_error_set(err, code ? code : CK_ECANCELLED, "%s",
-                 q->msg[0] ? q->msg : "the reader of this table went away");
+  if (q->ended || q->aborted) { /* nobody takes batches any more */
+    int code = q->end_code ? q->end_code : CK_ECANCELLED;
+    ck_error_set(err, code, "%s", q->msg[0] ? q->msg : "the table's queue was closed");
     ck_mutex_unlock(&q->mu);
     ck_batch_free(b);
-    return code ? code : CK_ECANCELLED;
+    return code;
   }
   q->ring[(q->head + q->count++) % q->cap] = b;
   signal_consumer(q);

@@ -674,6 +674,9 @@ static const char *st_error(struct ArrowArrayStream *s) {
 static void st_release(struct ArrowArrayStream *s) {
   lstream_t *l = s->private_data;
   if (!l) return;
+  /* the rows have nowhere to go now: a job still writing them fails instead of waiting for
+   * ever (CK_EINVAL: the policy does not restart it into the same dead end) */
+  ck_hostq_abort(l->q, CK_EINVAL, "the stream reading this table was released before its end");
   ck_hostq_unref(l->q);
   ck_arena_fini(&l->arena);
   ck_free(l);
@@ -965,6 +968,15 @@ void clink_engine_close(clink_engine_t *e) {
   if (!e) return;
   ck_mutex_lock(&e->mu);
   e->closing = true;
+  /* every job is being stopped before its queues fail, so none takes that for a failure to
+   * restart from */
+  for (int i = 0; i < e->njobs; i++) {
+    clink_job_t *j = e->jobs[i];
+    ck_mutex_lock(&j->cmu);
+    j->cancel_asked = true;
+    j->job.stopping = 1;
+    ck_mutex_unlock(&j->cmu);
+  }
   for (int i = 0; i < e->ntables; i++)
     if (e->tables[i].q) ck_hostq_abort(e->tables[i].q, CK_EIO, "the engine was closed");
   ck_mutex_unlock(&e->mu);

@@ -522,6 +522,30 @@ static void test_windows_fire_while_pushing(void **state) {
   }
 }
 
+/* A collect stream released before its end: the job writing it fails instead of waiting for
+ * ever for a reader, and later pushes into its source say the job is gone. */
+static void test_released_stream_fails_its_job(void **state) {
+  clink_engine_t *e = open_engine(1, 2);
+  clink_job_t *job;
+  assert_int_equal(clink_exec(e, PASS, &job, 1, NULL), 0);
+  struct ArrowArrayStream st;
+  assert_int_equal(clink_collect(e, "out", &st), 0);
+  st.release(&st);
+  int rc = 0;
+  for (int i = 0; i < 1000 && rc == 0; i++) {
+    struct ArrowArray a;
+    struct ArrowSchema s;
+    make_batch(i * 10, 10, &a, &s);
+    rc = clink_push(e, "src", &a, &s);
+  }
+  assert_int_equal(rc, CLINK_ECLOSED);
+  assert_non_null(strstr(clink_last_error(e, NULL, NULL), "the job reading this table ended"));
+  assert_int_equal(clink_job_wait(job, DEADLINE_MS), CLINK_EINVAL);
+  assert_int_equal(clink_job_status(job), CLINK_JOB_FAILED);
+  assert_non_null(strstr(clink_job_error(job, NULL, NULL), "released before its end"));
+  clink_engine_close(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_push_tumble_collect),
@@ -531,6 +555,7 @@ int main(void) {
       cmocka_unit_test(test_close_with_jobs_running),
       cmocka_unit_test(test_query_stream),
       cmocka_unit_test(test_windows_fire_while_pushing),
+      cmocka_unit_test(test_released_stream_fails_its_job),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
