@@ -260,3 +260,21 @@ def test_the_example_runs():
     assert p.returncode == 0, p.stdout + p.stderr
     assert "pandas agrees on" in p.stdout
     assert "windows from Kafka, rows: 10000" in p.stdout, p.stdout
+
+
+def test_a_dropped_reader_fails_its_job_instead_of_blocking_it():
+    import gc
+    with pyclink.Engine(collect_batches=2) as e:
+        (job,) = e.execute("""
+            CREATE TABLE src (x BIGINT) WITH (connector = 'push');
+            CREATE TABLE out (x BIGINT) WITH (connector = 'collect');
+            INSERT INTO out SELECT x FROM src""")
+        reader = e.collect("out")
+        del reader  # never read
+        gc.collect()
+        with pytest.raises(pyclink.ClinkError, match="the job reading this table ended"):
+            for i in range(1000):
+                e.push("src", pa.table({"x": list(range(i * 100, i * 100 + 100))}))
+        with pytest.raises(pyclink.ClinkError, match="released before its end"):
+            job.wait(30)
+        assert job.status == pyclink.JobStatus.FAILED

@@ -274,6 +274,12 @@ class _Stream:
             _RELEASE(self.st.release)(byref(self.st))
             self.st.release = None
 
+    def __del__(self):  # a reader dropped before its first batch never ran batches()' finally
+        try:
+            self.release()
+        except Exception:
+            pass
+
     def reader(self) -> pa.RecordBatchReader:
         schema = self.schema()
         return pa.RecordBatchReader.from_batches(schema, self.batches(schema))
