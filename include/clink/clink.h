@@ -109,7 +109,8 @@ enum {
   CLINK_EEXISTS = -11,     /* already exists, or already taken (a collect table's reader) */
   CLINK_ETIMEOUT = -13,    /* clink_job_wait: the job is still running */
   CLINK_ECANCELLED = -14,  /* the job was cancelled */
-  CLINK_ECLOSED = -22,     /* the push table was closed, or the engine is closing */
+  CLINK_ECLOSED = -100,    /* the push table was closed, its job ended, or the engine is
+                              closing (the library's own code, outside the engine's range) */
   /* any other negative number is one of the engine's own codes: clink_last_error says it */
 };
 

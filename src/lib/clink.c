@@ -49,8 +49,6 @@
 #include "sql/parser.h"
 #include "sql/planner.h"
 
-#define CLINK_ECLOSED_CODE (-22)
-
 enum { T_OTHER, T_PUSH, T_COLLECT };
 
 typedef struct ltable {

@@ -360,7 +360,7 @@ class Engine:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ClinkError("the engine is closed", -22)
+            raise ClinkError("the engine is closed", -100)
 
     def _error(self, rc: int) -> ClinkError:
         line, col = c_int(), c_int()
