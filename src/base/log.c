@@ -13,6 +13,9 @@
 
 static _Atomic int level = -1;
 static _Atomic int out_fd = 2;
+/* the embedding host's callback (libclink): set before any job runs, read on every line */
+static ck_log_fn_t _Atomic hook;
+static void *_Atomic hook_ctx;
 
 int ck_log_parse_level(const char *s) {
   static const char *names[] = {"off", "error", "warn", "info", "debug"};
@@ -34,6 +37,10 @@ ck_log_level_t ck_log_level(void) {
 
 void ck_log_set_level(ck_log_level_t l) { atomic_store(&level, (int)l); }
 void ck_log_set_fd(int fd) { atomic_store(&out_fd, fd < 0 ? 2 : fd); }
+void ck_log_set_hook(ck_log_fn_t fn, void *ctx) {
+  atomic_store(&hook_ctx, ctx);
+  atomic_store(&hook, fn);
+}
 
 void ck_log(ck_log_level_t l, const char *subsystem, const char *fmt, ...) {
   if (l == CK_LOG_OFF || l > ck_log_level()) return;
@@ -47,6 +54,11 @@ void ck_log(ck_log_level_t l, const char *subsystem, const char *fmt, ...) {
   if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
   line[n] = 0;
   ck_redact_inplace(line, sizeof line - 1); /* no credential in any log line */
+  ck_log_fn_t fn = atomic_load(&hook);
+  if (fn) {
+    fn(atomic_load(&hook_ctx), l, line);
+    return;
+  }
   n = (int)strlen(line);
   line[n++] = '\n';
   ssize_t w = write(atomic_load(&out_fd), line, (size_t)n);

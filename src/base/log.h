@@ -23,6 +23,10 @@ void ck_log_set_level(ck_log_level_t level);
 int ck_log_parse_level(const char *s);
 /* Redirect output (tests): fd to write lines to; -1 restores stderr. */
 void ck_log_set_fd(int fd);
+/* Hands every line (without its newline) to fn instead of writing it (an embedding host's log
+ * callback, libclink); NULL restores the descriptor. fn runs on the logging thread. */
+typedef void (*ck_log_fn_t)(void *ctx, ck_log_level_t level, const char *line);
+void ck_log_set_hook(ck_log_fn_t fn, void *ctx);
 void ck_log(ck_log_level_t level, const char *subsystem, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

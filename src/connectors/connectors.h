@@ -18,6 +18,8 @@
  *              on request through a stage table per checkpoint interval, moved in at commit)
  *   postgres   rows into an existing PostgreSQL table (sink; exactly once via prepared
  *              transactions)
+ *   collect    rows to the program embedding clink as Arrow batches (sink; libclink)
+ *   push       rows that program pushes as Arrow batches (source; libclink)
  *
  * "On request" is the table option delivery_guarantee = 'exactly_once'; each sink's own file
  * says what it needs from the server and what it refuses.
@@ -43,6 +45,8 @@ extern const ck_connector_t ck_kafka_connector;
 extern const ck_connector_t ck_clickhouse_connector;
 extern const ck_connector_t ck_postgres_connector;
 extern const ck_connector_t ck_nexmark_connector;
+extern const ck_connector_t ck_collect_connector;
+extern const ck_connector_t ck_push_connector;
 
 /* Rows a blackhole sink instance has discarded so far (a metric; tests). */
 int64_t ck_blackhole_rows(const ck_sink_t *sink);

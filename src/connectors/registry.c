@@ -18,4 +18,6 @@ void ck_connectors_register_all(void) {
   ck_connector_register(&ck_kafka_connector);
   ck_connector_register(&ck_clickhouse_connector);
   ck_connector_register(&ck_postgres_connector);
+  ck_connector_register(&ck_collect_connector);
+  ck_connector_register(&ck_push_connector);
 }

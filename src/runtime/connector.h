@@ -49,6 +49,9 @@ typedef struct ck_conn_ctx {
    * (for data, or to pace) waits for it too, and returns CK_SRC_IDLE once it is readable,
    * without reading it: the engine reads it. See ck_conn_wait_wake (connectors/util.h). */
   const int *wake_fd;
+  /* The embedding host's per-job object (ck_exec_opts_t.host: libclink's tables that push
+   * sources and collect sinks exchange batches through), NULL under `clink run`. */
+  void *host;
 } ck_conn_ctx_t;
 
 /* ---- sources ---- */
@@ -103,6 +106,9 @@ typedef struct ck_sink_ops {
    * prepare left in `state` if that commit may not have happened, and roll back anything a
    * dead incarnation prepared after it. Called after open(restored = true). */
   int (*recover)(ck_sink_t *sink, int64_t ckpt, const void *state, size_t len, ck_error_t *err);
+  /* Optional. write that takes the batch (the sink frees it, whatever it returns): a sink
+   * that hands the batch's buffers on without copying them (collect). Replaces write. */
+  int (*take)(ck_sink_t *sink, ck_batch_t *batch, ck_error_t *err);
 } ck_sink_ops_t;
 
 struct ck_sink {

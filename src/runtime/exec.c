@@ -396,8 +396,9 @@ static int deliver_batch(task_t *t, int i, ck_batch_t *batch, ck_error_t *err) {
   if (n->kind == CK_NODE_SINK) {
     /* an update stream says so on every row, inserts included, so a reader can tell */
     if (n->changelog && !batch->kinds && batch->nrows) batch->kinds = ck_calloc(batch->nrows, 1);
-    if (batch->nrows) rc = t->sink.ops->write(&t->sink, batch, err);
     t->sink_records += (int64_t)batch->nrows;
+    if (batch->nrows && t->sink.ops->take) return t->sink.ops->take(&t->sink, batch, err);
+    if (batch->nrows) rc = t->sink.ops->write(&t->sink, batch, err);
   } else {
     rc = t->ops[i].ops->process(&t->ops[i], batch, err);
     publish_stage(t, i);
@@ -799,7 +800,8 @@ static int open_task(task_t *t, ck_error_t *err) {
     const ck_node_t *n = stage_node(t, i);
     ck_conn_ctx_t ctx = {n->u.conn.table, &n->u.conn.schema, &n->u.conn.options, t->subtask,
                          t->seg->parallelism, t->ex->opts.job_name,
-                         n->kind == CK_NODE_SOURCE && t->in.wake_fd >= 0 ? &t->in.wake_fd : NULL};
+                         n->kind == CK_NODE_SOURCE && t->in.wake_fd >= 0 ? &t->in.wake_fd : NULL,
+                         t->ex->opts.host};
     int rc = 0;
     bool restoring = t->ex->checkpointing && t->ex->opts.ckpt.restore_id > 0;
     if (n->kind == CK_NODE_SOURCE) {

@@ -81,6 +81,8 @@ typedef struct ck_exec_opts {
   /* The job's memory guard (base/alloc.h accounts): the bytes its subtask threads hold may not
    * pass this; the job fails with CK_ENOMEM naming it instead (0: no limit). */
   int64_t max_memory;
+  /* Handed to every source and sink as ck_conn_ctx_t.host (libclink's job); NULL otherwise. */
+  void *host;
 } ck_exec_opts_t;
 
 /* Subtasks the graph runs as (snapshot directories v1/0 … v1/n-1): ck_plan_build's ntasks. */

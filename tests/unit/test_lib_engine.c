@@ -1,0 +1,561 @@
+/*
+ * DESIGN: unit tests for libclink (include/clink/clink.h) through its public functions only:
+ * a push table → TUMBLE window → collect table pipeline checked against sums computed here,
+ * errors with their SQL position, backpressure (an unread collect stream holds its job and
+ * nothing is dropped), a cancel while the stream's reader is blocked, an engine closed with
+ * its jobs running and a stream still open, clink_query, and the Arrow types of a batch.
+ *
+ * The host's Arrow batches are built here by hand (the C data interface, with a release that
+ * frees them), so the test depends on no Arrow library. Every wait has a deadline; under ASan
+ * the leak checker at exit shows that engines, jobs, streams and batches are all freed.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clink/clink.h"
+
+enum { DEADLINE_MS = 30000 };
+
+/* ---------------------------------------------------------------- host batches */
+
+typedef struct hb {
+  int n;
+  const void *bufs[3][3];
+  struct ArrowArray kids[3], *kidp[3];
+  struct ArrowSchema skids[3], *skidp[3];
+  const void *top_bufs[1];
+  int32_t *off;
+  char *bytes;
+  int64_t *ts;
+  double *v;
+  int refs; /* the array's and the schema's */
+} hb_t;
+
+static void hb_unref(hb_t *h) {
+  if (--h->refs) return;
+  free(h->off);
+  free(h->bytes);
+  free(h->ts);
+  free(h->v);
+  free(h);
+}
+static void kid_release(struct ArrowArray *a) { a->release = NULL; }
+static void arr_release(struct ArrowArray *a) {
+  hb_t *h = a->private_data;
+  for (int i = 0; i < 3; i++) h->kids[i].release = NULL;
+  a->release = NULL;
+  hb_unref(h);
+}
+static void skid_release(struct ArrowSchema *s) { s->release = NULL; }
+static void sch_release(struct ArrowSchema *s) {
+  hb_t *h = s->private_data;
+  for (int i = 0; i < 3; i++) h->skids[i].release = NULL;
+  s->release = NULL;
+  hb_unref(h);
+}
+
+/* A batch (k VARCHAR, ts BIGINT, v DOUBLE) of rows i0 … i0+n-1 of the test's data set:
+ * key "k<i mod 5>", ts = 1000 + 37 * i ms, v = i / 4. */
+static void make_batch(int i0, int n, struct ArrowArray *a, struct ArrowSchema *s) {
+  hb_t *h = calloc(1, sizeof *h);
+  h->n = n;
+  h->off = calloc((size_t)n + 1, 4);
+  h->bytes = calloc((size_t)n * 3 + 1, 1);
+  h->ts = calloc((size_t)n + 1, 8);
+  h->v = calloc((size_t)n + 1, 8);
+  for (int r = 0; r < n; r++) {
+    int i = i0 + r;
+    memcpy(h->bytes + h->off[r], "k", 1);
+    h->bytes[h->off[r] + 1] = (char)('0' + i % 5);
+    h->off[r + 1] = h->off[r] + 2;
+    h->ts[r] = 1000 + 37 * (int64_t)i;
+    h->v[r] = i / 4.0;
+  }
+  const char *fmt[3] = {"u", "l", "g"}, *name[3] = {"k", "ts", "v"};
+  h->bufs[0][1] = h->off;
+  h->bufs[0][2] = h->bytes;
+  h->bufs[1][1] = h->ts;
+  h->bufs[2][1] = h->v;
+  for (int c = 0; c < 3; c++) {
+    h->kids[c] = (struct ArrowArray){.length = n, .n_buffers = c ? 2 : 3, .buffers = h->bufs[c],
+                                     .release = kid_release};
+    h->kidp[c] = &h->kids[c];
+    h->skids[c] = (struct ArrowSchema){.format = fmt[c], .name = name[c],
+                                       .flags = ARROW_FLAG_NULLABLE, .release = skid_release};
+    h->skidp[c] = &h->skids[c];
+  }
+  h->refs = 2;
+  *a = (struct ArrowArray){.length = n, .n_buffers = 1, .buffers = h->top_bufs, .n_children = 3,
+                           .children = h->kidp, .release = arr_release, .private_data = h};
+  *s = (struct ArrowSchema){.format = "+s", .name = "", .n_children = 3, .children = h->skidp,
+                            .release = sch_release, .private_data = h};
+}
+
+static clink_engine_t *open_engine(int parallelism, int collect_batches) {
+  clink_options_t o;
+  clink_options_init(&o);
+  o.parallelism = parallelism;
+  o.collect_batches = collect_batches;
+  o.log_level = CLINK_LOG_ERROR;
+  clink_engine_t *e = NULL;
+  char err[256];
+  assert_int_equal(clink_engine_open(&o, &e, err, sizeof err), 0);
+  return e;
+}
+
+static const char *PIPELINE =
+    "CREATE TABLE src (k VARCHAR, ts BIGINT, v DOUBLE)\n"
+    "  WITH (connector = 'push', event_time_column = 'ts', watermark_lag_ms = '0');\n"
+    "CREATE TABLE out (window_start BIGINT, k VARCHAR, n BIGINT, total DOUBLE)\n"
+    "  WITH (connector = 'collect');\n"
+    "INSERT INTO out SELECT window_start, k, COUNT(*) AS n, SUM(v) AS total\n"
+    "  FROM src GROUP BY TUMBLE(ts, INTERVAL '1' SECOND), k;\n";
+
+/* ---------------------------------------------------------------- the pipeline */
+
+enum { ROWS = 5000, WINDOWS = 200 };
+
+static void test_push_tumble_collect(void **state) {
+  for (int par = 1; par <= 2; par++) {
+    clink_engine_t *e = open_engine(par, 4);
+    clink_job_t *job = NULL;
+    int nj = 0;
+    assert_int_equal(clink_exec(e, PIPELINE, &job, 1, &nj), 0);
+    assert_int_equal(nj, 1);
+    assert_int_equal(clink_job_status(job), CLINK_JOB_RUNNING);
+    struct ArrowArrayStream st;
+    assert_int_equal(clink_collect(e, "out", &st), 0);
+    for (int i = 0; i < ROWS; i += 700) {
+      struct ArrowArray a;
+      struct ArrowSchema s;
+      make_batch(i, i + 700 > ROWS ? ROWS - i : 700, &a, &s);
+      assert_int_equal(clink_push(e, "src", &a, &s), 0);
+      assert_null(a.release); /* moved */
+    }
+    assert_int_equal(clink_push_close(e, "src"), 0);
+
+    /* the oracle: count and sum per (window, key), computed from the data set's rule */
+    static int64_t want_n[WINDOWS][5];
+    static double want_sum[WINDOWS][5];
+    static int64_t got_n[WINDOWS][5];
+    static double got_sum[WINDOWS][5];
+    memset(want_n, 0, sizeof want_n);
+    memset(want_sum, 0, sizeof want_sum);
+    memset(got_n, 0, sizeof got_n);
+    memset(got_sum, 0, sizeof got_sum);
+    for (int i = 0; i < ROWS; i++) {
+      int64_t w = (1000 + 37 * (int64_t)i) / 1000;
+      want_n[w][i % 5]++;
+      want_sum[w][i % 5] += i / 4.0;
+    }
+    struct ArrowSchema sch;
+    assert_int_equal(st.get_schema(&st, &sch), 0);
+    assert_string_equal(sch.format, "+s");
+    assert_int_equal(sch.n_children, 4);
+    assert_string_equal(sch.children[0]->name, "window_start");
+    assert_string_equal(sch.children[0]->format, "l");
+    assert_string_equal(sch.children[1]->format, "u");
+    assert_string_equal(sch.children[3]->format, "g");
+    sch.release(&sch);
+    int rows = 0;
+    for (;;) {
+      struct ArrowArray a;
+      assert_int_equal(st.get_next(&st, &a), 0);
+      if (!a.release) break;
+      assert_int_equal(a.n_children, 4);
+      const int64_t *ws = a.children[0]->buffers[1];
+      const int32_t *off = a.children[1]->buffers[1];
+      const char *kb = a.children[1]->buffers[2];
+      const int64_t *n = a.children[2]->buffers[1];
+      const double *tot = a.children[3]->buffers[1];
+      for (int64_t r = 0; r < a.length; r++) {
+        int64_t w = ws[r] / 1000;
+        assert_true(w >= 0 && w < WINDOWS);
+        assert_int_equal(off[r + 1] - off[r], 2);
+        int k = kb[off[r] + 1] - '0';
+        assert_true(k >= 0 && k < 5);
+        assert_int_equal(got_n[w][k], 0); /* each (window, key) once */
+        got_n[w][k] = n[r];
+        got_sum[w][k] = tot[r];
+        rows++;
+      }
+      a.release(&a);
+    }
+    int expect_rows = 0;
+    for (int w = 0; w < WINDOWS; w++)
+      for (int k = 0; k < 5; k++) {
+        expect_rows += want_n[w][k] > 0;
+        assert_int_equal(got_n[w][k], want_n[w][k]);
+        assert_true(got_sum[w][k] == want_sum[w][k]);
+      }
+    assert_int_equal(rows, expect_rows);
+    st.release(&st);
+    assert_int_equal(clink_job_wait(job, DEADLINE_MS), 0);
+    assert_int_equal(clink_job_status(job), CLINK_JOB_FINISHED);
+    int64_t read = 0, written = 0;
+    clink_job_counts(job, &read, &written);
+    assert_int_equal(read, ROWS);
+    assert_int_equal(written, expect_rows);
+    assert_int_equal(clink_await_all(e, DEADLINE_MS), 0);
+    clink_engine_close(e);
+  }
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static void test_errors_carry_position(void **state) {
+  clink_engine_t *e = open_engine(1, 4);
+  int line = -1, col = -1;
+  /* a syntax error on line 2, column 8 */
+  assert_int_equal(clink_exec(e, "CREATE TABLE a (x BIGINT) WITH (connector = 'push');\n"
+                                 "INSERT INTOO b SELECT x FROM a;", NULL, 0, NULL),
+                   CLINK_ESYNTAX);
+  const char *msg = clink_last_error(e, &line, &col);
+  assert_int_equal(line, 2);
+  assert_int_equal(col, 8);
+  assert_non_null(strstr(msg, "<sql>:2:8"));
+  /* nothing of a failed script stays: table a is not declared */
+  assert_int_equal(clink_exec(e, "CREATE TABLE o (x BIGINT) WITH (connector = 'collect');\n"
+                                 "INSERT INTO o SELECT x FROM a;", NULL, 0, NULL),
+                   CLINK_EBIND);
+  clink_last_error(e, &line, &col);
+  assert_int_equal(line, 2);
+  assert_int_equal(col, 29);
+  /* an unknown column, after a script that declared the tables */
+  assert_int_equal(clink_exec(e, "CREATE TABLE a (x BIGINT) WITH (connector = 'push');", NULL, 0,
+                              NULL), 0);
+  assert_int_equal(clink_exec(e, "CREATE TABLE o (x BIGINT) WITH (connector = 'collect');\n"
+                                 "INSERT INTO o\n  SELECT y FROM a;", NULL, 0, NULL),
+                   CLINK_EBIND);
+  msg = clink_last_error(e, &line, &col);
+  assert_int_equal(line, 3);
+  assert_int_equal(col, 10);
+  assert_non_null(strstr(msg, "y"));
+  /* a bare SELECT is clink_query's */
+  assert_int_equal(clink_exec(e, "SELECT x FROM a;", NULL, 0, NULL), CLINK_EUNSUPPORTED);
+  clink_last_error(e, &line, &col);
+  assert_int_equal(line, 1);
+  /* push errors: a type that does not convert, a table that is not push */
+  assert_int_equal(clink_exec(e, "CREATE TABLE p (k BIGINT, ts BIGINT, v DOUBLE) WITH "
+                                 "(connector = 'push');", NULL, 0, NULL), 0);
+  struct ArrowArray a;
+  struct ArrowSchema s;
+  make_batch(0, 3, &a, &s);
+  assert_int_equal(clink_push(e, "p", &a, &s), CLINK_ETYPE);
+  assert_null(a.release);
+  assert_non_null(strstr(clink_last_error(e, NULL, NULL), "column 'k' has Arrow type 'u'"));
+  make_batch(0, 3, &a, &s);
+  assert_int_equal(clink_push(e, "nope", &a, &s), CLINK_ENOTFOUND);
+  assert_null(a.release);
+  assert_null(s.release);
+  char err[256];
+  clink_options_t o;
+  clink_options_init(&o);
+  o.parallelism = 0;
+  clink_engine_t *bad = NULL;
+  assert_int_equal(clink_engine_open(&o, &bad, err, sizeof err), CLINK_EINVAL);
+  assert_null(bad);
+  assert_non_null(strstr(err, "parallelism"));
+  assert_int_equal(clink_abi_version(), CLINK_ABI_VERSION);
+  clink_engine_close(e);
+}
+
+/* ---------------------------------------------------------------- blocking and cancel */
+
+typedef struct reader {
+  struct ArrowArrayStream *st;
+  int rc, batches;
+  int64_t rows;
+  char error[512];
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+} reader_t;
+
+static void *read_all(void *arg) {
+  reader_t *r = arg;
+  int rc;
+  for (;;) {
+    struct ArrowArray a;
+    rc = r->st->get_next(r->st, &a);
+    if (rc || !a.release) break;
+    r->batches++;
+    r->rows += a.length;
+    a.release(&a);
+  }
+  if (rc) snprintf(r->error, sizeof r->error, "%s", r->st->get_last_error(r->st));
+  pthread_mutex_lock(&r->mu);
+  r->rc = rc;
+  r->done = true;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}
+
+static bool reader_wait(reader_t *r, int ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&r->mu);
+  while (!r->done && pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0) {}
+  bool d = r->done;
+  pthread_mutex_unlock(&r->mu);
+  return d;
+}
+
+static const char *PASS =
+    "CREATE TABLE src (k VARCHAR, ts BIGINT, v DOUBLE) WITH (connector = 'push');\n"
+    "CREATE TABLE out (k VARCHAR, ts BIGINT, v DOUBLE) WITH (connector = 'collect');\n"
+    "INSERT INTO out SELECT k, ts, v FROM src;\n";
+
+static void test_cancel_while_reader_blocked(void **state) {
+  clink_engine_t *e = open_engine(1, 4);
+  clink_job_t *job;
+  assert_int_equal(clink_exec(e, PASS, &job, 1, NULL), 0);
+  struct ArrowArrayStream st;
+  assert_int_equal(clink_collect(e, "out", &st), 0);
+  reader_t r = {.st = &st, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+  pthread_t th;
+  pthread_create(&th, NULL, read_all, &r);
+  assert_false(reader_wait(&r, 300)); /* nothing pushed: the reader waits in get_next */
+  assert_int_equal(clink_job_wait(job, 0), CLINK_ETIMEOUT);
+  clink_job_cancel(job);
+  assert_true(reader_wait(&r, DEADLINE_MS));
+  assert_int_equal(r.rc, ECANCELED);
+  assert_non_null(strstr(r.error, "cancelled"));
+  assert_int_equal(clink_job_wait(job, DEADLINE_MS), CLINK_ECANCELLED);
+  assert_int_equal(clink_job_status(job), CLINK_JOB_CANCELLED);
+  clink_job_cancel(job); /* an ended job: nothing happens */
+  pthread_join(th, NULL);
+  st.release(&st);
+  clink_job_free(job);
+  clink_engine_close(e);
+}
+
+typedef struct pusher {
+  clink_engine_t *e;
+  int batches, pushed;
+  pthread_mutex_t mu;
+  bool done;
+} pusher_t;
+
+static void *push_all(void *arg) {
+  pusher_t *p = arg;
+  for (int i = 0; i < p->batches; i++) {
+    struct ArrowArray a;
+    struct ArrowSchema s;
+    make_batch(i * 100, 100, &a, &s);
+    if (clink_push(p->e, "src", &a, &s)) break;
+    pthread_mutex_lock(&p->mu);
+    p->pushed++;
+    pthread_mutex_unlock(&p->mu);
+  }
+  clink_push_close(p->e, "src");
+  pthread_mutex_lock(&p->mu);
+  p->done = true;
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+/* An unread stream holds the job (the pusher stalls), and reading it then gets every row. */
+static void test_backpressure_never_drops(void **state) {
+  clink_engine_t *e = open_engine(1, 2);
+  clink_job_t *job;
+  assert_int_equal(clink_exec(e, PASS, &job, 1, NULL), 0);
+  pusher_t p = {.e = e, .batches = 400, .mu = PTHREAD_MUTEX_INITIALIZER};
+  pthread_t th;
+  pthread_create(&th, NULL, push_all, &p);
+  /* nobody reads: within the queues' and channels' room the pusher stops */
+  int last = -1;
+  for (int i = 0; i < 50; i++) {
+    struct timespec d = {0, 20 * 1000000L};
+    nanosleep(&d, NULL);
+  }
+  pthread_mutex_lock(&p.mu);
+  last = p.pushed;
+  bool done = p.done;
+  pthread_mutex_unlock(&p.mu);
+  assert_false(done);
+  assert_true(last < 400);
+  struct ArrowArrayStream st;
+  assert_int_equal(clink_collect(e, "out", &st), 0);
+  reader_t r = {.st = &st, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+  read_all(&r);
+  assert_int_equal(r.rc, 0);
+  assert_int_equal(r.rows, 400 * 100);
+  pthread_join(th, NULL);
+  assert_int_equal(clink_job_wait(job, DEADLINE_MS), 0);
+  st.release(&st);
+  clink_engine_close(e);
+}
+
+/* Closing with jobs running: they are cancelled and joined, an open stream then fails with
+ * "the engine was closed" and is released afterwards, without leaks. */
+static void test_close_with_jobs_running(void **state) {
+  clink_engine_t *e = open_engine(2, 4);
+  assert_int_equal(clink_exec(e, PASS, NULL, 0, NULL), 0);
+  assert_int_equal(clink_exec(e, "CREATE TABLE src2 (k VARCHAR, ts BIGINT, v DOUBLE) WITH "
+                                 "(connector = 'push');\n"
+                                 "CREATE TABLE out2 (k VARCHAR, n BIGINT) WITH "
+                                 "(connector = 'collect');\n"
+                                 "INSERT INTO out2 SELECT k, COUNT(*) AS n FROM src2 GROUP BY k;",
+                              NULL, 0, NULL), 0);
+  struct ArrowArrayStream st;
+  assert_int_equal(clink_collect(e, "out", &st), 0);
+  struct ArrowArray a;
+  struct ArrowSchema s;
+  make_batch(0, 10, &a, &s);
+  assert_int_equal(clink_push(e, "src", &a, &s), 0);
+  struct ArrowArray got;
+  assert_int_equal(st.get_next(&st, &got), 0); /* a batch the host keeps past the close */
+  assert_non_null(got.release);
+  assert_int_equal(got.length, 10);
+  assert_int_equal(clink_await_all(e, 100), CLINK_ETIMEOUT);
+  clink_engine_close(e);
+  const int32_t *off = got.children[0]->buffers[1];
+  const char *kb = got.children[0]->buffers[2];
+  assert_memory_equal(kb + off[3], "k3", 2);
+  got.release(&got);
+  struct ArrowArray more;
+  assert_int_not_equal(st.get_next(&st, &more), 0);
+  assert_non_null(strstr(st.get_last_error(&st), "the engine was closed"));
+  st.release(&st);
+}
+
+/* clink_query: a bare SELECT as a stream; the stream ends with the job. And the columns
+ * leave without a copy: only BOOLEAN bytes are counted as copied. */
+static void test_query_stream(void **state) {
+  clink_engine_t *e = open_engine(1, 4);
+  assert_int_equal(clink_exec(e, "CREATE TABLE src (k VARCHAR, ts BIGINT, v DOUBLE) WITH "
+                                 "(connector = 'push');", NULL, 0, NULL), 0);
+  struct ArrowArrayStream st;
+  clink_job_t *job;
+  int64_t copied0, inplace0;
+  clink_arrow_bytes(&copied0, &inplace0);
+  assert_int_equal(clink_query(e, "SELECT k, v * 2 AS v2, v > 10 AS big FROM src WHERE ts < 1370",
+                               &st, &job), 0);
+  struct ArrowArray a;
+  struct ArrowSchema s;
+  make_batch(0, 20, &a, &s); /* ts 1000, 1037, … : rows 0..9 pass */
+  assert_int_equal(clink_push(e, "src", &a, &s), 0);
+  assert_int_equal(clink_push_close(e, "src"), 0);
+  struct ArrowSchema sch;
+  assert_int_equal(st.get_schema(&st, &sch), 0);
+  assert_string_equal(sch.children[2]->format, "b");
+  sch.release(&sch);
+  int64_t rows = 0;
+  for (;;) {
+    struct ArrowArray b;
+    assert_int_equal(st.get_next(&st, &b), 0);
+    if (!b.release) break;
+    const double *v2 = b.children[1]->buffers[1];
+    const uint8_t *big = b.children[2]->buffers[1];
+    for (int64_t i = 0; i < b.length; i++) {
+      assert_true(v2[i] == (rows + i) / 2.0);
+      assert_int_equal((big[(i) >> 3] >> (i & 7)) & 1, (rows + i) / 4.0 > 10);
+    }
+    rows += b.length;
+    b.release(&b);
+  }
+  assert_int_equal(rows, 10);
+  int64_t copied, inplace;
+  clink_arrow_bytes(&copied, &inplace);
+  assert_int_equal(copied - copied0, 10);                       /* the BOOLEAN column's bytes */
+  assert_true(inplace - inplace0 >= 10 * 8 + 11 * 4 + 20);      /* the others, in place */
+  assert_int_equal(clink_job_wait(job, DEADLINE_MS), 0);
+  st.release(&st);
+  clink_engine_close(e);
+}
+
+/* A push source's watermark follows its event time while the table is open: a window closes
+ * (and reaches the collect stream) as soon as a later row passes its end, before any close. */
+static void test_windows_fire_while_pushing(void **state) {
+  for (int par = 1; par <= 2; par++) {
+    clink_engine_t *e = open_engine(par, 4);
+    clink_job_t *job;
+    assert_int_equal(clink_exec(e, PIPELINE, &job, 1, NULL), 0);
+    struct ArrowArrayStream st;
+    assert_int_equal(clink_collect(e, "out", &st), 0);
+    struct ArrowArray a;
+    struct ArrowSchema s;
+    make_batch(0, 27, &a, &s); /* ts 1000 … 1962: window [1000, 2000) */
+    assert_int_equal(clink_push(e, "src", &a, &s), 0);
+    assert_int_equal(clink_stream_poll(&st, 300), 0); /* the window is still open */
+    make_batch(100, 1, &a, &s); /* ts 4700: the watermark passes 2000 */
+    assert_int_equal(clink_push(e, "src", &a, &s), 0);
+    assert_int_equal(clink_stream_poll(&st, DEADLINE_MS), 1);
+    int64_t n = 0;
+    while (n < 27) {
+      assert_int_equal(clink_stream_poll(&st, DEADLINE_MS), 1);
+      struct ArrowArray b;
+      assert_int_equal(st.get_next(&st, &b), 0);
+      assert_non_null(b.release);
+      const int64_t *ws = b.children[0]->buffers[1];
+      const int64_t *cnt = b.children[2]->buffers[1];
+      for (int64_t i = 0; i < b.length; i++) {
+        assert_int_equal(ws[i], 1000);
+        n += cnt[i];
+      }
+      b.release(&b);
+    }
+    assert_int_equal(n, 27);
+    assert_int_equal(clink_job_status(job), CLINK_JOB_RUNNING);
+    assert_int_equal(clink_stream_poll(NULL, 0), CLINK_EINVAL);
+    st.release(&st);
+    clink_engine_close(e);
+  }
+}
+
+/* A collect stream released before its end: the job writing it fails instead of waiting for
+ * ever for a reader, and later pushes into its source say the job is gone. */
+static void test_released_stream_fails_its_job(void **state) {
+  clink_engine_t *e = open_engine(1, 2);
+  clink_job_t *job;
+  assert_int_equal(clink_exec(e, PASS, &job, 1, NULL), 0);
+  struct ArrowArrayStream st;
+  assert_int_equal(clink_collect(e, "out", &st), 0);
+  st.release(&st);
+  int rc = 0;
+  for (int i = 0; i < 1000 && rc == 0; i++) {
+    struct ArrowArray a;
+    struct ArrowSchema s;
+    make_batch(i * 10, 10, &a, &s);
+    rc = clink_push(e, "src", &a, &s);
+  }
+  assert_int_equal(rc, CLINK_ECLOSED);
+  assert_non_null(strstr(clink_last_error(e, NULL, NULL), "the job reading this table ended"));
+  assert_int_equal(clink_job_wait(job, DEADLINE_MS), CLINK_EINVAL);
+  assert_int_equal(clink_job_status(job), CLINK_JOB_FAILED);
+  assert_non_null(strstr(clink_job_error(job, NULL, NULL), "released before its end"));
+  clink_engine_close(e);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_push_tumble_collect),
+      cmocka_unit_test(test_errors_carry_position),
+      cmocka_unit_test(test_cancel_while_reader_blocked),
+      cmocka_unit_test(test_backpressure_never_drops),
+      cmocka_unit_test(test_close_with_jobs_running),
+      cmocka_unit_test(test_query_stream),
+      cmocka_unit_test(test_windows_fire_while_pushing),
+      cmocka_unit_test(test_released_stream_fails_its_job),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
