@@ -434,8 +434,12 @@ static const ck_cli_opt_t export_opts[] = {
     {"from", "FILE", "one snapshot file"},
     {"dir", "DIR", "a checkpoint directory (or its v1, or a cluster job's job-<id>/v1)"},
     {"id", "N", "with --dir: the checkpoint (default the newest completed)"},
-    {"out", "PATH", "the file to write"},
-    {"format", "FORMAT", "arrow (an Arrow IPC stream) or parquet"},
+    {"out", "PATH", "the file to write; with --format=iceberg the table directory (created, or "
+                    "appended to: one new snapshot per export)"},
+    {"format", "FORMAT", "arrow (an Arrow IPC stream, the default), parquet, or iceberg (an "
+                         "Apache Iceberg v2 table directory)"},
+    {"compression", "CODEC", "parquet and iceberg: the Parquet pages' codec, zstd (the default) "
+                             "or none"},
     {NULL, NULL, NULL},
 };
 
@@ -456,19 +460,52 @@ static int export_main(int argc, char **argv) {
   const char *from = ck_cli_get(cmd, &args, "from"), *dir = ck_cli_get(cmd, &args, "dir");
   const char *id = ck_cli_get(cmd, &args, "id"), *out = ck_cli_get(cmd, &args, "out");
   const char *format = ck_cli_get(cmd, &args, "format");
+  const char *compression = ck_cli_get(cmd, &args, "compression");
   if (!from == !dir || args.npositional || (id && !dir) || !out) {
     fprintf(stderr, "clink state-export: give --out=PATH and --from=FILE, or --dir=DIR with an "
             "optional --id=N\nusage: clink state-export %s\n", cmd->usage);
     return 2;
   }
   bool parquet = format && strcmp(format, "parquet") == 0;
-  if (format && !parquet && strcmp(format, "arrow") != 0) {
-    fprintf(stderr, "clink state-export: --format must be arrow or parquet, not '%s'\n", format);
+  bool iceberg = format && strcmp(format, "iceberg") == 0;
+  if (format && !parquet && !iceberg && strcmp(format, "arrow") != 0) {
+    fprintf(stderr, "clink state-export: --format must be arrow, parquet or iceberg, not '%s'\n",
+            format);
+    return 2;
+  }
+  ck_parquet_codec_t codec = CK_PARQUET_ZSTD;
+  if (compression && !parquet && !iceberg) {
+    fprintf(stderr, "clink state-export: --compression applies to --format=parquet or iceberg; "
+            "the Arrow stream is not compressed\n");
+    return 2;
+  }
+  if (compression && strcmp(compression, "none") == 0) {
+    codec = CK_PARQUET_UNCOMPRESSED;
+  } else if (compression && strcmp(compression, "zstd") != 0) {
+    fprintf(stderr, "clink state-export: --compression must be zstd or none, not '%s'\n",
+            compression);
     return 2;
   }
   ck_state_set_t set = {0};
   rc = load_spec("state-export", from, dir, id, &set);
   if (rc) {
+    ck_state_set_free(&set);
+    return rc;
+  }
+  if (iceberg) {
+    ck_error_t err;
+    ck_error_clear(&err);
+    int version = 0;
+    rc = ck_state_iceberg_export(out, &set, codec, &version, &err);
+    if (rc) {
+      char text[8192];
+      ck_error_format(&err, text, sizeof text);
+      fprintf(stderr, "clink state-export: %s\n", text);
+      rc = 1;
+    } else {
+      fprintf(stderr, "state-export: %zu entries of checkpoint %lld appended to the Iceberg table "
+              "'%s' (metadata version %d)\n", set.n, (long long)set.ckpt, out, version);
+    }
     ck_state_set_free(&set);
     return rc;
   }
@@ -478,8 +515,10 @@ static int export_main(int argc, char **argv) {
   snprintf(sid, sizeof sid, "%lld", (long long)set.ckpt);
   ck_arrow_kv_t meta[] = {{"clink.export", "state"}, {"clink.checkpoint_id", sid}};
   ck_parquet_writer_t pw;
-  if (parquet) ck_parquet_begin(&pw, &file, EXPORT_FIELDS, NX);
-  else ck_arrow_write_schema(&file, EXPORT_FIELDS, NX, meta, 2, NULL);
+  if (parquet) {
+    ck_parquet_begin(&pw, &file, EXPORT_FIELDS, NX);
+    ck_parquet_set_codec(&pw, codec);
+  } else ck_arrow_write_schema(&file, EXPORT_FIELDS, NX, meta, 2, NULL);
   ck_arrow_batch_t b;
   ck_arrow_batch_init(&b, EXPORT_FIELDS, NX);
   for (size_t i = 0; i <= set.n; i++) {
@@ -520,6 +559,8 @@ static int export_main(int argc, char **argv) {
 }
 
 const ck_cli_cmd_t ck_cli_cmd_state_export = {
-    "state-export", "write a checkpoint's state, raw and decoded, as Arrow IPC or Parquet",
-    "--out=PATH [--format=arrow|parquet] (--from=FILE | --dir=DIR [--id=N])", export_opts,
+    "state-export", "write a checkpoint's state, raw and decoded, as Arrow IPC, Parquet or an "
+    "Iceberg table's new snapshot",
+    "--out=PATH [--format=arrow|parquet|iceberg] [--compression=zstd|none] "
+    "(--from=FILE | --dir=DIR [--id=N])", export_opts,
     export_main};

@@ -12,6 +12,7 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/parquet.h"
 #include "checkpoint/store.h"
 
 typedef struct ck_state_entry {
@@ -54,5 +55,10 @@ void ck_state_entry_json(const ck_state_entry_t *e, ck_buf_t *out);
 /* A raw (not keyed) encoding of node `node` of kind `kind`, decoded as JSON into j. */
 int ck_state_decode_raw(const char *node, int kind, const void *data, size_t len, ck_buf_t *j,
                         ck_error_t *err);
+
+/* Appends set as a new snapshot to the Iceberg table directory dir (created when new); the
+ * table's new metadata version into *version (cmd_state_iceberg.c). */
+int ck_state_iceberg_export(const char *dir, const ck_state_set_t *set, ck_parquet_codec_t codec,
+                            int *version, ck_error_t *err);
 
 #endif

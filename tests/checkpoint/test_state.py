@@ -444,10 +444,12 @@ INSERT INTO out SELECT k, COUNT(*) AS n, SUM(v) AS s FROM g GROUP BY k;
     assert (n, total, groups) == (rows, rows * (rows + 1) // 2, keys)
 
 
-def test_parquet_writer_round_trips_random_schemas(tmp_path):
-    """tests/unit/test_base_parquet.c writes 40 files of random schemas, row groups and values
-    with clink's Parquet writer, and what each must hold; pyarrow and DuckDB read them back."""
+def test_parquet_writer_round_trips_random_schemas_and_nulls(tmp_path):
+    """tests/unit/test_base_parquet.c writes 60 files of random schemas (about half the columns
+    optional), row groups, values and NULL patterns, uncompressed or zstd, with clink's Parquet
+    writer, and what each must hold; pyarrow, DuckDB and Polars read them back."""
     import os
+    import polars as pl
     import pyarrow.parquet as pq
     from conftest import REPO
     here = Path(CLINK).resolve().parents  # <build>/src/cli/clink -> <build>/tests
@@ -462,18 +464,35 @@ def test_parquet_writer_round_trips_random_schemas(tmp_path):
     types = {0: pa.uint16(), 1: pa.uint32(), 2: pa.int64(), 3: pa.float64(), 4: pa.string(),
              5: pa.binary()}
     files = sorted(tmp_path.glob("fuzz-*.parquet"))
-    assert len(files) == 40
+    assert len(files) == 60
+    seen_nulls = seen_zstd = 0
     for f in files:
         want = json.loads(f.with_suffix(".json").read_text())
+        cols = want["columns"]
         t = pq.read_table(f)
-        assert [(x.name, x.type) for x in t.schema] == [(n, types[k]) for n, k in want["columns"]]
-        rows = [list(r.values()) for r in t.to_pylist()]
+        assert [(x.name, x.type, x.nullable) for x in t.schema] == \
+            [(n, types[k], opt) for n, k, opt in cols], f
+        meta = pq.ParquetFile(f).metadata
+        for g in range(meta.num_row_groups):
+            for c in range(meta.num_columns):
+                assert meta.row_group(g).column(c).compression == want["codec"], f
+        seen_zstd += want["codec"] == "ZSTD"
         expect = []
         for row in want["rows"]:
             out = []
-            for (n, k), v in zip(want["columns"], row):
-                out.append(bytes(v).decode() if k == 4 else bytes(v) if k == 5 else v)
+            for (n, k, opt), v in zip(cols, row):
+                out.append(None if v is None else bytes(v).decode() if k == 4
+                           else bytes(v) if k == 5 else v)
             expect.append(out)
+        seen_nulls += sum(v is None for row in expect for v in row)
+        rows = [list(r.values()) for r in t.to_pylist()]
         assert rows == expect, f
-        (count,), = duckdb.sql(f"SELECT count(*) FROM '{f}'").fetchall()
-        assert count == len(want["rows"])
+        # DuckDB: the row count and every column's count of non-NULL values
+        names = [n for n, _, _ in cols]
+        counts = duckdb.sql(f"SELECT count(*), " + ", ".join(f'count("{n}")' for n in names) +
+                            f" FROM '{f}'").fetchall()[0]
+        assert list(counts) == [len(expect)] + [sum(r[i] is not None for r in expect)
+                                                for i in range(len(names))], f
+        # Polars: the same rows
+        assert [list(r) for r in pl.read_parquet(f).rows()] == expect, f
+    assert seen_nulls > 1000 and 0 < seen_zstd < len(files)
