@@ -71,8 +71,8 @@ sed -e "s|@KAFKA_BROKERS@|$CLINK_KAFKA_BROKERS|" -e "s|@CLICKHOUSE_HOST@|$CLINK_
     -e "s|@CLICKHOUSE_PORT@|$CLINK_CLICKHOUSE_PORT|" -e "s|@SINK_EXTRA@||" \
     "$tut/pipeline.sql.in" > "$work/pipeline.sql"
 
-say "clink run pipeline.sql --checkpoint-dir $ckpt --checkpoint-interval-ms 500 --http-port 0"
-"$clink" run "$work/pipeline.sql" --checkpoint-dir "$ckpt" --checkpoint-interval-ms 500 \
+say "clink run pipeline.sql --checkpoint-dir $ckpt --checkpoint-interval-ms 1000 --http-port 0"
+"$clink" run "$work/pipeline.sql" --checkpoint-dir "$ckpt" --checkpoint-interval-ms 1000 \
   --http-port 0 --log-level info > "$work/clink.log" 2>&1 &
 pids+=($!); job=$!
 wait_for "the REST API" 30 grep -q "serving the job's REST API" "$work/clink.log"
@@ -88,11 +88,15 @@ q="SELECT slot, COUNT(*) AS entries FROM state WHERE value_hex <> '' GROUP BY sl
 say "live: clink state-query --job=1 --coordinator=$rest --sql=\"$q\""
 "$clink" state-query --job=1 --coordinator="$rest" --sql="$q" > "$work/live.out" 2> "$work/live.err"
 cat "$work/live.out" "$work/live.err"
-"$py" "$here/state_check.py" query "$ckpt/v1" "$work/live.out" "$work/live.err"
+# the same checkpoint exported at once, read in case retention removes its files meanwhile
+"$clink" state-export --dir="$ckpt" --format=parquet --out="$work/live.parquet" 2> /dev/null
+"$py" "$here/state_check.py" query "$ckpt/v1" "$work/live.out" "$work/live.err" --export "$work/live.parquet"
 say "live: clink state-query --checkpoint-dir=$ckpt (the same directory, read while the job writes it)"
 "$clink" state-query --checkpoint-dir="$ckpt" --sql="$q" > "$work/dir.out" 2> "$work/dir.err"
 cat "$work/dir.out" "$work/dir.err"
-"$py" "$here/state_check.py" query "$ckpt/v1" "$work/dir.out" "$work/dir.err"
+# the same checkpoint exported at once, read in case retention removes its files meanwhile
+"$clink" state-export --dir="$ckpt" --format=parquet --out="$work/dir.parquet" 2> /dev/null
+"$py" "$here/state_check.py" query "$ckpt/v1" "$work/dir.out" "$work/dir.err" --export "$work/dir.parquet"
 
 kill -0 "$producer" 2>/dev/null || { say "the producer finished before the kill: not mid-stream"; exit 1; }
 say "SIGKILL to the pipeline mid-stream"

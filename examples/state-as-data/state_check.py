@@ -9,11 +9,13 @@ of the windows open at that checkpoint (examples/kafka-to-clickhouse/scripts/wor
       three agree, and the open windows they hold are the recomputation's
   state_check.py snapshots CKPT_V1 N
       the snapshot files of checkpoint N, read with pyarrow: the recomputation holds
-  state_check.py query CKPT_V1 QUERY_OUT QUERY_ERR
+  state_check.py query CKPT_V1 QUERY_OUT QUERY_ERR [--export PARQUET]
       a `state-query` answer (`SELECT slot, COUNT(*) AS entries FROM state WHERE value_hex <> ''
       GROUP BY slot`, its standard output and error): the checkpoint it names, read with
       pyarrow, has the recomputation's open windows, and the answer counts them and the two
-      raw states (the Kafka position, the window operator's watermark)
+      raw states (the Kafka position, the window operator's watermark); with --export, a
+      Parquet export made right after is read instead when it is of the same checkpoint (a
+      running job keeps only its three newest checkpoints' files)
 
 The recomputation: a checkpoint's Kafka position says how many readings the source had read
 (offsets start at 0 on the fresh topic, the producer is idempotent: one offset per reading, in
@@ -179,17 +181,27 @@ def cmd_exports(d, n, prev):
         check_held(latest, f"checkpoint {n} in the Iceberg table (pyiceberg, 2 snapshots)")
 
 
-def cmd_query(v1, out, err):
-    m = re.search(r"checkpoint (\d+)", open(err).read())
-    assert m, open(err).read()
+def cmd_query(v1, out, err, export=None):
+    said = open(err).read()
+    m = re.search(r"state-query: (?:job \d+, )?checkpoint (\d+)", said)
+    assert m, said
     n = int(m.group(1))
-    wins, _, _ = check_held(snapshot_rows(v1, n), f"checkpoint {n} read by pyarrow")
+    rows = None
+    if export:  # the same checkpoint exported right after the query (the files may be gone:
+        import pyarrow.parquet as pq  # a running job keeps its three newest)
+        t = pq.read_table(export).to_pylist()
+        if t and t[0]["checkpoint"] == n:
+            rows, what = t, f"checkpoint {n} exported to Parquet, read by pyarrow"
+    if rows is None:
+        rows, what = snapshot_rows(v1, n), f"checkpoint {n} read by pyarrow"
+    wins, _, _ = check_held(rows, what)
     got = {}
     for line in open(out):
         line = line.strip()
         if line.startswith("{"):
             r = json.loads(line)
-            got[r["slot"]] = r["entries"]
+            if set(r) == {"slot", "entries"}:  # the answer's rows (the output may hold more)
+                got[r["slot"]] = r["entries"]
     assert got == {"<raw>": 2, "win": len(wins)}, (got, len(wins))
     print(f"state_check: state-query read checkpoint {n}: {got['win']} open windows and 2 raw "
           f"states (the Kafka position, the window operator's watermark), as recomputed")
@@ -203,7 +215,8 @@ def main():
     elif cmd == "snapshots":
         check_held(snapshot_rows(sys.argv[2], int(sys.argv[3])), f"checkpoint {sys.argv[3]} read by pyarrow")
     elif cmd == "query":
-        cmd_query(sys.argv[2], sys.argv[3], sys.argv[4])
+        cmd_query(sys.argv[2], sys.argv[3], sys.argv[4],
+                  sys.argv[6] if len(sys.argv) > 6 and sys.argv[5] == "--export" else None)
     else:
         sys.exit(__doc__)
     print("state_check: PASS")
