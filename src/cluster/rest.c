@@ -154,6 +154,11 @@ static void r_state(void *ctx, const ck_http_req_t *req, const char *const *para
   co_t *co = ctx;
   job_t *job = route_job(co, params, resp);
   if (!job) return;
+  if (!job->store_open || job->ck.last_completed <= 0) { /* (a detached coordinator's jobs
+                                                            never deploy: no child runs) */
+    ck_http_error(resp, 404, "job %lld has no completed checkpoint yet", (long long)job->id);
+    return;
+  }
   int64_t id = job->id;
   char *dir = ck_strdup(job->dir);
   ck_mutex_unlock(&co->mu);
