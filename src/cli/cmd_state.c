@@ -9,7 +9,8 @@
  * user key and, for windows, the window; raw state by op_id and subtask — and prints each
  * added, removed or changed entry with its old and new value; exit 0 identical, 1 different,
  * 2 error. state-export writes the same entries (raw and decoded) as one Arrow IPC stream
- * or one Parquet file (base/arrow_ipc.c, base/parquet.c). Every file's checksum is checked
+ * or one Parquet file (base/arrow_ipc.c, base/parquet.c), or appends them to an Iceberg
+ * table directory as a new snapshot (cmd_state_iceberg.c). Every file's checksum is checked
  * before anything of it is printed.
  * Threads: the main thread.
  */

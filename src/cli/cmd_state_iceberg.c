@@ -67,6 +67,12 @@ static const struct {
 };
 #define ICEBERG_ROWS 65536
 
+/* Path buffers: the table directory (resolved, at most PATH_MAX), its data/ and metadata/,
+ * a file in those, and a file:// URI of one. */
+#define DIR_N (PATH_MAX + 16)
+#define FILE_N (DIR_N + 128)
+#define URI_N (FILE_N + 8)
+
 static const char *const KIND_NAMES[] = {"source", "operator", "sink"};
 
 /* The table schema's JSON (schema-id 0; field ids 1…NI in COLUMNS' order). */
@@ -197,13 +203,38 @@ static bool element(const char **at, const char *end, span_t *v) {
   return true;
 }
 
-/* A string value without escapes, or a number, as text into out (n bytes). */
+/* A string value (its escapes undone: those ck_buf_put_json_str writes, \u00XX only) or a
+ * number, as text into out (n bytes). */
 static bool text_of(span_t v, char *out, size_t n) {
   const char *p = v.p, *e = v.end;
   if (p < e && *p == '"') p++, e--;
-  if (e < p || (size_t)(e - p) >= n || memchr(p, '\\', (size_t)(e - p))) return false;
-  memcpy(out, p, (size_t)(e - p));
-  out[e - p] = 0;
+  if (e < p) return false;
+  size_t k = 0;
+  for (; p < e; p++) {
+    char c = *p;
+    if (c == '\\') {
+      if (++p >= e) return false;
+      switch (*p) {
+        case '"': case '\\': case '/': c = *p; break;
+        case 'n': c = '\n'; break;
+        case 'r': c = '\r'; break;
+        case 't': c = '\t'; break;
+        case 'b': c = '\b'; break;
+        case 'f': c = '\f'; break;
+        case 'u': {
+          unsigned x;
+          if (e - p < 5 || sscanf(p + 1, "%4x", &x) != 1 || x == 0 || x > 0x7f) return false;
+          c = (char)x;
+          p += 4;
+          break;
+        }
+        default: return false;
+      }
+    }
+    if (k + 1 >= n) return false;
+    out[k++] = c;
+  }
+  out[k] = 0;
   return true;
 }
 
@@ -302,7 +333,7 @@ static int write_new(const char *path, const ck_buf_t *data, ck_error_t *err) {
 
 typedef struct prev_snap {
   int64_t id, seq, rows, ckpt, manifest_len, files;
-  char manifest[4200];
+  char manifest[URI_N];
 } prev_snap_t;
 
 typedef struct table {
@@ -312,7 +343,7 @@ typedef struct table {
   int nsnaps, cap;
   prev_snap_t *snaps;
   ck_buf_t snapshots, snapshot_log, metadata_log; /* the arrays' elements, comma-separated */
-  char metadata_path[4200];
+  char metadata_path[FILE_N];
 } table_t;
 
 static int damaged(ck_error_t *err, const char *path, const char *what) {
@@ -336,7 +367,7 @@ static bool array_text(span_t s, const char *key, ck_buf_t *out) {
 }
 
 static int read_previous(const char *meta_dir, const char *location, table_t *t, ck_error_t *err) {
-  char hint[4200];
+  char hint[FILE_N];
   snprintf(hint, sizeof hint, "%s/version-hint.text", meta_dir);
   ck_buf_t text, want;
   ck_buf_init(&text);
@@ -349,7 +380,7 @@ static int read_previous(const char *meta_dir, const char *location, table_t *t,
       goto done;
     }
     /* a new table, unless metadata files are there without their hint */
-    char v1[4200];
+    char v1[FILE_N];
     snprintf(v1, sizeof v1, "%s/v1.metadata.json", meta_dir);
     if (stat(v1, &st) == 0) rc = damaged(err, hint, "it is missing, but v1.metadata.json is there");
     goto done;
@@ -372,7 +403,7 @@ static int read_previous(const char *meta_dir, const char *location, table_t *t,
     goto done;
   }
   span_t m = {text.data, text.data + text.len};
-  char loc[4200];
+  char loc[URI_N];
   int64_t fv = 0;
   if (!skip_value(m.p, m.end) || !member_i64(m, "format-version", &fv) || fv != 2 ||
       !member_text(m, "table-uuid", t->uuid, sizeof t->uuid) ||
@@ -523,7 +554,7 @@ int ck_state_iceberg_export(const char *dir, const ck_state_set_t *set, ck_parqu
   ck_buf_init(&schema);
   ck_buf_init(&json);
   int rc;
-  char data_dir[4200], meta_dir[4200], abs[PATH_MAX], location[PATH_MAX + 8];
+  char data_dir[DIR_N], meta_dir[DIR_N], abs[PATH_MAX], location[PATH_MAX + 8];
   if ((rc = mkdir_one(dir, err))) goto fail;
   if (!realpath(dir, abs)) {
     rc = ck_error_set(err, CK_EIO, "could not resolve '%s': %s", dir, strerror(errno));
@@ -551,7 +582,7 @@ int ck_state_iceberg_export(const char *dir, const ck_state_set_t *set, ck_parqu
     random_bytes(&snap, sizeof snap);
     snap &= INT64_MAX >> 1;
   } while (snap == 0);
-  char u[37], data_path[4300], manifest[4300], list[4300];
+  char u[37], data_path[FILE_N], manifest[FILE_N], list[FILE_N];
   uuid4(u);
 
   /* 1. the data file */
@@ -581,7 +612,7 @@ int ck_state_iceberg_export(const char *dir, const ck_state_set_t *set, ck_parqu
   ck_avro_put_union(r, 1);
   ck_avro_put_long(r, seq);
   ck_avro_put_long(r, 0); /* content: data */
-  char uri[4400];
+  char uri[URI_N];
   snprintf(uri, sizeof uri, "file://%s", data_path);
   ck_avro_put_string(r, uri);
   ck_avro_put_string(r, "PARQUET");
@@ -592,7 +623,7 @@ int ck_state_iceberg_export(const char *dir, const ck_state_set_t *set, ck_parqu
   snprintf(manifest, sizeof manifest, "%s/%s-m0.avro", meta_dir, u);
   if ((rc = write_new(manifest, &file, err))) goto fail;
   int64_t manifest_len = (int64_t)file.len;
-  char manifest_uri[4400];
+  char manifest_uri[URI_N];
   snprintf(manifest_uri, sizeof manifest_uri, "file://%s", manifest);
 
   /* 3. the manifest list: every snapshot's manifest, this one's first */
@@ -666,7 +697,7 @@ int ck_state_iceberg_export(const char *dir, const ck_state_set_t *set, ck_parqu
     ck_buf_putc(j, '}');
   }
   ck_buf_puts(j, "]\n}\n");
-  char tmp[4300], final[4300], hint[4300], hint_tmp[4300];
+  char tmp[FILE_N], final[FILE_N], hint[FILE_N], hint_tmp[FILE_N];
   snprintf(tmp, sizeof tmp, "%s/.v%d.metadata.json.%s.tmp", meta_dir, t.version + 1, u);
   snprintf(final, sizeof final, "%s/v%d.metadata.json", meta_dir, t.version + 1);
   if ((rc = write_new(tmp, j, err))) goto fail;
@@ -694,6 +725,11 @@ int ck_state_iceberg_export(const char *dir, const ck_state_set_t *set, ck_parqu
     rc = ck_error_set(err, CK_EIO, "could not replace '%s': %s", hint, strerror(errno));
     unlink(hint_tmp);
     goto fail;
+  }
+  int dfd = open(meta_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the names, durable too */
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
   }
   *version_out = t.version + 1;
 fail:

@@ -358,6 +358,12 @@ def test_unwritable_and_damaged_table_directories_are_named(bounded_job, tmp_pat
     x = export(ckpt, moved)
     assert x.returncode == 1 and f"it was written at 'file://{good}'" in x.stderr, x.stderr
     assert StaticTable.from_metadata(f"file://{good}").scan().to_arrow().num_rows > 0
+    # a directory name that JSON escapes: the next export reads its metadata back (and stops
+    # only because the checkpoint is there already)
+    odd = tmp_path / 'odd "name" \\ tab\there'
+    assert export(ckpt, odd).returncode == 0
+    x = export(ckpt, odd)
+    assert x.returncode == 1 and "already" in x.stderr, x.stderr
 
 
 def test_a_commit_that_finds_its_version_taken_leaves_the_table_as_it_was(bounded_job, tmp_path):
