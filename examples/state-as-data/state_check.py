@@ -15,7 +15,8 @@ of the windows open at that checkpoint (examples/kafka-to-clickhouse/scripts/wor
       pyarrow, has the recomputation's open windows, and the answer counts them and the two
       raw states (the Kafka position, the window operator's watermark); with --export, a
       Parquet export made right after is read instead when it is of the same checkpoint (a
-      running job keeps only its three newest checkpoints' files)
+      running job keeps only its three newest checkpoints' files); exit 3 when neither holds
+      the checkpoint the answer names any more (the caller asks again)
 
 The recomputation: a checkpoint's Kafka position says how many readings the source had read
 (offsets start at 0 on the fresh topic, the producer is idempotent: one offset per reading, in
@@ -193,6 +194,10 @@ def cmd_query(v1, out, err, export=None):
         if t and t[0]["checkpoint"] == n:
             rows, what = t, f"checkpoint {n} exported to Parquet, read by pyarrow"
     if rows is None:
+        if not glob.glob(os.path.join(v1, "*", f"checkpoint-{n}.snap")):
+            print(f"state_check: checkpoint {n} is no longer on disk (a running job keeps its "
+                  f"three newest) and the export is of another: not checkable, ask again")
+            sys.exit(3)
         rows, what = snapshot_rows(v1, n), f"checkpoint {n} read by pyarrow"
     wins, _, _ = check_held(rows, what)
     got = {}
