@@ -504,7 +504,7 @@ static int query_remote(const char *job, const char *addr, const char *token, co
     } else {
       fprintf(stderr, "%s\n", plain.data);
     }
-    status = code == 400 ? 1 : 1;
+    status = 1;
   } else {
     fwrite(plain.data, 1, plain.len, stdout);
     fflush(stdout);

@@ -376,6 +376,12 @@ def test_live_query_of_a_cluster_job_names_its_checkpoint_and_needs_the_token(tm
             n = re.search(rf"state-query: job {jid}, checkpoint (\d+) ", r.stderr).group(1)
             compared += check_consistent(n, rows, root)
         assert compared >= 2
+        # the job's directory read directly (running): one checkpoint, named
+        r, rows = query(f"--checkpoint-dir={root}", "--sql=SELECT checkpoint, COUNT(*) AS n "
+                        "FROM state GROUP BY checkpoint")
+        assert r.returncode == 0, r.stderr
+        check_consistent(re.search(r"state-query: checkpoint (\d+) of ", r.stderr).group(1),
+                         rows, root)
         r, rows = query(f"--job={jid}", f"--coordinator=127.0.0.1:{c.http}",
                         f"--sql={SLOT_COUNT}", env=env)
         assert r.returncode == 0 and {x["slot"] for x in rows} == {"<raw>", "win"}, r.stderr
