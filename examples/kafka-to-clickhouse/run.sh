@@ -8,7 +8,10 @@
 # (worker-1) on 127.0.0.1, the pipeline submitted to the coordinator, the worker SIGKILLed
 # mid-stream, the coordinator waiting for capacity, the worker started again, the job restored
 # from its last completed checkpoint; then the job is cancelled, both processes stopped, and
-# the same verification runs.
+# the same verification runs. While the job runs after its restart, the README's "Look inside
+# the state" block runs as written (its REST port and work directory in place of 8081 and /tmp)
+# and its live state query is checked against the checkpoint it names (state-as-data's
+# state_check.py): the coordinator gets a CLINK_AUTH_TOKEN, since the state route needs one.
 #
 #   ./run.sh                 everything, then clean up (services stop if this script started them)
 #   MODE=cluster ./run.sh    the same workload on a coordinator and a worker
@@ -117,6 +120,9 @@ for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in socks))')
   api="http://127.0.0.1:$http_port/api/v1"
+  # the README's "Look inside the state" queries the job's state, which needs the token
+  CLINK_AUTH_TOKEN=${CLINK_AUTH_TOKEN:-tutorial-$RANDOM$RANDOM}
+  export CLINK_AUTH_TOKEN
   auth=()
   [ -z "${CLINK_AUTH_TOKEN:-}" ] || auth=(-H "Authorization: Bearer $CLINK_AUTH_TOKEN")
   rest() { curl -sf --max-time 10 ${auth[@]+"${auth[@]}"} "$api/$1"; }
@@ -187,6 +193,31 @@ sys.exit(not any(w["id"] == "worker-1" and w["status"] == "REGISTERED" for w in 
   wait_for "the restore point in the coordinator log" 60 logged "restore point: checkpoint"
   grep -E 'attempt=|restore point' "$work/coordinator.log"
   wait_for "job $jid to run again" 60 job_is RUNNING
+
+  # the README's "Look inside the state" block, as written, but for its REST port and /tmp
+  say "the README's \"Look inside the state\" (its REST port $http_port, $work for /tmp)"
+  mkdir -p "$work/bin"; ln -sf "$clink" "$work/bin/clink"
+  "$py" - "$here/README.md" > "$work/look-inside-the-state.sh" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+at = text.index("<!-- run.sh (MODE=cluster) runs this block")
+print(re.search(r"```sh\n(.*?)```", text[at:], re.S).group(1), end="")
+PY
+  sed -i -e "s|127.0.0.1:8081|127.0.0.1:$http_port|g" -e "s|/tmp/clink-checkpoints|$work/checkpoints|g" \
+      -e "s|/tmp/state.parquet|$work/state.parquet|g" -e "s|--job=1 |--job=$jid |g" \
+      -e "s|/job-1|/job-$jid|g" "$work/look-inside-the-state.sh"
+  cat "$work/look-inside-the-state.sh"
+  for attempt in 1 2 3 4 5; do
+    PATH="$work/bin:$PATH" CLINK_PYTHON="$py" bash -e "$work/look-inside-the-state.sh" \
+      > "$work/look-inside-the-state.out" 2>&1 || { cat "$work/look-inside-the-state.out"; exit 1; }
+    cat "$work/look-inside-the-state.out"
+    # against the checkpoint the answer names (or the block's export, when it is the same one)
+    rc=0; "$py" "$repo/examples/state-as-data/state_check.py" query "$work/checkpoints/job-$jid/v1" \
+      "$work/look-inside-the-state.out" "$work/look-inside-the-state.out" \
+      --export "$work/state.parquet" || rc=$?
+    [ "$rc" -eq 3 ] || break   # 3: that checkpoint is already gone from disk: run it again
+  done
+  [ "$rc" -eq 0 ] || { say "the state query's answer does not hold (state_check exit $rc)"; exit 1; }
 
   wait "$producer"; forget "$producer"
   cat "$work/producer.log"

@@ -9,13 +9,16 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "cli/cli.h"
 #include "cli/cluster_client.h"
+#include "cluster/rest_embedded.h"
 #include "job/embedded.h"
 
 static const ck_cli_opt_t opts[] = {
@@ -32,6 +35,7 @@ static const ck_cli_opt_t opts[] = {
     {"coordinator-host", "HOST", "submit the job to this cluster coordinator instead of running it here", 0, 0, 0, false},
     CK_CLI_SHARED("coordinator-port"),
     {"name", "NAME", "the job's name on the cluster (default: the file name)", 0, 0, 0, false},
+    CK_CLI_SHARED("http-port"),
     {NULL, NULL, NULL, 0, 0, 0, false},
 };
 
@@ -93,6 +97,14 @@ static int run_main(int argc, char **argv) {
     return usage("a cluster job checkpoints where the coordinator's --checkpoint-dir says; "
                  "--checkpoint-dir and --fresh are for a run in this process");
   if (!submit && o.fresh && !o.checkpoint_dir) return usage("--fresh needs --checkpoint-dir");
+  const char *http_port = ck_cli_get(cmd, &args, "http-port");
+  int hport = -1;
+  if (http_port) {
+    if (ck_cli_port("run", "http-port", http_port, true, &hport)) return 2;
+    if (submit)
+      return usage("--http-port serves a job run in this process; a cluster job is served by "
+                   "its coordinator's REST API");
+  }
   long port = 6123;
   if (submit && ck_cli_int(cmd, &args, "coordinator-port", &port)) return 2;
 
@@ -121,7 +133,27 @@ static int run_main(int argc, char **argv) {
     ck_cli_on_stop(on_interrupt);
     ck_buf_t errors;
     ck_buf_init(&errors);
+    ck_rest_embedded_t *srv = NULL;
+    if (hport >= 0) {
+      if (ck_rest_embedded_start(hport, filename, o.checkpoint_dir,
+                                 getenv("CLINK_AUTH_TOKEN"), &srv, &err)) {
+        char msg[2048];
+        ck_error_format(&err, msg, sizeof msg);
+        fprintf(stderr, "clink run: could not serve --http-port %d: %s\n", hport, msg);
+        ck_buf_fini(&errors);
+        ck_buf_fini(&sql);
+        return 1;
+      }
+      CK_LOG_INFO("rest", "serving the job's REST API on 127.0.0.1:%d (job id 1)",
+                  ck_rest_embedded_port(srv));
+      o.on_exec = ck_rest_embedded_on_exec;
+      o.on_exec_ctx = srv;
+    }
     rc = ck_job_embedded_run(&o, &errors);
+    if (srv) {
+      ck_rest_embedded_ended(srv, rc ? "FAILED" : interrupts ? "STOPPED" : "FINISHED");
+      ck_rest_embedded_stop(srv);
+    }
     if (errors.len) fputs(errors.data, stderr);
     ck_buf_fini(&errors);
   }

@@ -17,7 +17,7 @@ static const ck_cli_opt_t opts[] = {
     {"slots", "N", "subtask slots this worker offers", 1, 1024, 1, false},
     {"id", "NAME", "this worker's name (default worker-<pid>)", 0, 0, 0, false},
     {"host", "ADDR", "address for this worker's data and HTTP ports (default 127.0.0.1)", 0, 0, 0, false},
-    {"http-port", "PORT", "serve /api/v1/health here (0 picks a free port; default: none)", 0, 0, 0, false},
+    CK_CLI_SHARED("http-port"),
     CK_CLI_SHARED("max-memory"),
     CK_CLI_SHARED("log-level"),
     {NULL, NULL, NULL, 0, 0, 0, false},

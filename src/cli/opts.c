@@ -30,6 +30,9 @@ const ck_cli_opt_t ck_cli_shared_opts[] = {
     {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)",
      0, 0, 0, false},
     {"coordinator-port", "PORT", "the coordinator's control port", 1, 65535, 6123, false},
+    {"http-port", "PORT", "serve HTTP here (0 picks a free port; default: none): `run`, the "
+     "job's read-only REST routes on 127.0.0.1 (job, operators, checkpoints, state, metrics; "
+     "docs/cluster.md); `worker`, /api/v1/health", 0, 0, 0, false},
     {NULL, NULL, NULL, 0, 0, 0, false},
 };
 

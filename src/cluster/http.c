@@ -273,6 +273,11 @@ void ck_http_dispatch(const ck_http_route_t *routes, size_t n, const ck_http_gua
     ck_http_error(resp, 405, "method %.32s is not allowed on %.256s: use %s", req->method, path,
                   allow.data);
     ck_http_resp_header(resp, "Allow", allow.data);
+  } else if (hit->token_always && !(token && *token)) {
+    ck_http_error(resp, 401, "%.256s answers only with a bearer token, and this server has "
+                  "none: start it with CLINK_AUTH_TOKEN set, and send 'Authorization: Bearer "
+                  "<token>'", path);
+    ck_http_resp_header(resp, "WWW-Authenticate", "Bearer realm=\"clink\"");
   } else if (!hit->open && token && *token && !http_bearer_ok(req->authorization, token)) {
     if (req->authorization)
       ck_http_error(resp, 401, "the bearer token is not valid for this cluster");
@@ -314,7 +319,9 @@ void ck_http_routes_markdown(const ck_http_route_t *routes, size_t n, ck_buf_t *
     http_md_cell(out, routes[i].method);
     ck_buf_puts(out, " | `");
     http_md_cell(out, routes[i].pattern);
-    ck_buf_puts(out, routes[i].open ? "` | none | " : "` | bearer token | ");
+    ck_buf_puts(out, routes[i].open            ? "` | none | "
+                     : routes[i].token_always ? "` | bearer token (always) | "
+                                              : "` | bearer token | ");
     http_md_cell(out, routes[i].summary);
     ck_buf_puts(out, " |\n");
   }

@@ -112,6 +112,10 @@ typedef struct ck_http_route {
   void (*fn)(void *ctx, const ck_http_req_t *req, const char *const *params,
              ck_http_resp_t *resp);
   const char *summary; /* one line, for the docs */
+  /* true: served only with the bearer token, even by a server that has none configured
+   * (which then answers 401 to everyone): routes that show data, not just status (a job's
+   * state) */
+  bool token_always;
 } ck_http_route_t;
 
 /* How ck_http_dispatch guards the routes that are not open. */
@@ -140,7 +144,7 @@ bool ck_http_token_equal(const char *got, size_t got_len, const char *want);
  * the first matching route whose method equals req->method wins (a HEAD request also matches
  * a GET route). No pattern matches: 404. Patterns match but no method does: 405 with an Allow
  * header. Then guard (NULL: none) in this order: a missing or different bearer token is 401
- * with a WWW-Authenticate header; refused writes 403; a state-changing route without a JSON
+ * with a WWW-Authenticate header (for a token_always route also when guard has no token); refused writes 403; a state-changing route without a JSON
  * content type 415. All errors are JSON. Any thread; touches only its arguments (the route's
  * fn runs with ctx). req->body must hold body_len bytes followed by a NUL.
  */

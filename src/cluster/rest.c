@@ -23,6 +23,7 @@
 #include "cluster/coordinator_int.h"
 #include "cluster/http.h"
 #include "cluster/opmetrics.h"
+#include "cluster/rest_state.h"
 #include "runtime/metrics.h"
 
 static void job_json(co_t *co, const job_t *job, ck_buf_t *out) {
@@ -142,6 +143,28 @@ static void r_checkpoints(void *ctx, const ck_http_req_t *req, const char *const
     }
   }
   ck_buf_puts(&resp->body, "]}");
+}
+
+/* Runs the query with co->mu released (it reads files, in a child process, for up to a
+ * minute: the control loop must not wait for it) and taken again before returning, as
+ * ck_co_rest_serve expects. The job's directory is copied first; the job itself is not
+ * touched once the lock is released. */
+static void r_state(void *ctx, const ck_http_req_t *req, const char *const *params,
+                    ck_http_resp_t *resp) {
+  co_t *co = ctx;
+  job_t *job = route_job(co, params, resp);
+  if (!job) return;
+  if (!job->store_open || job->ck.last_completed <= 0) { /* (a detached coordinator's jobs
+                                                            never deploy: no child runs) */
+    ck_http_error(resp, 404, "job %lld has no completed checkpoint yet", (long long)job->id);
+    return;
+  }
+  int64_t id = job->id;
+  char *dir = ck_strdup(job->dir);
+  ck_mutex_unlock(&co->mu);
+  ck_rest_state_answer(id, dir, req->query, resp);
+  ck_mutex_lock(&co->mu);
+  ck_free(dir);
 }
 
 static void r_workers(void *ctx, const ck_http_req_t *req, const char *const *params,
@@ -441,6 +464,7 @@ const ck_http_route_t ck_coordinator_routes[] = {
     {"GET", "/api/v1/jobs/:id", false, r_job, "one job, with its last error and its workers"},
     {"GET", "/api/v1/jobs/:id/operators", false, r_operators, "per operator and subtask: every operator metric (docs/cluster.md, metrics)"},
     {"GET", "/api/v1/jobs/:id/checkpoints", false, r_checkpoints, "latest completed/confirmed, in flight, recent checkpoints"},
+    {"GET", "/api/v1/jobs/:id/state", false, r_state, "?sql=SELECT…[&format=ndjson]: SQL over the job's newest completed checkpoint (docs/state.md); names it in X-Clink-Checkpoint", true},
     {"POST", "/api/v1/jobs/:id/cancel", false, r_cancel, "cancel the job"},
     {"GET", "/api/v1/workers", false, r_workers, "registered workers, slots, heartbeats"},
     {"GET", "/metrics", false, r_metrics, "Prometheus text format"},

@@ -53,7 +53,8 @@ int ck_job_embedded_run(const ck_job_embedded_t *o, ck_buf_t *errors) {
   }
   ck_plan_identity(graph, &desc); /* the fingerprint the cluster uses too, credentials masked */
 
-  ck_job_local_t local = {.graph = graph, .progress_ms = o->progress_ms};
+  ck_job_local_t local = {.graph = graph, .progress_ms = o->progress_ms, .on_exec = o->on_exec,
+                          .on_exec_ctx = o->on_exec_ctx};
   local.eopts.job_name = o->filename;
   local.eopts.max_memory = o->max_memory;
   local.eopts.ckpt.dir = o->checkpoint_dir;

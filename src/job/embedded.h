@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "runtime/exec.h"
 
 typedef struct ck_job_embedded {
   const char *prog;            /* prefix of error lines: "clink run" */
@@ -32,6 +33,9 @@ typedef struct ck_job_embedded {
   int64_t max_memory;          /* 0: no limit */
   int max_restarts;
   int64_t progress_ms;         /* 0: no progress line */
+  /* Optional: each deployment's executor while it runs (job/local.h on_exec) */
+  void (*on_exec)(void *ctx, ck_exec_t *ex);
+  void *on_exec_ctx;
 } ck_job_embedded_t;
 
 /* Runs the job to its end. Returns the exit status (0, or 1 when it failed), with what to

@@ -78,6 +78,7 @@ static int local_start(void *dep, ck_error_t *err) {
   ck_job_local_t *l = dep;
   int rc = ck_exec_run(l->ex, err);
   if (!rc) progress_start(&l->pg, l->ex, l->progress_ms);
+  if (!rc && l->on_exec) l->on_exec(l->on_exec_ctx, l->ex);
   return rc;
 }
 
@@ -100,6 +101,7 @@ static int local_wait(void *dep, ck_job_outcome_t *out, ck_error_t *err) {
 static void local_release(void *dep) {
   ck_job_local_t *l = dep;
   ck_exec_t *ex = l->ex;
+  if (l->on_exec) l->on_exec(l->on_exec_ctx, NULL);
   l->ex = NULL;
   progress_stop(&l->pg);
   ck_exec_free(ex);

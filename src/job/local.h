@@ -32,6 +32,11 @@ typedef struct ck_job_local {
                              fingerprint); deploy sets the restore point */
   int64_t progress_ms;
   ck_exec_t *volatile ex; /* between deploy and release */
+  /* Optional: told each deployment's executor once it runs, and NULL before it is freed (on
+   * the job's thread), so an observer can read its live metrics meanwhile (clink run
+   * --http-port) */
+  void (*on_exec)(void *ctx, ck_exec_t *ex);
+  void *on_exec_ctx;
   ck_job_progress_t pg;
 } ck_job_local_t;
 

@@ -20,7 +20,9 @@
  * whose output row changed emits, in the order of the rows that first changed the groups,
  * INSERT the first time (or the first time after a DELETE), UPDATE_AFTER later; a HAVING that
  * stops passing emits DELETE carrying the values last emitted; a row equal to the one last
- * emitted emits nothing. Watermarks are forwarded.
+ * emitted emits nothing. Watermarks are forwarded. With spec->emit_final (a bounded query,
+ * `clink state-query`) the groups touched are kept marked until the end-of-input watermark,
+ * which emits every group's row once, without row kinds.
  *
  * Arithmetic: integer sums accumulate exactly in __int128 and are range-checked against BIGINT
  * when a result is emitted (so a partial sum may leave BIGINT when the total does not, and
@@ -1142,7 +1144,8 @@ static int flush_changes(ck_agg_t *agg, ck_error_t *err) {
         }
       }
       ck_batch_seal(out);
-      for (size_t i = 0; i < n; i++) ck_batch_set_kind(out, i, (ck_row_kind_t)kinds[i]);
+      if (!agg->spec->emit_final) /* emit_final: every row is a first INSERT */
+        for (size_t i = 0; i < n; i++) ck_batch_set_kind(out, i, (ck_row_kind_t)kinds[i]);
     }
     ck_batch_free(cand);
     ck_free(sel);
@@ -1214,7 +1217,8 @@ static int agg_process(ck_op_t *op, const ck_batch_t *batch, ck_error_t *err) {
   if (!agg->windowed) rc = process_groups(agg, batch, err);
   else if (agg->session) rc = process_sessions(agg, batch, err);
   else rc = process_windows(agg, batch, err);
-  if (!agg->windowed) { /* on an error too: no group stays marked */
+  if (!agg->windowed && (rc || !agg->spec->emit_final)) { /* on an error too: no group stays
+                                                             marked */
     int frc = rc ? 0 : flush_changes(agg, err);
     if (rc) clear_dirty(agg);
     else rc = frc;
@@ -1234,6 +1238,8 @@ static int agg_watermark(ck_op_t *op, int64_t wm, ck_error_t *err) {
     rc = agg->windowed ? fire(agg, err) : 0;
   }
   agg->wm_sent = wm;
+  if (!rc && !agg->windowed && agg->spec->emit_final && wm == CK_WATERMARK_MAX)
+    rc = flush_changes(agg, err); /* the end of a bounded input: every group, once */
   if (!rc) rc = maybe_compact(agg, err);
   ck_agg_update_metrics(agg);
   if (rc) return rc;

@@ -80,6 +80,10 @@ typedef struct ck_agg_spec {
   /* HAVING over the output layout above, or NULL. Windowed: fired rows failing it are dropped.
    * Unwindowed: decides insert / update / delete of the group's row in the changelog. */
   const ck_expr_t *having;
+  /* Unwindowed over a bounded input (clink state-query): no changelog; each group's row is
+   * emitted once, as a plain insert without a row kind, when the end-of-input watermark
+   * (CK_WATERMARK_MAX) arrives. Never set by the planner; not in the plan's wire form. */
+  bool emit_final;
 } ck_agg_spec_t;
 
 typedef struct ck_calc_spec {

@@ -132,6 +132,7 @@ static const ck_http_route_t routes[] = {
     {"POST", "/api/v1/echo", false, route_echo, "Echoes the body."},
     {"GET", "/api/v1/fail", false, route_fail, "Always fails."},
     {"GET", "/api/v1/broken", false, route_broken, "Answers an invalid status."},
+    {"GET", "/api/v1/jobs/:id/state", false, route_job, "Shows data: the token, always.", true},
 };
 
 static void handler(void *ctx, const ck_http_req_t *req, ck_http_resp_t *resp) {
@@ -831,6 +832,37 @@ static void test_http_dispatch_without_server(void **state) {
   assert_int_equal(ck_mem_stats().live_blocks, blocks);
 }
 
+/* A token_always route (a job's state) answers only with the token: a server that has none
+ * configured answers 401 to everyone, without calling the handler. */
+static void test_http_token_always_route(void **state) {
+  int64_t blocks = ck_mem_stats().live_blocks;
+  ck_http_resp_t resp;
+  fx_t open = {.token = ""};
+  dispatch("GET", "/api/v1/jobs/3/state", NULL, &open, &resp);
+  assert_int_equal(resp.status, 401);
+  assert_contains(resp.body.data, "CLINK_AUTH_TOKEN");
+  ck_http_resp_fini(&resp);
+  dispatch("GET", "/api/v1/jobs/3/state", "Bearer anything", &open, &resp);
+  assert_int_equal(resp.status, 401);
+  ck_http_resp_fini(&resp);
+  dispatch("GET", "/api/v1/jobs/3", NULL, &open, &resp); /* the others as before */
+  assert_int_equal(resp.status, 200);
+  ck_http_resp_fini(&resp);
+  assert_int_equal(atomic_load(&open.calls), 1);
+  fx_t tok = {.token = "s3cret"};
+  dispatch("GET", "/api/v1/jobs/3/state", NULL, &tok, &resp);
+  assert_int_equal(resp.status, 401);
+  ck_http_resp_fini(&resp);
+  dispatch("GET", "/api/v1/jobs/3/state", "Bearer wrong", &tok, &resp);
+  assert_int_equal(resp.status, 401);
+  ck_http_resp_fini(&resp);
+  dispatch("GET", "/api/v1/jobs/3/state", "Bearer s3cret", &tok, &resp);
+  assert_int_equal(resp.status, 200);
+  ck_http_resp_fini(&resp);
+  assert_int_equal(atomic_load(&tok.calls), 1);
+  assert_int_equal(ck_mem_stats().live_blocks, blocks);
+}
+
 static void test_http_param_id(void **state) {
   int64_t v = -1;
   assert_int_equal(ck_http_param_id("0", &v), 0);
@@ -862,7 +894,8 @@ static void test_http_routes_markdown_lists_every_route(void **state) {
   for (size_t i = 0; i < CK_ARRAY_LEN(routes); i++) {
     char want[256];
     snprintf(want, sizeof want, "| %s | `%s` | %s | ", routes[i].method, routes[i].pattern,
-             routes[i].open ? "none" : "bearer token");
+             routes[i].open ? "none" : routes[i].token_always ? "bearer token (always)"
+                                                              : "bearer token");
     assert_contains(md.data, want);
   }
   assert_contains(md.data,
@@ -885,6 +918,7 @@ int main(void) {
       cmocka_unit_test(test_http_dispatch_without_server),
       cmocka_unit_test(test_http_writes_need_json_and_may_be_refused),
       cmocka_unit_test(test_http_idle_connections_never_lock_out_a_request),
+      cmocka_unit_test(test_http_token_always_route),
       cmocka_unit_test(test_http_param_id),
       cmocka_unit_test(test_http_routes_markdown_lists_every_route),
   };
