@@ -285,6 +285,7 @@ typedef struct ck_agg {
   ck_agg_wins_t wins;
   int64_t wm;           /* the watermark acted on: the last message's, or a row's (batch.h wms) */
   int64_t wm_sent;      /* the last watermark forwarded (a row's watermark is not forwarded) */
+  struct ck_batch *fired; /* windowed: fired rows not yet emitted (one batch's worth at most) */
   int64_t groups;       /* entries holding accumulators */
   size_t dset_bytes;
   uint32_t *dirty;      /* unwindowed: entries changed by the current batch, in order */

@@ -971,6 +971,24 @@ static void free_window(ck_agg_t *agg, uint32_t wid) {
   ck_agg_wins_free(&agg->wins, wid);
 }
 
+/* Emits the fired rows gathered so far (HAVING applied). Windows fired by several rows'
+ * watermarks within one input batch leave as one output batch, not one per firing; they are
+ * emitted before the operator forwards a watermark or takes its next batch, so nothing
+ * downstream can tell. */
+static int emit_fired(ck_agg_t *agg, ck_error_t *err) {
+  ck_batch_t *batch = agg->fired;
+  agg->fired = NULL;
+  if (!batch) return 0;
+  ck_batch_seal(batch);
+  int rc = having_filter(agg, &batch, err);
+  if (rc) {
+    ck_batch_free(batch);
+    return rc;
+  }
+  return emit(agg, batch, err);
+}
+
+/* Fires every window the watermark completed, in (end, start, key) order, into agg->fired. */
 static int fire(ck_agg_t *agg, ck_error_t *err) {
   uint32_t *wids = NULL, *rows = NULL, wid;
   size_t nw = 0, capw = 0, nr = 0, capr = 0;
@@ -991,16 +1009,15 @@ static int fire(ck_agg_t *agg, ck_error_t *err) {
     }
   }
   if (nr) qsort_r(rows, nr, sizeof *rows, fired_cmp, agg);
-  for (size_t base = 0; base < nr && !rc; base += CK_BATCH_ROWS) {
-    size_t m = nr - base < CK_BATCH_ROWS ? nr - base : CK_BATCH_ROWS;
-    ck_batch_t *batch = ck_batch_new(agg->nout, agg->out_types, m);
-    for (size_t i = 0; i < m && !rc; i++) rc = append_row(agg, batch, rows[base + i], err);
-    if (!rc) {
-      ck_batch_seal(batch);
-      rc = having_filter(agg, &batch, err);
+  for (size_t i = 0; i < nr && !rc; i++) {
+    if (!agg->fired) agg->fired = ck_batch_new(agg->nout, agg->out_types, CK_BATCH_ROWS);
+    rc = append_row(agg, agg->fired, rows[i], err);
+    if (rc) { /* a row half appended: the gathered rows cannot leave */
+      ck_batch_free(agg->fired);
+      agg->fired = NULL;
+    } else if (++agg->fired->nrows == CK_BATCH_ROWS) {
+      rc = emit_fired(agg, err);
     }
-    if (rc) ck_batch_free(batch);
-    else rc = emit(agg, batch, err);
   }
   for (size_t i = 0; i < nw; i++) free_window(agg, wids[i]);
   ck_free(wids);
@@ -1217,6 +1234,10 @@ static int agg_process(ck_op_t *op, const ck_batch_t *batch, ck_error_t *err) {
   if (!agg->windowed) rc = process_groups(agg, batch, err);
   else if (agg->session) rc = process_sessions(agg, batch, err);
   else rc = process_windows(agg, batch, err);
+  if (agg->windowed) {
+    int frc = emit_fired(agg, err); /* on an error too: nothing stays gathered */
+    if (!rc) rc = frc;
+  }
   if (!agg->windowed && (rc || !agg->spec->emit_final)) { /* on an error too: no group stays
                                                              marked */
     int frc = rc ? 0 : flush_changes(agg, err);
@@ -1236,6 +1257,8 @@ static int agg_watermark(ck_op_t *op, int64_t wm, ck_error_t *err) {
   if (wm > agg->wm) { /* else a row already carried it here */
     agg->wm = wm;
     rc = agg->windowed ? fire(agg, err) : 0;
+    int frc = emit_fired(agg, err);
+    if (!rc) rc = frc;
   }
   agg->wm_sent = wm;
   if (!rc && !agg->windowed && agg->spec->emit_final && wm == CK_WATERMARK_MAX)
@@ -1249,6 +1272,7 @@ static int agg_watermark(ck_op_t *op, int64_t wm, ck_error_t *err) {
 static void agg_close(ck_op_t *op) {
   ck_agg_t *agg = op->impl;
   if (!agg) return;
+  ck_batch_free(agg->fired);
   for (uint32_t i = 0; i < agg->tab.nslab; i++)
     if (ck_agg_entry(agg, i)[CK_AGG_E_FLAGS] & CK_AGG_F_USED) ck_agg_entry_release(agg, i);
   ck_agg_tab_fini(&agg->tab);
