@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.ipc
 import pytest
 
-from conftest import BASE_TS, CLINK, FAULT_EXIT
-from test_eos_kafka import brokers, produce, topic, create_topic, read_committed  # noqa: F401
+from .conftest import BASE_TS, CLINK, FAULT_EXIT
+from .test_eos_kafka import brokers, produce, topic, create_topic, read_committed  # noqa: F401
 
 KEYS = 8
 COLUMNS = [("op_id", pa.uint32()), ("key_group", pa.uint16()), ("slot", pa.string()),
@@ -449,7 +449,7 @@ def test_parquet_writer_round_trips_random_schemas(tmp_path):
     with clink's Parquet writer, and what each must hold; pyarrow and DuckDB read them back."""
     import os
     import pyarrow.parquet as pq
-    from conftest import REPO
+    from .conftest import REPO
     here = Path(CLINK).resolve().parents  # <build>/src/cli/clink -> <build>/tests
     found = [d / "tests" / "test_base_parquet" for d in
              ([here[2]] if len(here) > 2 else []) + [REPO / "build-san", REPO / "build"]]
