@@ -342,7 +342,7 @@ static const ck_arrow_field_t SNAP_FIELDS[NCOLS] = {
 static const char *const SLOTS[] = {"<raw>", "win", "group"};
 enum { NSLOTS = sizeof SLOTS / sizeof SLOTS[0] };
 enum { META_VERSION, META_ID, META_FP, META_TASK, META_OPS, META_VERSIONS, META_CRC, NMETA };
-#define BATCH_BYTES (4u << 20) /* a record batch is cut after this many body bytes */
+#define BATCH_BYTES (1u << 20) /* a record batch is cut after this many body bytes */
 
 static const char *const KIND_NAMES[] = {"source", "operator", "sink"};
 
