@@ -22,7 +22,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 /* Schema.fbs / Message.fbs numbers */
 enum { MSG_V5 = 4 };
-enum { HDR_SCHEMA = 1, HDR_RECORD_BATCH = 3 };
+enum { HDR_SCHEMA = 1, HDR_DICTIONARY_BATCH = 2, HDR_RECORD_BATCH = 3 };
 enum { TYPE_INT = 2, TYPE_FLOAT = 3, TYPE_BINARY = 4, TYPE_UTF8 = 5 };
 enum { PREC_DOUBLE = 2 };
 
@@ -180,10 +180,21 @@ static int type_id(ck_arrow_type_t type) {
     case CK_ARROW_UINT32:
     case CK_ARROW_INT64: return TYPE_INT;
     case CK_ARROW_FLOAT64: return TYPE_FLOAT;
-    case CK_ARROW_UTF8: return TYPE_UTF8;
+    case CK_ARROW_UTF8:
+    case CK_ARROW_DICT_UTF8: return TYPE_UTF8; /* the values' type; the field says dictionary */
     case CK_ARROW_BINARY: return TYPE_BINARY;
   }
   return 0;
+}
+
+/* DictionaryEncoding { id (0), indexType (1): Int { bitWidth 8, is_signed } } for the field. */
+static void write_dict_encoding(fbw_t *w, int64_t id, size_t patch_at) {
+  fb_fld_t df[] = {{0, 8, (uint64_t)id}, {1, 0, 0}};
+  size_t dat[2];
+  size_t d = fb_table(w, df, 2, dat);
+  fb_patch(w, patch_at, d);
+  fb_fld_t itf[] = {{0, 4, 8}, {1, 1, 1}};
+  fb_patch(w, dat[1], fb_table(w, itf, 2, NULL));
 }
 
 void ck_arrow_write_schema(ck_buf_t *out, const ck_arrow_field_t *fields, int nfields,
@@ -199,15 +210,17 @@ void ck_arrow_write_schema(ck_buf_t *out, const ck_arrow_field_t *fields, int nf
   size_t vec = fb_vec_offsets(&w, nfields);
   fb_patch(&w, sat[0], vec);
   for (int i = 0; i < nfields; i++) {
-    /* Field { name (0), nullable (1), type_type (2), type (3), children (5) } */
+    /* Field { name (0), nullable (1), type_type (2), type (3), dictionary (4), children (5) } */
+    bool dict = fields[i].type == CK_ARROW_DICT_UTF8;
     fb_fld_t ff[] = {{0, 0, 0}, {1, 1, 0}, {2, 1, (uint64_t)type_id(fields[i].type)},
-                     {3, 0, 0}, {5, 0, 0}};
-    size_t fat[5];
-    size_t field = fb_table(&w, ff, 5, fat);
+                     {3, 0, 0}, {5, 0, 0}, {4, 0, 0}};
+    size_t fat[6];
+    size_t field = fb_table(&w, ff, dict ? 6 : 5, fat);
     fb_patch(&w, vec + 4 + 4 * (size_t)i, field);
     fb_patch(&w, fat[0], fb_string(&w, fields[i].name, strlen(fields[i].name)));
     write_type(&w, fields[i].type, fat[3]);
     fb_patch(&w, fat[4], fb_vec_offsets(&w, 0));
+    if (dict) write_dict_encoding(&w, i, fat[5]);
   }
   if (nmeta) {
     size_t mvec = fb_vec_offsets(&w, nmeta);
@@ -234,6 +247,7 @@ static int type_width(ck_arrow_type_t type) {
     case CK_ARROW_UINT32: return 4;
     case CK_ARROW_INT64:
     case CK_ARROW_FLOAT64: return 8;
+    case CK_ARROW_DICT_UTF8: return 1; /* the int8 indices */
     default: return 0;
   }
 }
@@ -268,25 +282,6 @@ void ck_arrow_batch_reset(ck_arrow_batch_t *batch) {
   }
 }
 
-void ck_arrow_put_u16(ck_arrow_batch_t *batch, int col, uint16_t v) {
-  ck_buf_append(&batch->cols[col].data, &v, 2);
-}
-void ck_arrow_put_u32(ck_arrow_batch_t *batch, int col, uint32_t v) {
-  ck_buf_append(&batch->cols[col].data, &v, 4);
-}
-void ck_arrow_put_i64(ck_arrow_batch_t *batch, int col, int64_t v) {
-  ck_buf_append(&batch->cols[col].data, &v, 8);
-}
-void ck_arrow_put_f64(ck_arrow_batch_t *batch, int col, double v) {
-  ck_buf_append(&batch->cols[col].data, &v, 8);
-}
-void ck_arrow_put_bytes(ck_arrow_batch_t *batch, int col, const void *p, size_t n) {
-  ck_arrow_col_t *c = &batch->cols[col];
-  if (n) ck_buf_append(&c->data, p, n);
-  int32_t end = (int32_t)c->data.len;
-  ck_buf_append(&c->offsets, &end, 4);
-}
-
 size_t ck_arrow_batch_bytes(const ck_arrow_batch_t *batch) {
   size_t n = 0;
   for (int i = 0; i < batch->ncols; i++)
@@ -296,7 +291,8 @@ size_t ck_arrow_batch_bytes(const ck_arrow_batch_t *batch) {
 
 static size_t pad8(size_t n) { return (n + 7) / 8 * 8; }
 
-void ck_arrow_write_batch(ck_buf_t *out, const ck_arrow_batch_t *batch) {
+/* A RecordBatch message (dict_id < 0), or a DictionaryBatch of id dict_id whose data is batch. */
+static void write_batch_msg(ck_buf_t *out, const ck_arrow_batch_t *batch, int64_t dict_id) {
   /* the body: per column a validity buffer (empty: no nulls), then offsets and data */
   int64_t bufs[CK_ARROW_MAX_FIELDS * 3 * 2];
   int64_t nodes[CK_ARROW_MAX_FIELDS * 2];
@@ -316,7 +312,14 @@ void ck_arrow_write_batch(ck_buf_t *out, const ck_arrow_batch_t *batch) {
   }
   fbw_t w;
   size_t size_at = msg_begin(out, &w);
-  size_t hdr_at = msg_table(&w, HDR_RECORD_BATCH, (int64_t)body);
+  size_t hdr_at = msg_table(&w, dict_id < 0 ? HDR_RECORD_BATCH : HDR_DICTIONARY_BATCH,
+                            (int64_t)body);
+  if (dict_id >= 0) { /* DictionaryBatch { id (0), data (1), isDelta (2) = false } */
+    fb_fld_t df[] = {{0, 8, (uint64_t)dict_id}, {1, 0, 0}};
+    size_t dat[2];
+    fb_patch(&w, hdr_at, fb_table(&w, df, 2, dat));
+    hdr_at = dat[1];
+  }
   /* RecordBatch { length (0), nodes (1), buffers (2) } */
   fb_fld_t rf[] = {{0, 8, (uint64_t)batch->nrows}, {1, 0, 0}, {2, 0, 0}};
   size_t rat[3];
@@ -335,6 +338,22 @@ void ck_arrow_write_batch(ck_buf_t *out, const ck_arrow_batch_t *batch) {
     if (c->data.len) ck_buf_append(out, c->data.data, c->data.len);
     ck_buf_append(out, zero, pad8(c->data.len) - c->data.len);
   }
+}
+
+void ck_arrow_write_batch(ck_buf_t *out, const ck_arrow_batch_t *batch) {
+  write_batch_msg(out, batch, -1);
+}
+
+void ck_arrow_write_dictionary(ck_buf_t *out, int field, const char *const *values, int n) {
+  static const ck_arrow_field_t one = {"values", CK_ARROW_UTF8};
+  ck_arrow_batch_t b;
+  ck_arrow_batch_init(&b, &one, 1);
+  for (int i = 0; i < n; i++) {
+    ck_arrow_put_bytes(&b, 0, values[i], strlen(values[i]));
+    ck_arrow_batch_row(&b);
+  }
+  write_batch_msg(out, &b, field);
+  ck_arrow_batch_fini(&b);
 }
 
 void ck_arrow_write_eos(ck_buf_t *out) {
@@ -483,11 +502,22 @@ int ck_arrow_reader_open(ck_arrow_reader_t *r, const void *data, size_t len, ck_
     size_t type = fb_ref(&fb, f, 3);
     size_t children = fb_ref(&fb, f, 5);
     if (fb.bad || !name || !type) return bad(err, "a field of its schema is damaged", 0);
-    if (fb_vec_len(&fb, children, 4) != 0 || fb_field(&fb, f, 4))
-      return ck_error_set(err, CK_EUNSUPPORTED, "could not read Arrow field '%s': nested and "
-                          "dictionary-encoded fields are not read by this reader", name);
+    if (fb_vec_len(&fb, children, 4) != 0)
+      return ck_error_set(err, CK_EUNSUPPORTED, "could not read Arrow field '%s': nested fields "
+                          "are not read by this reader", name);
     ck_arrow_type_t t;
-    if (tt == TYPE_INT) {
+    size_t dict = fb_ref(&fb, f, 4);
+    if (dict) { /* DictionaryEncoding { id (0), indexType (1) } */
+      size_t it = fb_ref(&fb, dict, 1);
+      int bits = it ? (int)fb_scalar(&fb, it, 0, 4, 0) : 32; /* absent: int32 */
+      if (fb.bad) return bad(err, "a field of its schema is damaged", 0);
+      if (tt != TYPE_UTF8 || bits != 8)
+        return ck_error_set(err, CK_EUNSUPPORTED, "could not read Arrow field '%s': of the "
+                            "dictionary-encoded fields this reader reads utf8 with 8-bit "
+                            "indices only", name);
+      r->dict_id[i] = (int64_t)fb_scalar(&fb, dict, 0, 8, 0);
+      t = CK_ARROW_DICT_UTF8;
+    } else if (tt == TYPE_INT) {
       int bits = (int)fb_scalar(&fb, type, 0, 4, 0);
       bool sgn = fb_scalar(&fb, type, 1, 1, 0);
       if (bits == 16 && !sgn) t = CK_ARROW_UINT16;
@@ -510,6 +540,11 @@ int ck_arrow_reader_open(ck_arrow_reader_t *r, const void *data, size_t len, ck_
     r->fields[i] = (ck_arrow_field_t){name, t};
   }
   r->nfields = (int)nf;
+  for (size_t i = 0; i < nf; i++)
+    for (size_t k = 0; k < i; k++)
+      if (r->fields[i].type == CK_ARROW_DICT_UTF8 && r->fields[k].type == CK_ARROW_DICT_UTF8 &&
+          r->dict_id[i] == r->dict_id[k])
+        return bad(err, "two fields of its schema share a dictionary", 0);
   size_t meta = fb_ref(&fb, schema, 2);
   size_t nm = fb_vec_len(&fb, meta, 4);
   if (nm > CK_ARROW_MAX_META) return bad(err, "its schema has too much metadata", 0);
@@ -540,49 +575,47 @@ int ck_arrow_reader_field(const ck_arrow_reader_t *r, const char *name) {
   return -1;
 }
 
-int ck_arrow_reader_next(ck_arrow_reader_t *r, ck_error_t *err) {
-  if (r->eos) return 0;
-  size_t start = r->off;
-  fbr_t fb;
-  size_t msg, body;
-  int64_t body_len;
-  int rc = next_message(r, &fb, &msg, &body, &body_len, err);
-  if (rc <= 0) {
-    r->eos = rc == 0;
-    return rc;
-  }
-  if (fb_scalar(&fb, msg, 1, 1, 0) != HDR_RECORD_BATCH)
-    return bad(err, "a message after the schema is not a record batch", start);
-  size_t rb = fb_ref(&fb, msg, 2);
-  int64_t n = (int64_t)fb_scalar(&fb, rb, 0, 8, 0);
-  size_t nodes = fb_ref(&fb, rb, 1), bufs = fb_ref(&fb, rb, 2);
-  size_t nn = fb_vec_len(&fb, nodes, 16), nb = fb_vec_len(&fb, bufs, 16);
-  if (fb.bad || !rb || n < 0 || fb_field(&fb, rb, 3))
+/* The columns of the RecordBatch table at rb (in fb; body at body, body_len bytes long), of
+ * the ncols types in types, into cols; the row count in *nrows. */
+static int read_columns(ck_arrow_reader_t *r, fbr_t *fb, size_t rb, size_t body,
+                        int64_t body_len, const ck_arrow_type_t *types, int ncols,
+                        ck_arrow_rcol_t *cols, int64_t *nrows, size_t start, ck_error_t *err) {
+  int64_t n = (int64_t)fb_scalar(fb, rb, 0, 8, 0);
+  size_t nodes = fb_ref(fb, rb, 1), bufs = fb_ref(fb, rb, 2);
+  size_t nn = fb_vec_len(fb, nodes, 16), nb = fb_vec_len(fb, bufs, 16);
+  if (fb->bad || !rb || n < 0 || fb_field(fb, rb, 3))
     return bad(err, "a record batch is damaged or compressed", start);
-  if ((int)nn != r->nfields) return bad(err, "a record batch has another number of columns", start);
+  if ((int)nn != ncols) return bad(err, "a record batch has another number of columns", start);
   size_t bi = 0;
-  for (int c = 0; c < r->nfields; c++) {
-    int64_t nulls = (int64_t)rd(&fb, nodes + 4 + 16 * (size_t)c + 8, 8);
-    if ((int64_t)rd(&fb, nodes + 4 + 16 * (size_t)c, 8) != n || nulls != 0)
+  for (int c = 0; c < ncols; c++) {
+    int64_t nulls = (int64_t)rd(fb, nodes + 4 + 16 * (size_t)c + 8, 8);
+    if ((int64_t)rd(fb, nodes + 4 + 16 * (size_t)c, 8) != n || nulls != 0)
       return bad(err, "a column has another length or holds nulls", start);
-    int width = type_width(r->fields[c].type);
+    int width = type_width(types[c]);
     size_t need = width ? 2 : 3;
     if (bi + need > nb) return bad(err, "a record batch has too few buffers", start);
     const uint8_t *ptr[3];
     size_t blen[3];
     for (size_t k = 0; k < need; k++, bi++) {
-      uint64_t o = rd(&fb, bufs + 4 + 16 * bi, 8), l = rd(&fb, bufs + 4 + 16 * bi + 8, 8);
-      if (fb.bad || o > (uint64_t)body_len || l > (uint64_t)body_len - o)
+      uint64_t o = rd(fb, bufs + 4 + 16 * bi, 8), l = rd(fb, bufs + 4 + 16 * bi + 8, 8);
+      if (fb->bad || o > (uint64_t)body_len || l > (uint64_t)body_len - o)
         return bad(err, "a buffer lies outside its record batch", start);
       ptr[k] = r->p + body + o;
       blen[k] = (size_t)l;
     }
-    ck_arrow_rcol_t *col = &r->cols[c];
+    ck_arrow_rcol_t *col = &cols[c];
     if (width) {
       if (blen[1] < (size_t)n * (size_t)width) return bad(err, "a column is too short", start);
       col->data = ptr[1];
       col->data_len = blen[1];
       col->offsets = NULL;
+      if (types[c] == CK_ARROW_DICT_UTF8) { /* every index names a value of the dictionary */
+        int64_t nd = r->dicts[c].n;
+        uint8_t any = 0;
+        for (int64_t i = 0; i < n; i++) any |= (uint8_t)((int8_t)col->data[i] < 0 ||
+                                                        (int8_t)col->data[i] >= nd);
+        if (any) return bad(err, "a dictionary index is out of its dictionary", start);
+      }
       continue;
     }
     if (blen[1] < ((size_t)n + 1) * 4 || ((uintptr_t)ptr[1] & 3))
@@ -599,6 +632,59 @@ int ck_arrow_reader_next(ck_arrow_reader_t *r, ck_error_t *err) {
       prev = cur;
     }
   }
-  r->nrows = n;
-  return 1;
+  *nrows = n;
+  return 0;
+}
+
+/* A DictionaryBatch (the table at db): the dictionary of the field whose id it names. */
+static int read_dictionary(ck_arrow_reader_t *r, fbr_t *fb, size_t db, size_t body,
+                           int64_t body_len, size_t start, ck_error_t *err) {
+  int64_t id = (int64_t)fb_scalar(fb, db, 0, 8, 0);
+  size_t rb = fb_ref(fb, db, 1);
+  if (fb->bad || !db || !rb) return bad(err, "a dictionary batch is damaged", start);
+  if (fb_scalar(fb, db, 2, 1, 0))
+    return ck_error_set(err, CK_EUNSUPPORTED, "could not read an Arrow dictionary batch: delta "
+                        "dictionaries are not read by this reader");
+  int f = -1;
+  for (int i = 0; i < r->nfields; i++)
+    if (r->fields[i].type == CK_ARROW_DICT_UTF8 && r->dict_id[i] == id) f = i;
+  if (f < 0) return bad(err, "a dictionary batch belongs to no field", start);
+  static const ck_arrow_type_t utf8 = CK_ARROW_UTF8;
+  ck_arrow_rcol_t col;
+  int64_t n;
+  int rc = read_columns(r, fb, rb, body, body_len, &utf8, 1, &col, &n, start, err);
+  if (rc) return rc;
+  if (n > CK_ARROW_MAX_DICT) return bad(err, "a dictionary has more than 127 values", start);
+  r->dicts[f] = (ck_arrow_rdict_t){n, col.offsets, col.data};
+  return 0;
+}
+
+int ck_arrow_reader_next(ck_arrow_reader_t *r, ck_error_t *err) {
+  for (;;) {
+    if (r->eos) return 0;
+    size_t start = r->off;
+    fbr_t fb;
+    size_t msg, body;
+    int64_t body_len;
+    int rc = next_message(r, &fb, &msg, &body, &body_len, err);
+    if (rc <= 0) {
+      r->eos = rc == 0;
+      return rc;
+    }
+    int hdr = (int)fb_scalar(&fb, msg, 1, 1, 0);
+    size_t table = fb_ref(&fb, msg, 2);
+    if (hdr == HDR_DICTIONARY_BATCH) {
+      rc = read_dictionary(r, &fb, table, body, body_len, start, err);
+      if (rc) return rc;
+      continue;
+    }
+    if (hdr != HDR_RECORD_BATCH)
+      return bad(err, "a message after the schema is not a record batch", start);
+    ck_arrow_type_t types[CK_ARROW_MAX_FIELDS];
+    for (int c = 0; c < r->nfields; c++) types[c] = r->fields[c].type;
+    rc = read_columns(r, &fb, table, body, body_len, types, r->nfields, r->cols, &r->nrows,
+                      start, err);
+    r->batch_start = start;
+    return rc ? rc : 1;
+  }
 }

@@ -5,10 +5,13 @@
  *
  * What it covers is what clink writes: flat schemas of non-nullable columns of the types in
  * ck_arrow_type_t, schema-level key/value metadata, uncompressed bodies, metadata version V5,
- * little endian. Every buffer in a body starts at a multiple of 8 bytes. The reader reads
- * streams this writer made and any other stream of those types (other types or nested fields
- * are refused with their name); every offset it follows is bounds-checked, so a damaged or
- * foreign file is an error, never a crash.
+ * little endian. Every buffer in a body starts at a multiple of 8 bytes. One dictionary-encoded
+ * type: CK_ARROW_DICT_UTF8, a utf8 column whose rows are int8 indices into a dictionary the
+ * stream carries in a DictionaryBatch message (its id: the field's index) between the schema
+ * and the first record batch; readers see a dictionary<int8, string> column. The reader reads
+ * streams this writer made and any other stream of those types (other types, other index
+ * widths, delta dictionaries or nested fields are refused with their name); every offset and
+ * index it follows is bounds-checked, so a damaged or foreign file is an error, never a crash.
  *
  * Users: checkpoint snapshots (checkpoint/store.c; docs/state.md). Nothing here knows them.
  * Threads: none of its own; a writer, batch or reader belongs to its caller's thread.
@@ -31,7 +34,10 @@ typedef enum ck_arrow_type {
   CK_ARROW_FLOAT64,
   CK_ARROW_UTF8,
   CK_ARROW_BINARY,
+  CK_ARROW_DICT_UTF8, /* utf8 values, int8 indices into the field's dictionary */
 } ck_arrow_type_t;
+
+#define CK_ARROW_MAX_DICT 127 /* values in one dictionary (int8 indices) */
 
 #define CK_ARROW_MAX_FIELDS 32
 #define CK_ARROW_MAX_META 32
@@ -70,28 +76,69 @@ void ck_arrow_batch_init(ck_arrow_batch_t *batch, const ck_arrow_field_t *fields
 void ck_arrow_batch_fini(ck_arrow_batch_t *batch);
 void ck_arrow_batch_reset(ck_arrow_batch_t *batch); /* no rows; memory kept */
 /* One value of the current row into column col (of the matching type); then ck_arrow_batch_row
- * when every column has its value. */
-void ck_arrow_put_u16(ck_arrow_batch_t *batch, int col, uint16_t v);
-void ck_arrow_put_u32(ck_arrow_batch_t *batch, int col, uint32_t v);
-void ck_arrow_put_i64(ck_arrow_batch_t *batch, int col, int64_t v);
-void ck_arrow_put_f64(ck_arrow_batch_t *batch, int col, double v);
-void ck_arrow_put_bytes(ck_arrow_batch_t *batch, int col, const void *p, size_t n);
+ * when every column has its value. Inline: a snapshot writes millions of rows. */
+static inline void ck_arrow_col_put_(ck_buf_t *b, const void *p, size_t n) {
+  if (b->len + n >= b->cap) ck_buf_reserve(b, n);
+  memcpy(b->data + b->len, p, n);
+  b->len += n;
+}
+static inline void ck_arrow_put_u16(ck_arrow_batch_t *batch, int col, uint16_t v) {
+  ck_arrow_col_put_(&batch->cols[col].data, &v, 2);
+}
+static inline void ck_arrow_put_u32(ck_arrow_batch_t *batch, int col, uint32_t v) {
+  ck_arrow_col_put_(&batch->cols[col].data, &v, 4);
+}
+static inline void ck_arrow_put_i64(ck_arrow_batch_t *batch, int col, int64_t v) {
+  ck_arrow_col_put_(&batch->cols[col].data, &v, 8);
+}
+static inline void ck_arrow_put_f64(ck_arrow_batch_t *batch, int col, double v) {
+  ck_arrow_col_put_(&batch->cols[col].data, &v, 8);
+}
+/* A value in two parts (p then q; q may be NULL when m is 0). */
+static inline void ck_arrow_put_bytes2(ck_arrow_batch_t *batch, int col, const void *p, size_t n,
+                                       const void *q, size_t m) {
+  ck_arrow_col_t *c = &batch->cols[col];
+  if (c->data.len + n + m >= c->data.cap) ck_buf_reserve(&c->data, n + m);
+  if (n) memcpy(c->data.data + c->data.len, p, n);
+  if (m) memcpy(c->data.data + c->data.len + n, q, m);
+  c->data.len += n + m;
+  int32_t end = (int32_t)c->data.len;
+  ck_arrow_col_put_(&c->offsets, &end, 4);
+}
+static inline void ck_arrow_put_bytes(ck_arrow_batch_t *batch, int col, const void *p, size_t n) {
+  ck_arrow_put_bytes2(batch, col, p, n, NULL, 0);
+}
+/* A CK_ARROW_DICT_UTF8 value: its index in the field's dictionary. */
+static inline void ck_arrow_put_dict(ck_arrow_batch_t *batch, int col, uint8_t index) {
+  ck_arrow_col_put_(&batch->cols[col].data, &index, 1);
+}
 static inline void ck_arrow_batch_row(ck_arrow_batch_t *batch) { batch->nrows++; }
 /* Bytes the batch's body holds so far (to cut batches at a size). */
 size_t ck_arrow_batch_bytes(const ck_arrow_batch_t *batch);
 
 /* Appends a RecordBatch message holding batch's rows. */
 void ck_arrow_write_batch(ck_buf_t *out, const ck_arrow_batch_t *batch);
+/* Appends the DictionaryBatch of the CK_ARROW_DICT_UTF8 field at index field of the schema:
+ * its n values (n <= CK_ARROW_MAX_DICT), index i for values[i]. Once, after the schema and
+ * before the first record batch. */
+void ck_arrow_write_dictionary(ck_buf_t *out, int field, const char *const *values, int n);
 /* Appends the end-of-stream marker. */
 void ck_arrow_write_eos(ck_buf_t *out);
 
 /* ---- reading ---- */
 
 typedef struct ck_arrow_rcol {
-  const uint8_t *data;    /* values, or the variable-width bytes */
+  const uint8_t *data;    /* values (DICT_UTF8: the int8 indices), or the variable-width bytes */
   const int32_t *offsets; /* UTF8/BINARY */
   size_t data_len;
 } ck_arrow_rcol_t;
+
+/* The dictionary of a DICT_UTF8 field, as the stream's DictionaryBatch gave it. */
+typedef struct ck_arrow_rdict {
+  int64_t n;              /* values; 0 until the dictionary is read */
+  const int32_t *offsets; /* n + 1 */
+  const uint8_t *data;
+} ck_arrow_rdict_t;
 
 typedef struct ck_arrow_reader {
   const uint8_t *p;
@@ -102,7 +149,10 @@ typedef struct ck_arrow_reader {
   ck_arrow_kv_t meta[CK_ARROW_MAX_META];        /* point into the stream (NUL-ended) */
   size_t meta_value_at[CK_ARROW_MAX_META];      /* offsets of the values in the stream */
   size_t schema_end;                            /* offset just past the Schema message */
+  int64_t dict_id[CK_ARROW_MAX_FIELDS];         /* DICT_UTF8 fields: their dictionary's id */
+  ck_arrow_rdict_t dicts[CK_ARROW_MAX_FIELDS];  /* DICT_UTF8 fields: their dictionary */
   /* the current batch */
+  size_t batch_start; /* offset of its message in the stream */
   int64_t nrows;
   ck_arrow_rcol_t cols[CK_ARROW_MAX_FIELDS];
   bool eos;
@@ -116,7 +166,8 @@ const char *ck_arrow_reader_meta(const ck_arrow_reader_t *r, const char *key);
 /* The index of the field called name, or -1. */
 int ck_arrow_reader_field(const ck_arrow_reader_t *r, const char *name);
 /* The next record batch: 1 (r->nrows, r->cols hold it), 0 at the end-of-stream marker (or the
- * end of the data), CK_EPARSE when a message is damaged. */
+ * end of the data), CK_EPARSE when a message is damaged. Dictionary batches on the way are read
+ * into r->dicts (every index of a batch is checked against its dictionary). */
 int ck_arrow_reader_next(ck_arrow_reader_t *r, ck_error_t *err);
 
 static inline uint16_t ck_arrow_get_u16(const ck_arrow_reader_t *r, int col, int64_t row) {
@@ -132,6 +183,17 @@ static inline double ck_arrow_get_f64(const ck_arrow_reader_t *r, int col, int64
   double v;
   memcpy(&v, r->cols[col].data + 8 * row, 8);
   return v;
+}
+/* A DICT_UTF8 value: the string its index names (checked when the batch was read). */
+static inline const uint8_t *ck_arrow_get_dict(const ck_arrow_reader_t *r, int col, int64_t row,
+                                               size_t *n) {
+  const ck_arrow_rdict_t *d = &r->dicts[col];
+  int i = (int8_t)r->cols[col].data[row];
+  int32_t a, b;
+  memcpy(&a, d->offsets + i, 4);
+  memcpy(&b, d->offsets + i + 1, 4);
+  *n = (size_t)(b - a);
+  return d->data + a;
 }
 static inline const uint8_t *ck_arrow_get_bytes(const ck_arrow_reader_t *r, int col, int64_t row,
                                                 size_t *n) {

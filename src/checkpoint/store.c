@@ -335,11 +335,14 @@ void ck_snap_path(int task, int64_t id, char *out, size_t n) {
 
 enum { COL_OP, COL_GROUP, COL_SLOT, COL_KEY, COL_VALUE, NCOLS };
 static const ck_arrow_field_t SNAP_FIELDS[NCOLS] = {
-    {"op_id", CK_ARROW_UINT32}, {"key_group", CK_ARROW_UINT16}, {"slot", CK_ARROW_UTF8},
+    {"op_id", CK_ARROW_UINT32}, {"key_group", CK_ARROW_UINT16}, {"slot", CK_ARROW_DICT_UTF8},
     {"user_key", CK_ARROW_BINARY}, {"value", CK_ARROW_BINARY},
 };
+/* The slot column's dictionary: every slot a component's rows name (index: the row's value). */
+static const char *const SLOTS[] = {"<raw>", "win", "group"};
+enum { NSLOTS = sizeof SLOTS / sizeof SLOTS[0] };
 enum { META_VERSION, META_ID, META_FP, META_TASK, META_OPS, META_VERSIONS, META_CRC, NMETA };
-#define BATCH_BYTES (4u << 20) /* a record batch is cut after this many body bytes */
+#define BATCH_BYTES (1u << 20) /* a record batch is cut after this many body bytes */
 
 static const char *const KIND_NAMES[] = {"source", "operator", "sink"};
 
@@ -349,6 +352,8 @@ typedef struct enc {
   uint32_t node;
   const uint8_t *base; /* the section's encoding */
   size_t used;         /* bytes of it the rows so far hold */
+  const char *slot;    /* the last slot name seen, and its index in SLOTS */
+  int slot_index;
 } enc_t;
 
 static void enc_flush(enc_t *x) {
@@ -357,13 +362,14 @@ static void enc_flush(enc_t *x) {
   ck_arrow_batch_reset(&x->batch);
 }
 
-static void enc_row(enc_t *x, int group, const char *slot, const void *key, size_t klen,
-                    const void *value, size_t vlen) {
+/* One row; its value in one part (v) or two (v then w). */
+static void enc_row(enc_t *x, int group, int slot, const void *key, size_t klen, const void *v,
+                    size_t vlen, const void *w, size_t wlen) {
   ck_arrow_put_u32(&x->batch, COL_OP, x->node);
   ck_arrow_put_u16(&x->batch, COL_GROUP, (uint16_t)group);
-  ck_arrow_put_bytes(&x->batch, COL_SLOT, slot, strlen(slot));
+  ck_arrow_put_dict(&x->batch, COL_SLOT, (uint8_t)slot);
   ck_arrow_put_bytes(&x->batch, COL_KEY, key, klen);
-  ck_arrow_put_bytes(&x->batch, COL_VALUE, value, vlen);
+  ck_arrow_put_bytes2(&x->batch, COL_VALUE, v, vlen, w, wlen);
   ck_arrow_batch_row(&x->batch);
   if ((x->batch.nrows & 1023) == 0 && ck_arrow_batch_bytes(&x->batch) >= BATCH_BYTES)
     enc_flush(x);
@@ -372,9 +378,23 @@ static void enc_row(enc_t *x, int group, const char *slot, const void *key, size
 static int enc_emit(void *ctx, const ck_snap_entry_t *e, ck_error_t *err) {
   enc_t *x = ctx;
   if ((const uint8_t *)e->value != x->base + x->used || e->key_group < 0 ||
-      e->key_group > CK_SNAP_RAW)
+      e->key_group > CK_SNAP_RAW || e->group_len > e->value_len ||
+      (e->key_to && (e->key_from < e->group_len || e->key_to < e->key_from ||
+                     e->key_to > e->value_len)))
     return ck_error_set(err, CK_EINTERNAL, "a state entry is not the next part of its encoding");
-  enc_row(x, e->key_group, e->slot, e->key, e->key_len, e->value, e->value_len);
+  if (e->slot != x->slot) {
+    int i = 0;
+    while (i < NSLOTS && strcmp(SLOTS[i], e->slot) != 0) i++;
+    if (i == NSLOTS)
+      return ck_error_set(err, CK_EINTERNAL, "a state entry names slot '%s', which the "
+                          "snapshot layout does not have", e->slot);
+    x->slot = e->slot, x->slot_index = i;
+  }
+  const uint8_t *p[2];
+  size_t n[2] = {0, 0};
+  int parts = ck_snap_entry_row(e, p, n);
+  enc_row(x, e->key_group, x->slot_index, e->key, e->key_len, p[0], n[0],
+          parts > 1 ? p[1] : NULL, n[1]);
   x->used += e->value_len;
   return 0;
 }
@@ -448,8 +468,9 @@ void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_se
       [META_CRC] = {"clink.crc32c", "00000000"},
   };
   size_t start = out->len, at[NMETA];
-  ck_buf_reserve(out, total + total * 3 / 5 + 65536); /* rows add about half (benchmarks.md) */
+  ck_buf_reserve(out, total + total / 4 + 65536); /* rows add about a sixth (benchmarks.md) */
   ck_arrow_write_schema(out, SNAP_FIELDS, NCOLS, meta, NMETA, at);
+  ck_arrow_write_dictionary(out, COL_SLOT, SLOTS, NSLOTS);
   ck_buf_fini(&ops);
   ck_buf_fini(&versions);
   /* the rows */
@@ -473,7 +494,7 @@ void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_se
         whole = true;
       }
     }
-    if (whole) enc_row(&x, CK_SNAP_RAW, "<raw>", "", 0, sec->len ? sec->data : "", sec->len);
+    if (whole) enc_row(&x, CK_SNAP_RAW, 0, "", 0, sec->len ? sec->data : "", sec->len, NULL, 0);
   }
   enc_flush(&x);
   ck_arrow_batch_fini(&x.batch);
@@ -510,6 +531,7 @@ static int snap_header(const ck_arrow_reader_t *r, const char *what, int64_t *id
         r->fields[c].type != SNAP_FIELDS[c].type)
       return ck_error_set(err, CK_ESTATE, "%s is damaged (its columns are not op_id, key_group, "
                           "slot, user_key, value)", what);
+  /* the slot dictionary is read with the first batch; it must be this layout's */
   if (id) *id = strtoll(sid, NULL, 10);
   if (task) *task = (int)strtol(st, NULL, 10);
   if (fp) *fp = strtoull(sfp, NULL, 16);
@@ -641,9 +663,56 @@ static uint8_t op_kind(const char *ops, uint32_t node) {
   return CK_SNAP_OP;
 }
 
-int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprint, int task,
-                   ck_snap_section_t *sections, int max, int *nsections, ck_buf_t *scratch,
-                   ck_error_t *err) {
+/* Whether the slot dictionary the reader holds is this layout's (rows name slots by index). */
+static bool slots_ok(const ck_arrow_reader_t *r) {
+  const ck_arrow_rdict_t *d = &r->dicts[COL_SLOT];
+  if (d->n != NSLOTS) return false;
+  for (int i = 0; i < NSLOTS; i++) {
+    size_t n = (size_t)(d->offsets[i + 1] - d->offsets[i]);
+    if (n != strlen(SLOTS[i]) || memcmp(d->data + d->offsets[i], SLOTS[i], n) != 0) return false;
+  }
+  return true;
+}
+
+/* Where the decoder puts the encodings it rebuilds: scratch; or, in place, over the file's own
+ * bytes already read — each batch's output is built in tmp and copied to the cursor, which never
+ * passes the end of the batch just read, until an output would: then what is in place moves to
+ * scratch and the rest goes there too. */
+typedef struct dec_out {
+  uint8_t *place; /* the file's bytes (in place), or NULL once writing to scratch */
+  size_t cursor;  /* in place: the output's end in place[] */
+  size_t start;   /* in place: where the output starts in place[] */
+  ck_buf_t tmp;   /* in place: the current batch's output */
+  ck_buf_t *scratch;
+} dec_out_t;
+
+static ck_buf_t *dec_buf(dec_out_t *o) { return o->place ? &o->tmp : o->scratch; }
+
+/* The output's length so far. */
+static size_t dec_len(const dec_out_t *o) {
+  return o->place ? o->cursor - o->start + o->tmp.len : o->scratch->len;
+}
+
+/* The end of a batch: in place, its output goes to the cursor if it fits before limit (the
+ * offset in the file just past the batch), else everything moves to scratch. */
+static void dec_batch_end(dec_out_t *o, size_t limit) {
+  if (!o->place) return;
+  if (o->cursor + o->tmp.len <= limit) {
+    if (o->tmp.len) memcpy(o->place + o->cursor, o->tmp.data, o->tmp.len);
+    o->cursor += o->tmp.len;
+  } else {
+    ck_buf_reset(o->scratch);
+    ck_buf_reserve(o->scratch, o->cursor - o->start + o->tmp.len);
+    ck_buf_append(o->scratch, o->place + o->start, o->cursor - o->start);
+    ck_buf_append(o->scratch, o->tmp.data, o->tmp.len);
+    o->place = NULL;
+  }
+  ck_buf_reset(&o->tmp);
+}
+
+static int decode(const void *data, size_t len, uint8_t *place, int64_t id, uint64_t fingerprint,
+                  int task, const ck_snap_joiner_t *joiner, ck_snap_section_t *sections, int max,
+                  int *nsections, ck_buf_t *scratch, ck_error_t *err) {
   char what[96];
   snprintf(what, sizeof what, "the snapshot of subtask %d for checkpoint %lld", task,
            (long long)id);
@@ -668,37 +737,101 @@ int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprin
   const char *ops = ck_arrow_reader_meta(&r, "clink.operators");
   size_t offs[64];
   int n = 0;
+  void *js = NULL; /* the joiner's state for the current section (NULL: concatenate) */
+  dec_out_t o = {.place = place, .scratch = scratch};
+  ck_buf_init(&o.tmp);
   ck_buf_reset(scratch);
-  ck_buf_reserve(scratch, len); /* the encodings are smaller than the file */
-  while ((rc = ck_arrow_reader_next(&r, &perr)) == 1) {
+  if (!place) ck_buf_reserve(scratch, len); /* the encodings are about the file's size */
+  int more;
+  while ((more = ck_arrow_reader_next(&r, &perr)) == 1) {
+    if (place && o.start == 0) /* the first batch: output starts where it did */
+      o.start = o.cursor = r.batch_start;
+    ck_buf_t *out = dec_buf(&o);
+    if (!slots_ok(&r)) {
+      rc = ck_error_set(err, CK_ESTATE, "%s is damaged (its slot dictionary is not <raw>, win, "
+                        "group)", what);
+      goto fail;
+    }
+    const int32_t *vo = r.cols[COL_VALUE].offsets;
+    const uint8_t *vd = r.cols[COL_VALUE].data;
     for (int64_t i = 0, run; i < r.nrows; i = run) {
       uint32_t node = ck_arrow_get_u32(&r, COL_OP, i);
       for (run = i + 1; run < r.nrows && ck_arrow_get_u32(&r, COL_OP, run) == node;) run++;
+      int64_t from_row = i;
       if (n == 0 || sections[n - 1].node != node) {
-        if (n >= max || n >= 64)
-          return ck_error_set(err, CK_ESTATE, "%s has more than %d sections", what, max);
+        if (n >= max || n >= 64) {
+          rc = ck_error_set(err, CK_ESTATE, "%s has more than %d sections", what, max);
+          goto fail;
+        }
         for (int k = 0; k < n; k++)
-          if (sections[k].node == node)
-            return ck_error_set(err, CK_ESTATE, "%s is damaged (the rows of node %u are not "
-                                "together)", what, node);
+          if (sections[k].node == node) {
+            rc = ck_error_set(err, CK_ESTATE, "%s is damaged (the rows of node %u are not "
+                              "together)", what, node);
+            goto fail;
+          }
         sections[n] = (ck_snap_section_t){.node = node, .kind = op_kind(ops, node)};
-        offs[n++] = scratch->len;
+        offs[n++] = dec_len(&o);
+        if (js) joiner->close(js);
+        js = NULL;
+        /* the first row: the header, as it is; the joiner says whether it joins the rest */
+        size_t hn;
+        const uint8_t *head = ck_arrow_get_bytes(&r, COL_VALUE, i, &hn);
+        ck_buf_append(out, head, hn);
+        if (joiner) js = joiner->open(head, hn);
+        from_row = i + 1;
       }
-      /* the values of a run of rows are contiguous in the batch: one copy */
-      const int32_t *vo = r.cols[COL_VALUE].offsets;
-      int32_t from, to;
-      memcpy(&from, vo + i, 4);
-      memcpy(&to, vo + run, 4);
-      if (to > from) ck_buf_append(scratch, r.cols[COL_VALUE].data + from, (size_t)(to - from));
+      if (!js) { /* the values of a run of rows are contiguous in the batch: one copy */
+        int32_t from, to;
+        memcpy(&from, vo + from_row, 4);
+        memcpy(&to, vo + run, 4);
+        if (to > from) ck_buf_append(out, vd + from, (size_t)(to - from));
+        continue;
+      }
+      for (int64_t k = from_row; k < run; k++) {
+        size_t kn, vn;
+        const uint8_t *key = ck_arrow_get_bytes(&r, COL_KEY, k, &kn);
+        const uint8_t *val = ck_arrow_get_bytes(&r, COL_VALUE, k, &vn);
+        if (joiner->row(js, ck_arrow_get_u16(&r, COL_GROUP, k), key, kn, val, vn, out, &perr)) {
+          rc = ck_error_set(err, CK_ESTATE, "%s is damaged (a row of node %u: %s)", what, node,
+                            perr.message);
+          goto fail;
+        }
+      }
     }
+    dec_batch_end(&o, r.off);
   }
-  if (rc < 0) return ck_error_set(err, CK_ESTATE, "%s is damaged (%s)", what, perr.message);
-  if (!r.eos) return ck_error_set(err, CK_ESTATE, "%s is truncated", what);
+  if (more < 0) {
+    rc = ck_error_set(err, CK_ESTATE, "%s is damaged (%s)", what, perr.message);
+    goto fail;
+  }
+  if (!r.eos) {
+    rc = ck_error_set(err, CK_ESTATE, "%s is truncated", what);
+    goto fail;
+  }
+  const char *base = o.place ? (const char *)o.place + o.start : scratch->data;
+  size_t total = dec_len(&o);
   for (int k = 0; k < n; k++) {
-    size_t end = k + 1 < n ? offs[k + 1] : scratch->len;
-    sections[k].data = scratch->data ? scratch->data + offs[k] : "";
+    size_t end = k + 1 < n ? offs[k + 1] : total;
+    sections[k].data = base ? base + offs[k] : "";
     sections[k].len = end - offs[k];
   }
   *nsections = n;
-  return 0;
+fail:
+  if (js) joiner->close(js);
+  ck_buf_fini(&o.tmp);
+  return rc;
+}
+
+int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprint, int task,
+                   const ck_snap_joiner_t *joiner, ck_snap_section_t *sections, int max,
+                   int *nsections, ck_buf_t *scratch, ck_error_t *err) {
+  return decode(data, len, NULL, id, fingerprint, task, joiner, sections, max, nsections,
+                scratch, err);
+}
+
+int ck_snap_decode_in_place(void *data, size_t len, int64_t id, uint64_t fingerprint, int task,
+                            const ck_snap_joiner_t *joiner, ck_snap_section_t *sections, int max,
+                            int *nsections, ck_buf_t *scratch, ck_error_t *err) {
+  return decode(data, len, data, id, fingerprint, task, joiner, sections, max, nsections,
+                scratch, err);
 }

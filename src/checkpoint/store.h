@@ -74,18 +74,22 @@ int ck_store_prune(const ck_store_t *store, int64_t keep_from, int64_t floor, in
 /* Snapshot file of one subtask: an Arrow IPC stream (docs/state.md is the reference).
  *
  * One row per entry of state: op_id (uint32, the graph node), key_group (uint16; CK_SNAP_RAW
- * for state that is not keyed), slot (utf8: "<raw>", "win", "group"), user_key (binary: the
- * group key as JSON; empty for raw rows), value (binary: the component's own versioned
- * encoding, cut into entries). A component's encoding is the concatenation of its rows' values
- * in file order, so restore hands every component exactly the bytes it wrote. Schema metadata:
- * clink.format_version "2.0", clink.checkpoint_id, clink.job_fingerprint (16 hex digits),
+ * for state that is not keyed), slot (dictionary<int8, utf8>: "<raw>", "win", "group"; the
+ * dictionary batch follows the schema), user_key (binary: the group key as JSON; empty for raw
+ * rows), value (binary: the component's own versioned encoding, cut into entries, less what
+ * the key_group and user_key columns hold). A component that is not split is one raw row whose
+ * value is its encoding. A split one (the aggregation) has its header as a raw row, then a row
+ * per record whose value is the record without its key group and key; restore puts every
+ * record back together from the three columns (the component's joiner), so every component
+ * gets exactly the bytes it wrote. Schema metadata:
+ * clink.format_version "3.0", clink.checkpoint_id, clink.job_fingerprint (16 hex digits),
  * clink.task_index, clink.operators and clink.state_versions (JSON: per op_id its node name,
  * kind and encoding version), clink.crc32c (8 hex digits: the CRC32C of the whole file with
  * these 8 bytes read as '0'). */
 
 #define CK_SNAP_RAW 0xFFFF          /* key group of state that is not keyed */
-#define CK_SNAP_FORMAT_MAJOR 2      /* the major version of the file layout */
-#define CK_SNAP_FORMAT_VERSION "2.0"
+#define CK_SNAP_FORMAT_MAJOR 3      /* the major version of the file layout */
+#define CK_SNAP_FORMAT_VERSION "3.0"
 
 /* One entry a component's splitter finds in its encoding. */
 typedef struct ck_snap_entry {
@@ -97,7 +101,22 @@ typedef struct ck_snap_entry {
   size_t value_len;
   const char *json;   /* when decoding: the entry decoded, a JSON object; else NULL */
   size_t json_len;
+  /* what the row's value leaves out, as its other columns hold it: the first group_len bytes
+   * (the key group), and bytes key_from..key_to (the key; key_to 0: none) */
+  size_t group_len, key_from, key_to;
 } ck_snap_entry_t;
+
+/* The bytes of entry e the snapshot row's value holds, in one or two parts; returns how many. */
+static inline int ck_snap_entry_row(const ck_snap_entry_t *e, const uint8_t **p, size_t *n) {
+  const uint8_t *v = (const uint8_t *)e->value;
+  if (!e->key_to) {
+    p[0] = v + e->group_len, n[0] = e->value_len - e->group_len;
+    return 1;
+  }
+  p[0] = v + e->group_len, n[0] = e->key_from - e->group_len;
+  p[1] = v + e->key_to, n[1] = e->value_len - e->key_to;
+  return 2;
+}
 
 typedef int (*ck_snap_emit_fn)(void *ctx, const ck_snap_entry_t *entry, ck_error_t *err);
 /* Cuts an encoding into entries, calling emit for each (decode: with its JSON); with emit
@@ -105,6 +124,19 @@ typedef int (*ck_snap_emit_fn)(void *ctx, const ck_snap_entry_t *entry, ck_error
  * code (CK_ESTATE when it is not one). */
 typedef int (*ck_snap_split_fn)(const void *data, size_t len, bool decode, ck_snap_emit_fn emit,
                                 void *ctx, ck_error_t *err);
+
+/* The inverse of a splitter: puts a component's encoding back together from its rows. open
+ * gets the value of a section's first row (the encoding's header) and returns the joiner's
+ * state, or NULL when the section is not one it joins (not its encoding, or written whole as
+ * one row): that section's values are then concatenated as they are. row appends to out the
+ * bytes of the encoding that the row (key_group, user_key, value) stands for; CK_ESTATE when it
+ * cannot. */
+typedef struct ck_snap_joiner {
+  void *(*open)(const void *head, size_t len);
+  int (*row)(void *state, int key_group, const uint8_t *key, size_t key_len,
+             const uint8_t *value, size_t value_len, ck_buf_t *out, ck_error_t *err);
+  void (*close)(void *state);
+} ck_snap_joiner_t;
 
 typedef struct ck_snap_section {
   uint32_t node;      /* graph node id */
@@ -137,10 +169,17 @@ void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_se
                     int nsections, ck_buf_t *out);
 /* Checks the layout, version, CRC, id, fingerprint and task (id < 0: any id, task < 0: any
  * task, fingerprint 0: any job); fills up to max sections whose data point into *scratch
- * (which holds the components' encodings, put together from the rows; ck_buf_fini it after).
- * CK_ESTATE with a reason on any mismatch. */
+ * (which holds the components' encodings, put together from the rows by joiner — NULL: values
+ * concatenated — ck_buf_fini it after). CK_ESTATE with a reason on any mismatch. */
 int ck_snap_decode(const void *data, size_t len, int64_t id, uint64_t fingerprint, int task,
-                   ck_snap_section_t *sections, int max, int *nsections, ck_buf_t *scratch,
-                   ck_error_t *err);
+                   const ck_snap_joiner_t *joiner, ck_snap_section_t *sections, int max,
+                   int *nsections, ck_buf_t *scratch, ck_error_t *err);
+/* The same, rebuilding the encodings over the file's record batches in data as it reads them
+ * (no second buffer of the file's size: a restore's way): the sections point into data, or
+ * into scratch when an encoding came out longer than its rows. data's record batches are no
+ * longer a snapshot after it (its schema is kept). */
+int ck_snap_decode_in_place(void *data, size_t len, int64_t id, uint64_t fingerprint, int task,
+                            const ck_snap_joiner_t *joiner, ck_snap_section_t *sections, int max,
+                            int *nsections, ck_buf_t *scratch, ck_error_t *err);
 
 #endif

@@ -106,8 +106,13 @@ static int load_entry(void *ctx, const ck_snap_entry_t *en, ck_error_t *err) {
   e->slot = dup_n(en->slot, strlen(en->slot));
   e->user_key = en->key_group == CK_SNAP_RAW ? NULL : dup_n(en->key, en->key_len);
   e->value = dup_n(en->json ? en->json : "{}", en->json ? en->json_len : 2);
-  e->raw = dup_n(en->value, en->value_len);
-  e->raw_len = en->value_len;
+  const uint8_t *part[2];
+  size_t plen[2] = {0, 0};
+  int parts = ck_snap_entry_row(en, part, plen); /* the row's value, as the file holds it */
+  e->raw_len = plen[0] + (parts > 1 ? plen[1] : 0);
+  e->raw = ck_malloc(e->raw_len + 1);
+  memcpy(e->raw, part[0], plen[0]);
+  if (parts > 1) memcpy(e->raw + plen[0], part[1], plen[1]);
   ck_buf_t id;
   ck_buf_init(&id);
   ck_buf_printf(&id, "%u\x1f%s\x1f", l->op, en->slot);
@@ -137,7 +142,8 @@ int ck_state_load_file(const char *path, ck_state_set_t *set, ck_error_t *err) {
   if (rc) goto done;
   ck_snap_section_t sec[64];
   int n = 0;
-  rc = ck_snap_decode(file.data, file.len, id, fp, task, sec, 64, &n, &parts, err);
+  rc = ck_snap_decode(file.data, file.len, id, fp, task, &ck_agg_snap_joiner, sec, 64, &n, &parts,
+                      err);
   if (rc) {
     ck_error_detail(err, "the file is '%s'", path);
     goto done;
@@ -158,7 +164,7 @@ int ck_state_load_file(const char *path, ck_state_set_t *set, ck_error_t *err) {
       ck_buf_reset(&json);
       rc = ck_state_decode_raw(name, sec[i].kind, sec[i].data, sec[i].len, &json, err);
       ck_snap_entry_t en = {CK_SNAP_RAW, "<raw>", "", 0, sec[i].data, sec[i].len,
-                            json.data, json.len};
+                            json.data, json.len, 0, 0, 0};
       if (!rc) rc = load_entry(&l, &en, err);
     }
     if (rc) ck_error_detail(err, "the file is '%s'", path);

@@ -8,7 +8,12 @@
  *   <raw>          "CKAG", version, shape, watermark, record count (the header)
  *   win / group    one per record (windowed / unwindowed): its bytes from the key group on,
  *                  user_key the group key as JSON (one key: the value, several: an array)
- * so the concatenation of the entries' values is the encoding, byte for byte.
+ * so the concatenation of the entries' values is the encoding, byte for byte. In the snapshot
+ * file a record's row leaves out its key group (the first 4 bytes: the key_group column) and
+ * its key (user_key), and ck_agg_snap_joiner puts the record back together from the three
+ * columns: the key parsed back from its JSON by the key types of the header. A key whose JSON
+ * would not give its bytes back (a float that is NaN or infinite, a decimal the text does not
+ * round-trip) makes the writer keep the whole encoding as one row instead.
  * Decoded (JSON): the header gives window kind and sizes, key and call types, maximum
  * parallelism, watermark and the number of entries; a record its window bounds, key and each
  * accumulator (COUNT's count; SUM's sum; AVG's sum, count and average; MIN/MAX's value; the
@@ -16,6 +21,7 @@
  * Threads: any; no state.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "base/alloc.h"
 #include "checkpoint/store.h"
@@ -260,6 +266,98 @@ static int bad_encoding(ck_error_t *err, const char *what) {
   return ck_error_set(err, CK_ESTATE, "could not read aggregation state: %s", what);
 }
 
+typedef struct header {
+  int64_t size, slide, gap, step, wm;
+  uint32_t maxp;
+  uint64_t count;
+} header_t;
+
+/* The encoding's header (after the magic) into sh and h; 0, or CK_ESTATE. */
+static int read_header(rdr_t *r, shape_t *sh, header_t *h, ck_error_t *err) {
+  sh->version = (int)get_n(r, 2);
+  if (sh->version < 1 || sh->version > 2)
+    return ck_error_set(err, CK_ESTATE, "could not read aggregation state: its version %d is "
+                        "unknown (this clink reads versions 1 and 2)", sh->version);
+  sh->wkind = (int)get_n(r, 1);
+  h->size = get_i64(r), h->slide = get_i64(r), h->gap = get_i64(r), h->step = get_i64(r);
+  sh->nkeys = (int)get_n(r, 2);
+  if (sh->nkeys > MAX_COLS) return bad_encoding(err, "it has too many keys");
+  for (int k = 0; k < sh->nkeys; k++) {
+    sh->ktype[k] = get_type(r);
+    sh->kcat[k] = ck_agg_vcat_of(sh->ktype[k]);
+  }
+  sh->ncalls = (int)get_n(r, 2);
+  if (sh->ncalls > MAX_COLS) return bad_encoding(err, "it has too many aggregates");
+  for (int c = 0; c < sh->ncalls; c++) {
+    struct call *cl = &sh->call[c];
+    cl->fn = (int)get_n(r, 1);
+    cl->distinct = get_n(r, 1);
+    cl->arg = get_type(r);
+    cl->res = get_type(r);
+    cl->kind = kind_of(cl->fn, cl->arg);
+    cl->acat = ck_agg_vcat_of(cl->arg);
+    cl->rcat = ck_agg_rcat_of(cl->kind, cl->acat);
+  }
+  h->maxp = (uint32_t)get_n(r, 4);
+  h->wm = get_i64(r);
+  h->count = get_n(r, 8);
+  if (r->bad) return bad_encoding(err, "its header is truncated");
+  return 0;
+}
+
+/* Whether the JSON of a key value (at key[0..n)) gives its bytes (p) back: true but for floats
+ * that are not finite and decimals whose text does not parse to the same value. */
+static bool key_round_trips(ck_agg_vcat_t cat, ck_type_t t, const uint8_t *p, const char *json,
+                            size_t n) {
+  if (cat == CK_AGG_V_FLOAT) {
+    double v;
+    memcpy(&v, p, 8);
+    return v == v && v != 1.0 / 0.0 && v != -1.0 / 0.0;
+  }
+  if (cat == CK_AGG_V_DEC) {
+    ck_i128 v, back;
+    memcpy(&v, p, 16);
+    return n >= 2 && ck_decimal_parse(json + 1, n - 2, t.precision, t.scale, &back) && back == v;
+  }
+  return true;
+}
+
+/* The bytes of a record's accumulators when they are the same for every record (v2; no MIN/MAX
+ * and no DISTINCT), else -1. */
+static int fixed_acc_len(const shape_t *sh) {
+  if (sh->version != 2) return -1;
+  int n = 0;
+  for (int c = 0; c < sh->ncalls; c++) {
+    const struct call *cl = &sh->call[c];
+    if (cl->distinct) return -1;
+    switch (cl->kind) {
+      case CK_AGG_A_COUNT: n += 8; break;
+      case CK_AGG_A_SUM_I:
+      case CK_AGG_A_SUM_D: n += 1 + 16; break;
+      case CK_AGG_A_SUM_F: n += 1 + 8 + 8 + 8; break;
+      case CK_AGG_A_AVG_I:
+      case CK_AGG_A_AVG_D: n += 16 + 8; break;
+      case CK_AGG_A_AVG_F: n += 8 + 8 + 8 + 8; break;
+      default: return -1;
+    }
+  }
+  return n;
+}
+
+/* v as decimal text at p (at most 20 bytes); returns its length. */
+static size_t put_i64_text(char *p, int64_t v) {
+  char tmp[24];
+  int n = (int)sizeof tmp;
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do {
+    tmp[--n] = (char)('0' + (int)(u % 10));
+    u /= 10;
+  } while (u);
+  if (v < 0) tmp[--n] = '-';
+  memcpy(p, tmp + n, sizeof tmp - (size_t)n);
+  return sizeof tmp - (size_t)n;
+}
+
 int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn emit, void *ctx,
                       ck_error_t *err) {
   rdr_t r = {data, len, 0, false};
@@ -269,49 +367,15 @@ int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn
   ck_buf_t key, json;
   ck_buf_init(&key);
   ck_buf_init(&json);
-  int rc = 0;
-  sh->version = (int)get_n(&r, 2);
-  if (sh->version < 1 || sh->version > 2) {
-    rc = ck_error_set(err, CK_ESTATE, "could not read aggregation state: its version %d is "
-                      "unknown (this clink reads versions 1 and 2)", sh->version);
-    goto done;
-  }
-  sh->wkind = (int)get_n(&r, 1);
-  int64_t size = get_i64(&r), slide = get_i64(&r), gap = get_i64(&r), step = get_i64(&r);
-  sh->nkeys = (int)get_n(&r, 2);
-  if (sh->nkeys > MAX_COLS) {
-    rc = bad_encoding(err, "it has too many keys");
-    goto done;
-  }
-  for (int k = 0; k < sh->nkeys; k++) {
-    sh->ktype[k] = get_type(&r);
-    sh->kcat[k] = ck_agg_vcat_of(sh->ktype[k]);
-  }
-  sh->ncalls = (int)get_n(&r, 2);
-  if (sh->ncalls > MAX_COLS) {
-    rc = bad_encoding(err, "it has too many aggregates");
-    goto done;
-  }
-  for (int c = 0; c < sh->ncalls; c++) {
-    struct call *cl = &sh->call[c];
-    cl->fn = (int)get_n(&r, 1);
-    cl->distinct = get_n(&r, 1);
-    cl->arg = get_type(&r);
-    cl->res = get_type(&r);
-    cl->kind = kind_of(cl->fn, cl->arg);
-    cl->acat = ck_agg_vcat_of(cl->arg);
-    cl->rcat = ck_agg_rcat_of(cl->kind, cl->acat);
-  }
-  uint32_t maxp = (uint32_t)get_n(&r, 4);
-  int64_t wm = get_i64(&r);
-  uint64_t count = get_n(&r, 8);
-  if (r.bad) {
-    rc = bad_encoding(err, "its header is truncated");
-    goto done;
-  }
+  header_t h;
+  int rc = read_header(&r, sh, &h, err);
+  if (rc) goto done;
+  int64_t size = h.size, slide = h.slide, gap = h.gap, step = h.step, wm = h.wm;
+  uint32_t maxp = h.maxp;
+  uint64_t count = h.count;
   if (!emit) goto done; /* the version only */
   bool windowed = sh->wkind != CK_WIN_NONE;
-  ck_snap_entry_t e = {CK_SNAP_RAW, "<raw>", "", 0, data, r.off, NULL, 0};
+  ck_snap_entry_t e = {CK_SNAP_RAW, "<raw>", "", 0, data, r.off, NULL, 0, 0, 0, 0};
   if (decode) {
     ck_buf_printf(&json, "{\"state\":\"aggregate\",\"window\":{\"kind\":\"%s\"",
                   WIN_NAMES[sh->wkind >= 0 && sh->wkind <= 4 ? sh->wkind : 0]);
@@ -346,6 +410,59 @@ int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn
     e.json_len = json.len;
   }
   rc = emit(ctx, &e, err);
+  /* the writer's path for windowed records whose accumulators are of fixed width (no MIN/MAX,
+   * no DISTINCT): the accumulators are skipped as one block, the integer keys printed directly */
+  int acc_len = windowed && !decode ? fixed_acc_len(sh) : -1;
+  bool int_keys = true;
+  for (int k = 0; k < sh->nkeys; k++) int_keys &= sh->kcat[k] == CK_AGG_V_INT;
+  if (acc_len >= 0 && int_keys) {
+    const uint8_t *base = data;
+    for (uint64_t i = 0; i < count && !rc; i++) {
+      size_t at = r.off;
+      if (r.n - at < 20 + (size_t)sh->nkeys + (size_t)acc_len) {
+        rc = bad_encoding(err, "a record is truncated");
+        break;
+      }
+      uint32_t kg;
+      memcpy(&kg, base + at, 4);
+      size_t p = at + 20;
+      char kj[24 * 8 + 4];
+      size_t kn = 0;
+      if (sh->nkeys != 1) kj[kn++] = '[';
+      for (int k = 0; k < sh->nkeys; k++) {
+        if (k) kj[kn++] = ',';
+        if (kn > sizeof kj - 24 || p >= r.n) {
+          rc = bad_encoding(err, "a record is truncated");
+          break;
+        }
+        if (base[p++]) {
+          memcpy(kj + kn, "null", 4);
+          kn += 4;
+          continue;
+        }
+        if (r.n - p < 8) {
+          rc = bad_encoding(err, "a record is truncated");
+          break;
+        }
+        int64_t v;
+        memcpy(&v, base + p, 8);
+        p += 8;
+        kn += put_i64_text(kj + kn, v);
+      }
+      if (rc) break;
+      if (sh->nkeys != 1) kj[kn++] = ']';
+      size_t key_to = p - at;
+      if (r.n - p < (size_t)acc_len) {
+        rc = bad_encoding(err, "a record is truncated");
+        break;
+      }
+      r.off = p + (size_t)acc_len;
+      ck_snap_entry_t rec = {(int)kg, "win", kj, kn, base + at, r.off - at, NULL, 0,
+                             4, 20, key_to};
+      rc = emit(ctx, &rec, err);
+    }
+    count = 0; /* done */
+  }
   for (uint64_t i = 0; i < count && !rc; i++) {
     size_t at = r.off;
     ck_buf_reset(&key);
@@ -358,13 +475,24 @@ int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn
       if (j) ck_buf_printf(j, ",\"window_start\":%lld,\"window_end\":%lld", (long long)start,
                            (long long)end);
     }
+    size_t key_from = r.off - at;
     if (sh->nkeys != 1) ck_buf_putc(&key, '[');
     for (int k = 0; k < sh->nkeys; k++) {
       if (k) ck_buf_putc(&key, ',');
-      if (get_n(&r, 1)) ck_buf_puts(&key, "null");
-      else get_value(&r, sh->kcat[k], sh->ktype[k], &key);
+      if (get_n(&r, 1)) {
+        ck_buf_puts(&key, "null");
+        continue;
+      }
+      size_t vat = r.off, jat = key.len;
+      get_value(&r, sh->kcat[k], sh->ktype[k], &key);
+      if (!decode && !r.bad &&
+          !key_round_trips(sh->kcat[k], sh->ktype[k], r.p + vat, key.data + jat, key.len - jat)) {
+        rc = bad_encoding(err, "a key's JSON does not give its value back");
+        goto done;
+      }
     }
     if (sh->nkeys != 1) ck_buf_putc(&key, ']');
+    size_t key_to = r.off - at;
     if (j) {
       ck_buf_puts(j, ",\"key\":");
       ck_buf_append(j, key.data, key.len);
@@ -397,7 +525,7 @@ int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn
     }
     ck_snap_entry_t rec = {kg, windowed ? "win" : "group", key.data, key.len,
                            (const uint8_t *)data + at, r.off - at, j ? json.data : NULL,
-                           j ? json.len : 0};
+                           j ? json.len : 0, 4, key_from, key_to};
     rc = emit(ctx, &rec, err);
   }
   if (!rc && r.off != r.n) rc = bad_encoding(err, "it has trailing bytes");
@@ -408,3 +536,193 @@ done:;
   ck_free(sh);
   return rc ? rc : version;
 }
+
+/* ---------------------------------------------------------------- the joiner */
+
+typedef struct join {
+  shape_t sh;
+  bool windowed;
+} join_t;
+
+static void *join_open(const void *head, size_t len) {
+  rdr_t r = {head, len, 0, false};
+  const uint8_t *magic = take(&r, 4);
+  if (!magic || memcmp(magic, "CKAG", 4) != 0) return NULL;
+  join_t *j = ck_calloc(1, sizeof *j);
+  ck_error_t err;
+  ck_error_clear(&err);
+  header_t h;
+  if (read_header(&r, &j->sh, &h, &err) || r.off != len) { /* not split: kept whole */
+    ck_free(j);
+    return NULL;
+  }
+  j->windowed = j->sh.wkind != CK_WIN_NONE;
+  return j;
+}
+
+static void join_close(void *state) { ck_free(state); }
+
+/* A JSON integer at *p (< end) into v. */
+static bool parse_int(const uint8_t **p, const uint8_t *end, int64_t *v) {
+  const uint8_t *q = *p;
+  bool neg = q < end && *q == '-';
+  if (neg) q++;
+  uint64_t u = 0;
+  const uint8_t *digits = q;
+  while (q < end && *q >= '0' && *q <= '9') {
+    if (u > (UINT64_MAX - 9) / 10) return false;
+    u = u * 10 + (uint64_t)(*q++ - '0');
+  }
+  if (q == digits || u > (uint64_t)INT64_MAX + neg) return false;
+  *v = neg ? (int64_t)(0 - u) : (int64_t)u;
+  *p = q;
+  return true;
+}
+
+/* A JSON string at *p, as ck_buf_put_json_str wrote it, appended to out (its bytes). */
+static bool parse_str(const uint8_t **p, const uint8_t *end, ck_buf_t *out) {
+  const uint8_t *q = *p;
+  if (q >= end || *q++ != '"') return false;
+  const uint8_t *run = q;
+  while (q < end && *q != '"') {
+    if (*q != '\\') {
+      q++;
+      continue;
+    }
+    ck_buf_append(out, run, (size_t)(q - run));
+    if (end - q < 2) return false;
+    char c = (char)q[1], b;
+    q += 2;
+    switch (c) {
+      case '"': b = '"'; break;
+      case '\\': b = '\\'; break;
+      case '/': b = '/'; break;
+      case 'n': b = '\n'; break;
+      case 'r': b = '\r'; break;
+      case 't': b = '\t'; break;
+      case 'b': b = '\b'; break;
+      case 'f': b = '\f'; break;
+      case 'u': { /* \u00XX: one byte (the writer escapes control bytes only) */
+        unsigned v = 0;
+        if (end - q < 4) return false;
+        for (int i = 0; i < 4; i++) {
+          int d = q[i] >= '0' && q[i] <= '9' ? q[i] - '0' : q[i] >= 'a' && q[i] <= 'f' ?
+                  q[i] - 'a' + 10 : q[i] >= 'A' && q[i] <= 'F' ? q[i] - 'A' + 10 : -1;
+          if (d < 0) return false;
+          v = v * 16 + (unsigned)d;
+        }
+        if (v > 0xFF) return false;
+        b = (char)v;
+        q += 4;
+        break;
+      }
+      default: return false;
+    }
+    ck_buf_putc(out, b);
+    run = q;
+  }
+  if (q >= end) return false;
+  ck_buf_append(out, run, (size_t)(q - run));
+  *p = q + 1;
+  return true;
+}
+
+/* One key value's JSON at *p as the encoding has it (null flag, value) appended to out. */
+static bool parse_key(const uint8_t **p, const uint8_t *end, ck_agg_vcat_t cat, ck_type_t t,
+                      ck_buf_t *out) {
+  const uint8_t *q = *p;
+  if (end - q >= 4 && memcmp(q, "null", 4) == 0) {
+    ck_buf_putc(out, 1);
+    *p = q + 4;
+    return true;
+  }
+  ck_buf_putc(out, 0);
+  switch (cat) {
+    case CK_AGG_V_INT: {
+      int64_t v;
+      if (!parse_int(p, end, &v)) return false;
+      ck_buf_append(out, &v, 8);
+      return true;
+    }
+    case CK_AGG_V_BOOL:
+      if (end - q >= 4 && memcmp(q, "true", 4) == 0) ck_buf_putc(out, 1), *p = q + 4;
+      else if (end - q >= 5 && memcmp(q, "false", 5) == 0) ck_buf_putc(out, 0), *p = q + 5;
+      else return false;
+      return true;
+    case CK_AGG_V_FLOAT: {
+      char tmp[64];
+      size_t n = 0;
+      while (q + n < end && n < sizeof tmp - 1 && q[n] != ',' && q[n] != ']') n++;
+      memcpy(tmp, q, n);
+      tmp[n] = 0;
+      char *e;
+      double v = strtod(tmp, &e);
+      if (e == tmp || (size_t)(e - tmp) != n) return false;
+      ck_buf_append(out, &v, 8);
+      *p = q + n;
+      return true;
+    }
+    case CK_AGG_V_DEC: {
+      const uint8_t *s = q + 1, *close = s;
+      if (q >= end || *q != '"') return false;
+      while (close < end && *close != '"') close++;
+      ck_i128 v;
+      if (close >= end ||
+          !ck_decimal_parse((const char *)s, (size_t)(close - s), t.precision, t.scale, &v))
+        return false;
+      ck_buf_append(out, &v, 16);
+      *p = close + 1;
+      return true;
+    }
+    case CK_AGG_V_STR: {
+      size_t at = out->len;
+      uint32_t n = 0;
+      ck_buf_append(out, &n, 4);
+      if (!parse_str(p, end, out)) return false;
+      n = (uint32_t)(out->len - at - 4);
+      memcpy(out->data + at, &n, 4);
+      return true;
+    }
+  }
+  return false;
+}
+
+static int join_row(void *state, int key_group, const uint8_t *key, size_t key_len,
+                    const uint8_t *value, size_t value_len, ck_buf_t *out, ck_error_t *err) {
+  const join_t *j = state;
+  const shape_t *sh = &j->sh;
+  size_t start = out->len;
+  ck_buf_reserve(out, 4 + value_len + key_len + 17 * (size_t)sh->nkeys);
+  uint32_t kg = (uint32_t)key_group;
+  memcpy(out->data + out->len, &kg, 4);
+  out->len += 4;
+  size_t head = j->windowed ? 16 : 0; /* the window's bounds come before the key */
+  if (value_len < head) goto bad;
+  memcpy(out->data + out->len, value, head);
+  out->len += head;
+  const uint8_t *p = key, *end = key + key_len;
+  if (sh->nkeys == 1 && sh->kcat[0] == CK_AGG_V_INT && key_len && key_len < 21 &&
+      *p != 'n') { /* the common key: one integer */
+    int64_t v;
+    if (!parse_int(&p, end, &v) || p != end) goto bad;
+    out->data[out->len] = 0;
+    memcpy(out->data + out->len + 1, &v, 8);
+    out->len += 9;
+  } else {
+    if (sh->nkeys != 1 && (p >= end || *p++ != '[')) goto bad;
+    for (int k = 0; k < sh->nkeys; k++) {
+      if (k && (p >= end || *p++ != ',')) goto bad;
+      if (!parse_key(&p, end, sh->kcat[k], sh->ktype[k], out)) goto bad;
+    }
+    if (sh->nkeys != 1 && (p >= end || *p++ != ']')) goto bad;
+    if (p != end) goto bad;
+  }
+  ck_buf_append(out, value + head, value_len - head);
+  return 0;
+bad:
+  out->len = start;
+  return ck_error_set(err, CK_ESTATE, "its key %.*s is not one of the aggregation's keys",
+                      (int)(key_len < 80 ? key_len : 80), (const char *)key);
+}
+
+const ck_snap_joiner_t ck_agg_snap_joiner = {join_open, join_row, join_close};

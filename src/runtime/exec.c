@@ -706,8 +706,8 @@ static int restore_task(task_t *t, ck_error_t *err) {
   ck_buf_t parts; /* the components' encodings, put together from the file's rows */
   ck_buf_init(&parts);
   if (!rc)
-    rc = ck_snap_decode(file.data, file.len, id, ex->opts.ckpt.fingerprint, t->index, sections,
-                        64, &n, &parts, err);
+    rc = ck_snap_decode_in_place(file.data, file.len, id, ex->opts.ckpt.fingerprint, t->index,
+                                 &ck_agg_snap_joiner, sections, 64, &n, &parts, err);
   if (rc == CK_ESTATE && n == 0)
     ck_error_detail(err, "the file is '%s'; a rerun falls back to an older checkpoint when the "
                     "job's sinks allow it", path);

@@ -82,5 +82,8 @@ int ck_agg_op_init(ck_op_t *op, ck_error_t *err);
  * ck_snap_split_fn of checkpoint/store.h; agg_snap_split.c). */
 int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn emit, void *ctx,
                       ck_error_t *err);
+/* Its inverse: a record put back together from its snapshot row (the key group and key columns
+ * and the rest of the record); ck_snap_decode's joiner. */
+extern const ck_snap_joiner_t ck_agg_snap_joiner;
 
 #endif

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLINK, FAULT_EXIT, Job, trace_external
+from .conftest import CLINK, FAULT_EXIT, Job, trace_external
 
 EOS = ", delivery_guarantee = 'exactly_once'"
 

@@ -17,8 +17,8 @@ from collections import Counter
 import pytest
 from clickhouse_driver import Client
 
-from conftest import die_at, FAULT_EXIT, fault_points, Job, sink_fault_points
-from test_eos_postgres import expected_windows, source_sql
+from .conftest import die_at, FAULT_EXIT, fault_points, Job, sink_fault_points
+from .test_eos_postgres import expected_windows, source_sql
 
 
 def ch_address():
@@ -61,11 +61,8 @@ def table(ch, request):
     ch.execute(f"DROP TABLE IF EXISTS default.{name}")
     ch.execute(f"CREATE TABLE default.{name} (k Int64, window_start Int64, window_end Int64, "
                f"n Int64, total Int64) ENGINE = MergeTree{partition} ORDER BY (k, window_start)")
-    before = stages(ch)
     yield name
     ch.execute(f"DROP TABLE IF EXISTS default.{name}")
-    for left in stages(ch) - before:  # a failed test's leftovers
-        ch.execute(f"DROP TABLE IF EXISTS default.`{left}` SYNC")
 
 
 class ChJob(Job):
@@ -76,8 +73,20 @@ class ChJob(Job):
         super().__init__(tmp_path, rows=rows, rate=rate, parallelism=parallelism,
                          interval_ms=interval_ms)
         self.ch, self.table = ch, table
-        self.stages_before = stages(ch)
         self.sql.write_text(job_sql(table, rows, rate, sink_options))
+
+    def stage_prefix(self):
+        """The prefix of this job's stage tables (_clink_stage_<job hash>_), as its runs
+        announced it; the server may hold other jobs' stages (test runs sharing it)."""
+        found = {m for log in self.logs for m in re.findall(
+            r"staged in (_clink_stage_[0-9a-f]{16}_)\d+_<checkpoint>", log)}
+        assert len(found) == 1, f"the runs announced stage prefixes {sorted(found)}"
+        return found.pop()
+
+    def own_stages(self):
+        """This job's stage tables on the server."""
+        prefix = self.stage_prefix()
+        return {s for s in stages(self.ch) if s.startswith(prefix)}
 
     def rows_in_table(self):
         return Counter(tuple(r) for r in self.ch.execute(
@@ -93,14 +102,23 @@ class ChJob(Job):
             dup = {w: c for w, c in got.items() if c > 1}
             assert not dup, f"{len(dup)} windows written more than once, e.g. {list(dup.items())[:3]}"
             assert got == want
-            left = stages(self.ch) - self.stages_before
+            left = self.own_stages()
             assert not left, f"stage tables left on the server: {sorted(left)}"
         return got
 
 
 @pytest.fixture
 def chjob(tmp_path, ch, table):
-    return lambda **kw: ChJob(tmp_path, ch, table, **kw)
+    jobs = []
+
+    def make(**kw):
+        jobs.append(ChJob(tmp_path, ch, table, **kw))
+        return jobs[-1]
+    yield make
+    for j in jobs:  # a failed test's leftovers: its own stages only (the server is shared)
+        if any("staged in _clink_stage_" in log for log in j.logs):
+            for left in j.own_stages():
+                ch.execute(f"DROP TABLE IF EXISTS default.`{left}` SYNC")
 
 
 def test_uninterrupted_run_is_exact_and_says_exactly_once(chjob):
@@ -119,7 +137,7 @@ def test_killed_at_each_fault_point_then_rerun_exactly_once(chjob, table, point)
     if point in ("after_prepare", "before_snapshot_write", "after_snapshot_write",
                  "before_completed", "after_completed", "before_commit"):
         # the dead process left its interval staged on the server
-        assert stages(j.ch) - j.stages_before, "nothing staged at " + point
+        assert j.own_stages(), "nothing staged at " + point
     j.run_to_end()
     j.check()
     reruns = "\n".join(j.logs[1:])
@@ -151,7 +169,7 @@ def test_fresh_start_drops_what_a_dead_run_staged(chjob):
     j = chjob()
     r = j.run(fault="after_prepare:exit:3")
     assert r.returncode == FAULT_EXIT
-    assert stages(j.ch) - j.stages_before
+    assert j.own_stages()
     # what the dead run published stays (a fresh start does not empty the user's table): take
     # it away by hand, so that the fresh run alone must make the table exact
     j.ch.execute(f"TRUNCATE TABLE default.{j.table}")
@@ -171,3 +189,22 @@ def test_at_least_once_by_default_every_window_present(chjob):
     assert ("job delivery guarantee: STATE_EXACTLY_ONCE_OUTPUT_AT_LEAST_ONCE (limited by sink"
             in r.stderr)
     j.check(exactly_once=False)
+
+
+def test_the_stage_check_counts_this_jobs_stage_tables_only(chjob, ch, table):
+    """Another job's stage table on the same server (a test run sharing it) is not this job's
+    leftover; a stage table of this job still fails the check."""
+    j = chjob(rate=0)
+    foreign = "_clink_stage_%016x_0_7" % (0xfeed000000000000 + os.getpid())
+    ch.execute(f"CREATE TABLE default.`{foreign}` AS default.{table}")
+    try:
+        r = j.run()
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert not foreign.startswith(j.stage_prefix())
+        j.check()
+        mine = j.stage_prefix() + "0_999999"
+        ch.execute(f"CREATE TABLE default.`{mine}` AS default.{table}")
+        with pytest.raises(AssertionError, match="stage tables left on the server"):
+            j.check()
+    finally:
+        ch.execute(f"DROP TABLE IF EXISTS default.`{foreign}` SYNC")

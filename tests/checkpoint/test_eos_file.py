@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import die_at, FAULT_EXIT, fault_points, Job
+from .conftest import die_at, FAULT_EXIT, fault_points, Job
 
 EOS = ", delivery_guarantee = 'exactly_once'"
 

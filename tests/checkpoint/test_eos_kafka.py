@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BASE_TS, CLINK, die_at, expected_windows, FAULT_EXIT, fault_points, KEYS,
+from .conftest import (BASE_TS, CLINK, die_at, expected_windows, FAULT_EXIT, fault_points, KEYS,
                       REPO, V_PERIOD)
 
 ck = pytest.importorskip("confluent_kafka")

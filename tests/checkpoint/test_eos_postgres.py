@@ -23,7 +23,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import CLINK, die_at, FAULT_EXIT, fault_points, Job, REPO
+from .conftest import CLINK, die_at, FAULT_EXIT, fault_points, Job, REPO
 
 psycopg = pytest.importorskip("psycopg")
 

@@ -5,7 +5,7 @@ import json
 import os
 import subprocess
 
-from conftest import CHECK_TRACE, check_protocol_trace
+from .conftest import CHECK_TRACE, check_protocol_trace
 
 
 def events(trace_dir):

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import die_at, FAULT_EXIT, fault_points, REPO, sink_fault_points
+from .conftest import die_at, FAULT_EXIT, fault_points, REPO, sink_fault_points
 
 
 def test_uninterrupted_run_matches_oracle(job):

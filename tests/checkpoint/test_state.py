@@ -22,11 +22,12 @@ import pyarrow as pa
 import pyarrow.ipc
 import pytest
 
-from conftest import BASE_TS, CLINK, FAULT_EXIT
-from test_eos_kafka import brokers, produce, topic, create_topic, read_committed  # noqa: F401
+from .conftest import BASE_TS, CLINK, FAULT_EXIT
+from .test_eos_kafka import brokers, produce, topic, create_topic, read_committed  # noqa: F401
 
 KEYS = 8
-COLUMNS = [("op_id", pa.uint32()), ("key_group", pa.uint16()), ("slot", pa.string()),
+COLUMNS = [("op_id", pa.uint32()), ("key_group", pa.uint16()),
+           ("slot", pa.dictionary(pa.int8(), pa.string())),
            ("user_key", pa.binary()), ("value", pa.binary())]
 
 
@@ -58,7 +59,7 @@ def read_snapshot(path):
     schema = reader.schema
     assert [(f.name, f.type) for f in schema] == COLUMNS, schema
     meta = {k.decode(): v.decode() for k, v in schema.metadata.items()}
-    assert meta["clink.format_version"] == "2.0"
+    assert meta["clink.format_version"] == "3.0"
     ops = {o["op_id"]: o for o in json.loads(meta["clink.operators"])}
     json.loads(meta["clink.state_versions"])
     return meta, ops, reader.read_all().to_pylist()
@@ -141,7 +142,8 @@ def test_window_state_and_positions_read_by_pyarrow_match_a_recomputation(window
             assert par == p
             nexts[r["task"]] = nxt
     assert len(nexts) == p
-    # the aggregation: a raw header per subtask, then one 'win' row per open (window, key)
+    # the aggregation: a raw header per subtask, then one 'win' row per open (window, key):
+    # its record without the key group and key (the key_group and user_key columns hold them)
     agg = [r for r in rows if r["name"] == "window_agg"]
     headers = [r for r in agg if r["slot"] == "<raw>"]
     assert len(headers) == p and all(h["value"][:4] == b"CKAG" for h in headers)
@@ -152,13 +154,13 @@ def test_window_state_and_positions_read_by_pyarrow_match_a_recomputation(window
     got = {}
     for w in wins:
         v = w["value"]
-        assert int.from_bytes(v[0:4], "little") == w["key_group"]
-        start = int.from_bytes(v[4:12], "little", signed=True)
-        end = int.from_bytes(v[12:20], "little", signed=True)
+        assert len(v) == 41
+        start = int.from_bytes(v[0:8], "little", signed=True)
+        end = int.from_bytes(v[8:16], "little", signed=True)
         key = json.loads(w["user_key"])
-        assert v[20] == 0 and int.from_bytes(v[21:29], "little", signed=True) == key
-        count = int.from_bytes(v[29:37], "little", signed=True)
-        total = int.from_bytes(v[38:54], "little", signed=True)
+        assert w["key_group"] < 128  # the job's maximum parallelism
+        count = int.from_bytes(v[16:24], "little", signed=True)
+        total = int.from_bytes(v[25:41], "little", signed=True)
         assert (key, start) not in got
         got[(key, start)] = (end, count, total)
     # recomputation: the rows every source subtask read before the barrier (row i belongs to
@@ -194,15 +196,15 @@ def test_duckdb_reads_the_snapshot_and_state_cat_decodes_it(windows_mid_stream):
     assert len(lines) == state.num_rows
     assert by_slot["win"] == sum(1 for x in lines if x["slot"] == "win")
     # the decoded values are the raw bytes' (state-cat against pyarrow, entry by entry)
-    raw = {(r["op_id"], r["task"], r["user_key"], r["value"][4:12]): r
+    raw = {(r["op_id"], r["task"], r["user_key"], r["value"][0:8]): r
            for r in checkpoint_rows(ckpt, n) if r["slot"] == "win"}
     for x in lines:
         if x["slot"] == "win":
             v = x["value"]
             r = raw[(x["op_id"], x["task"], json.dumps(x["user_key"]).encode(),
                      v["window_start"].to_bytes(8, "little", signed=True))]
-            assert v["aggregates"][0]["count"] == int.from_bytes(r["value"][29:37], "little")
-            assert v["aggregates"][1]["sum"] == int.from_bytes(r["value"][38:54], "little")
+            assert v["aggregates"][0]["count"] == int.from_bytes(r["value"][16:24], "little")
+            assert v["aggregates"][1]["sum"] == int.from_bytes(r["value"][25:41], "little")
             assert x["key_group"] == r["key_group"] and x["operator"] == "window_agg"
         if x["operator"] == "datagen_source":
             assert x["value"]["parallelism"] == p and x["value"]["next_row"] > 0
@@ -374,8 +376,8 @@ def test_old_and_unknown_versions_and_damage_are_refused_with_the_path(tmp_path)
     cat = run(["state-cat", f"--from={f}"])
     assert cat.returncode == 1 and str(f) in cat.stderr and "version-1 binary format" in cat.stderr
     # an unknown major version (the same length, so the stream stays readable)
-    assert good.count(b"\x03\x00\x00\x002.0\x00") == 1
-    f.write_bytes(good.replace(b"\x03\x00\x00\x002.0\x00", b"\x03\x00\x00\x009.0\x00"))
+    assert good.count(b"\x03\x00\x00\x003.0\x00") == 1
+    f.write_bytes(good.replace(b"\x03\x00\x00\x003.0\x00", b"\x03\x00\x00\x009.0\x00"))
     cat = run(["state-cat", f"--from={f}"])
     assert cat.returncode == 1 and str(f) in cat.stderr and "version 9.0" in cat.stderr, cat.stderr
     # a flipped byte in the body
@@ -451,7 +453,7 @@ def test_parquet_writer_round_trips_random_schemas_and_nulls(tmp_path):
     import os
     import polars as pl
     import pyarrow.parquet as pq
-    from conftest import REPO
+    from .conftest import REPO
     here = Path(CLINK).resolve().parents  # <build>/src/cli/clink -> <build>/tests
     found = [d / "tests" / "test_base_parquet" for d in
              ([here[2]] if len(here) > 2 else []) + [REPO / "build-san", REPO / "build"]]

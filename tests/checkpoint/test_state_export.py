@@ -28,9 +28,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import CLINK, REPO
-from test_eos_kafka import brokers, produce, topic, create_topic  # noqa: F401
-from test_state import checkpoint_rows, clink_run, completed, read_snapshot, run, uvarints
+from .conftest import CLINK, REPO
+from .test_eos_kafka import brokers, produce, topic, create_topic  # noqa: F401
+from .test_state import checkpoint_rows, clink_run, completed, read_snapshot, run, uvarints
 
 pyiceberg = pytest.importorskip("pyiceberg")
 from pyiceberg.table import StaticTable  # noqa: E402

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.ipc
 import pytest
 
-from conftest import BASE_TS, CLINK, FAULT_EXIT
+from .conftest import BASE_TS, CLINK, FAULT_EXIT
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("clusterharness", REPO / "tests/cluster/conftest.py")

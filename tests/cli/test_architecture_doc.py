@@ -4,7 +4,7 @@ cli/ (the layers above it) does.
 """
 import re
 
-from conftest import REPO
+from .conftest import REPO
 
 DOC = REPO / "docs/architecture.md"
 

@@ -6,7 +6,7 @@ import re
 import socket
 import subprocess
 
-from conftest import REPO, _env
+from .conftest import REPO, _env
 
 
 def run(clink_bin, *args):

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, _env
+from .conftest import REPO, _env
 
 HEADER = re.compile(r"^([a-z_]+) \((source|sink|source and sink)\): \S")
 

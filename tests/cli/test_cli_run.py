@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import DEADLINE_S
+from .conftest import DEADLINE_S
 
 SUMMARY = re.compile(r"\[job\] (finished|stopped|failed): (\d+) records read, (\d+) written")
 

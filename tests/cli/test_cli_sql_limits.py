@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import _env
+from .conftest import _env
 
 LIMIT = 1000  # CK_SQL_MAX_DEPTH in src/sql/parser.h
 STACK = 4 << 20

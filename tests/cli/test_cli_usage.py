@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import REPO
+from .conftest import REPO
 
 
 def _commands_in_source():

@@ -3,7 +3,7 @@ jobs submitted with `clink run --coordinator-host/--coordinator-port`, observed 
 API, and killed with SIGKILL. Output is judged against expectations recomputed in Python from
 the generator's definition (tests/checkpoint/conftest.py's job), never from the engine.
 """
-import importlib.util
+import importlib
 import json
 import os
 import signal
@@ -19,9 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CLINK = os.environ.get("CLINK_BIN") or str(REPO / "build/src/cli/clink")
 
-_spec = importlib.util.spec_from_file_location("ckjob", REPO / "tests/checkpoint/conftest.py")
-ckjob = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ckjob)
+from ..checkpoint import conftest as ckjob  # noqa: E402 (the checkpoint tests' job and oracle)
 
 # every process of a cluster test traces the protocol; the traces are checked together after it
 protocol_trace = ckjob.protocol_trace
@@ -180,14 +178,11 @@ def cluster(tmp_path):
         c.stop()
 
 
-# the checkpoint tests' helpers import these names from "conftest"
+# names the cluster tests share with the checkpoint tests
 BASE_TS, KEYS, V_PERIOD, FAULT_EXIT = ckjob.BASE_TS, ckjob.KEYS, ckjob.V_PERIOD, ckjob.FAULT_EXIT
 expected_windows, fault_points, die_at = ckjob.expected_windows, ckjob.fault_points, ckjob.die_at
 
 
 def load_checkpoint_module(name):
-    """A module of tests/checkpoint (its helpers), imported under another name."""
-    spec = importlib.util.spec_from_file_location("ck_" + name, REPO / "tests/checkpoint" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """A module of tests/checkpoint (its helpers): tests.checkpoint.<name>."""
+    return importlib.import_module(f"tests.checkpoint.{name}")

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import load_checkpoint_module, wait_for
+from .conftest import load_checkpoint_module, wait_for
 
 eos = load_checkpoint_module("test_eos_kafka")
 brokers = eos.brokers

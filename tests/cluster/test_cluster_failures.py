@@ -12,8 +12,8 @@ import struct
 import subprocess
 import time
 
-from conftest import CLINK, ckjob, free_port, wait_for
-from test_cluster_jobs import check, write_job
+from .conftest import CLINK, ckjob, free_port, wait_for
+from .test_cluster_jobs import check, write_job
 
 
 def test_a_frozen_worker_is_lost_after_three_missed_heartbeats(cluster, tmp_path):

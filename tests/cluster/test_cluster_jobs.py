@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLINK, ckjob, wait_for
+from .conftest import CLINK, ckjob, wait_for
 
 EOS = ", delivery_guarantee = 'exactly_once'"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLINK, REPO, wait_for
-from test_cluster_jobs import check, write_job
+from .conftest import CLINK, REPO, wait_for
+from .test_cluster_jobs import check, write_job
 
 SQL_DIR = REPO / "tests/sql"
 

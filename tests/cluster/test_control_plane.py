@@ -16,8 +16,8 @@ import subprocess
 import threading
 import time
 
-from conftest import CLINK, wait_for
-from test_cluster_jobs import check, write_job
+from .conftest import CLINK, wait_for
+from .test_cluster_jobs import check, write_job
 
 HDR = struct.Struct("<IHBBQ")  # the control protocol's frame header (src/cluster/proto.h)
 

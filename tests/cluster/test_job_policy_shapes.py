@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLINK, ckjob
+from .conftest import CLINK, ckjob
 
 # bounded (10 s of input): a job whose failure did not recur would finish, not hang
 ROWS = 200_000

@@ -17,7 +17,7 @@ import re
 import subprocess
 import sys
 
-from conftest import CLINK, REPO, wait_for
+from .conftest import CLINK, REPO, wait_for
 
 sys.path.insert(0, str(REPO / "scripts"))
 from kafka_topic import create_topic  # noqa: E402

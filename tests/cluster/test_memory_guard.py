@@ -5,7 +5,7 @@ while the worker itself stays up and registered, ready for the next job.
 """
 import re
 
-from conftest import wait_for
+from .conftest import wait_for
 
 GROWING = ("CREATE TABLE g (id BIGINT, v BIGINT) WITH (connector = 'datagen', "
            "rows = '200000000', fields.id.kind = 'sequence', fields.v.kind = 'sequence');\n"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psycopg
 
-from conftest import CLINK, REPO, wait_for
+from .conftest import CLINK, REPO, wait_for
 
 sys.path.insert(0, str(REPO / "scripts"))
 from kafka_topic import create_topic  # noqa: E402

@@ -6,7 +6,7 @@ import json
 import socket
 import subprocess
 
-from conftest import CLINK, free_port, wait_for, ckjob
+from .conftest import CLINK, free_port, wait_for, ckjob
 
 TOKEN = "s3cret-token"
 

@@ -4,7 +4,7 @@ line:column and keeps serving; its workers keep their registration. On the commi
 depth limit, one such 40 KB request killed the coordinator (stack overflow in the parser)."""
 import json
 
-from conftest import wait_for
+from .conftest import wait_for
 
 TABLE = ("CREATE TABLE t (id INT, b BOOLEAN) "
          "WITH (connector = 'file', path = '/nonexistent.json', format = 'json');\n")

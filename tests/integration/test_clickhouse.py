@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 from clickhouse_driver import Client
 
-from conftest import CLICKHOUSE_LINES, clickhouse_line
+from .conftest import CLICKHOUSE_LINES, clickhouse_line
 
 
 @pytest.fixture(params=sorted(CLICKHOUSE_LINES))

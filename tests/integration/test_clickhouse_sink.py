@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from clickhouse_driver import Client
 
-from conftest import CLICKHOUSE_LINES, REPO, clickhouse_line
+from .conftest import CLICKHOUSE_LINES, REPO, clickhouse_line
 
 CLINK = os.environ.get("CLINK_BIN") or str(REPO / "build" / "src" / "cli" / "clink")
 SERVICES = os.environ.get("CLINK_SERVICES") or str(REPO / "scripts" / "services.sh")

@@ -38,7 +38,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import REPO, wait_until
+from .conftest import REPO, wait_until
 
 DEADLINE_S = 90
 CLINK = os.environ.get("CLINK_BIN") or str(REPO / "build" / "src" / "cli" / "clink")

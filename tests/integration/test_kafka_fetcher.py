@@ -31,8 +31,8 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 
-from conftest import wait_until
-from test_kafka_connector import CLINK, DEADLINE_S, clink_run, create_topic, ok, produce, rows
+from .conftest import wait_until
+from .test_kafka_connector import CLINK, DEADLINE_S, clink_run, create_topic, ok, produce, rows
 
 FETCHERS = ["clink", "librdkafka"]
 

@@ -14,7 +14,7 @@ import sys
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from conftest import REPO, RUN_ID, require_env
+from .conftest import REPO, RUN_ID, require_env
 
 sys.path.insert(0, str(REPO / "scripts"))
 import kafka_topic  # noqa: E402

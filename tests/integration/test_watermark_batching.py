@@ -22,8 +22,8 @@ from collections import defaultdict
 
 import pytest
 
-from conftest import REPO, require_env
-from test_kafka_connector import clink_run, finished_line, ok, produce, rows
+from .conftest import REPO, require_env
+from .test_kafka_connector import clink_run, finished_line, ok, produce, rows
 
 sys.path.insert(0, str(REPO / "scripts"))
 import kafka_topic  # noqa: E402

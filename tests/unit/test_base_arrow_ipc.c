@@ -1,7 +1,8 @@
 /*
  * DESIGN: unit tests for the hand-written Arrow IPC stream writer and reader
- * (src/base/arrow_ipc.c): a stream of every column type with metadata and two batches (one
- * empty) reads back value for value; the metadata value offsets point at the values; every
+ * (src/base/arrow_ipc.c): a stream of every column type (a dictionary-encoded one with its
+ * dictionary batch) with metadata and two batches (one empty) reads back value for value; a
+ * dictionary index outside its dictionary is refused; the metadata value offsets point at the values; every
  * truncation and every single-byte change of a stream is refused or read without reading
  * outside it (ASan checks); a foreign type is refused naming the field. That pyarrow and
  * DuckDB read what the writer makes is tests/cli/test_state.py's part (CK_ARROW_TEST_OUT
@@ -23,12 +24,15 @@
 static const ck_arrow_field_t FIELDS[] = {
     {"a_u16", CK_ARROW_UINT16}, {"b_u32", CK_ARROW_UINT32}, {"c_i64", CK_ARROW_INT64},
     {"d_f64", CK_ARROW_FLOAT64}, {"e_utf8", CK_ARROW_UTF8}, {"f_bin", CK_ARROW_BINARY},
+    {"g_dict", CK_ARROW_DICT_UTF8},
 };
-#define NF 6
+#define NF 7
+static const char *const DICT[] = {"<raw>", "win", "group"};
 
 static void build(ck_buf_t *out, int rows, size_t *value_at) {
   ck_arrow_kv_t meta[] = {{"k1", "v-one"}, {"crc", "00000000"}};
   ck_arrow_write_schema(out, FIELDS, NF, meta, 2, value_at);
+  ck_arrow_write_dictionary(out, 6, DICT, 3);
   ck_arrow_batch_t b;
   ck_arrow_batch_init(&b, FIELDS, NF);
   for (int i = 0; i < rows; i++) {
@@ -40,6 +44,7 @@ static void build(ck_buf_t *out, int rows, size_t *value_at) {
     ck_arrow_put_f64(&b, 3, i / 4.0);
     ck_arrow_put_bytes(&b, 4, s, (size_t)n);
     ck_arrow_put_bytes(&b, 5, s, (size_t)(i % 3)); /* empty values too */
+    ck_arrow_put_dict(&b, 6, (uint8_t)(i * 7 % 3));
     ck_arrow_batch_row(&b);
   }
   ck_arrow_write_batch(out, &b);
@@ -90,6 +95,9 @@ static void test_round_trip(void **state) {
     assert_memory_equal(p, s, len);
     ck_arrow_get_bytes(&r, 5, i, &len);
     assert_int_equal(len, i % 3);
+    p = ck_arrow_get_dict(&r, 6, i, &len);
+    assert_int_equal(len, strlen(DICT[i * 7 % 3]));
+    assert_memory_equal(p, DICT[i * 7 % 3], len);
   }
   assert_int_equal(ck_arrow_reader_next(&r, &err), 1);
   assert_int_equal(r.nrows, 0);
@@ -110,6 +118,7 @@ static int read_all(const char *p, size_t n) {
         size_t len;
         if (r.fields[c].type == CK_ARROW_UTF8 || r.fields[c].type == CK_ARROW_BINARY)
           (void)ck_arrow_get_bytes(&r, c, i, &len);
+        if (r.fields[c].type == CK_ARROW_DICT_UTF8) (void)ck_arrow_get_dict(&r, c, i, &len);
       }
     rc = 0;
   }
@@ -161,8 +170,35 @@ static void test_foreign_type_is_refused_by_name(void **state) {
   ck_buf_fini(&out);
 }
 
+static void test_dictionary_index_outside_is_refused(void **state) {
+  (void)state;
+  ck_buf_t out;
+  ck_buf_init(&out);
+  ck_arrow_field_t f[] = {{"slot", CK_ARROW_DICT_UTF8}};
+  ck_arrow_write_schema(&out, f, 1, NULL, 0, NULL);
+  ck_arrow_write_dictionary(&out, 0, DICT, 3);
+  ck_arrow_batch_t b;
+  ck_arrow_batch_init(&b, f, 1);
+  ck_arrow_put_dict(&b, 0, 2);
+  ck_arrow_batch_row(&b);
+  ck_arrow_put_dict(&b, 0, 3); /* one past the dictionary */
+  ck_arrow_batch_row(&b);
+  ck_arrow_write_batch(&out, &b);
+  ck_arrow_batch_fini(&b);
+  ck_arrow_write_eos(&out);
+  ck_arrow_reader_t r;
+  ck_error_t err;
+  ck_error_clear(&err);
+  assert_int_equal(ck_arrow_reader_open(&r, out.data, out.len, &err), 0);
+  assert_int_equal(r.fields[0].type, CK_ARROW_DICT_UTF8);
+  assert_true(ck_arrow_reader_next(&r, &err) < 0);
+  assert_non_null(strstr(err.message, "dictionary index"));
+  ck_buf_fini(&out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_dictionary_index_outside_is_refused),
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_damage_is_refused_not_overread),
       cmocka_unit_test(test_foreign_type_is_refused_by_name),

@@ -1,0 +1,191 @@
+/*
+ * DESIGN: unit tests for the aggregation's rows in a snapshot file (format 3.0: a record's row
+ * leaves out its key group and key, which the key_group and user_key columns hold, and
+ * ck_agg_snap_joiner puts it back together). Aggregation encodings are built here byte by byte
+ * (agg_snap.c's layout, version 2, as docs/state.md gives it) for key types of every kind —
+ * one integer (the writer's fast path), a string with quotes, backslashes, control and high
+ * bytes beside a NULL integer, booleans, decimals, floats, no key at all — then encoded with
+ * ck_snap_encode and restored with ck_snap_decode and ck_snap_decode_in_place: the restored
+ * encoding must be the original, byte for byte. Rows are counted with the Arrow reader: split
+ * shapes have a row per record; a float key that is NaN keeps the encoding whole (one row).
+ * Threads: the main thread only.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "base/arrow_ipc.h"
+#include "checkpoint/store.h"
+#include "runtime/graph.h"
+#include "runtime/op.h"
+#include "runtime/types.h"
+
+static void put(ck_buf_t *b, const void *p, size_t n) { ck_buf_append(b, p, n); }
+static void u8(ck_buf_t *b, uint8_t v) { put(b, &v, 1); }
+static void u16(ck_buf_t *b, uint16_t v) { put(b, &v, 2); }
+static void u32(ck_buf_t *b, uint32_t v) { put(b, &v, 4); }
+static void i64(ck_buf_t *b, int64_t v) { put(b, &v, 8); }
+static void type(ck_buf_t *b, int id, int prec, int scale) {
+  u8(b, (uint8_t)id), u8(b, (uint8_t)prec), u8(b, (uint8_t)scale);
+}
+
+/* The header: window kind, key types (id, precision, scale triples), COUNT(*), n records. */
+static void header(ck_buf_t *b, int wkind, const int *keys, int nkeys, uint64_t n) {
+  put(b, "CKAG", 4);
+  u16(b, 2);
+  u8(b, (uint8_t)wkind);
+  i64(b, wkind ? 1000 : 0), i64(b, 0), i64(b, 0), i64(b, 0);
+  u16(b, (uint16_t)nkeys);
+  for (int k = 0; k < nkeys; k++) type(b, keys[3 * k], keys[3 * k + 1], keys[3 * k + 2]);
+  u16(b, 1);
+  u8(b, 0), u8(b, 0); /* COUNT(*) */
+  type(b, CK_T_INT64, 0, 0), type(b, CK_T_INT64, 0, 0);
+  u32(b, 128);
+  i64(b, 5000);
+  put(b, &n, 8);
+}
+
+/* A record's head (key group, window when windowed) and tail (count, emitted when not). */
+static void rec_head(ck_buf_t *b, int wkind, uint32_t kg, int64_t start) {
+  u32(b, kg);
+  if (wkind) i64(b, start), i64(b, start + 1000);
+}
+static void rec_tail(ck_buf_t *b, int wkind, int64_t count) {
+  i64(b, count);
+  if (wkind) return;
+  u8(b, count % 2); /* emitted or not */
+  if (count % 2) u8(b, 0), i64(b, count - 1);
+}
+
+/* Encodes data as one section, counts its rows, restores it both ways: the same bytes. */
+static int64_t round_trip(const ck_buf_t *data) {
+  ck_snap_section_t sec = {.node = 3, .kind = CK_SNAP_OP, .data = data->data, .len = data->len,
+                           .name = "window_agg", .split = ck_agg_snap_split};
+  ck_buf_t file;
+  ck_buf_init(&file);
+  ck_snap_encode(9, 0x77, 1, &sec, 1, &file);
+  ck_arrow_reader_t r;
+  ck_error_t err;
+  ck_error_clear(&err);
+  assert_int_equal(ck_arrow_reader_open(&r, file.data, file.len, &err), 0);
+  int64_t rows = 0;
+  int rc;
+  while ((rc = ck_arrow_reader_next(&r, &err)) == 1) rows += r.nrows;
+  assert_int_equal(rc, 0);
+  for (int in_place = 0; in_place < 2; in_place++) {
+    ck_buf_t copy, scratch;
+    ck_buf_init(&copy);
+    ck_buf_init(&scratch);
+    ck_buf_append(&copy, file.data, file.len);
+    ck_snap_section_t out[2];
+    int n = 0;
+    rc = in_place ? ck_snap_decode_in_place(copy.data, copy.len, 9, 0x77, 1, &ck_agg_snap_joiner,
+                                            out, 2, &n, &scratch, &err)
+                  : ck_snap_decode(copy.data, copy.len, 9, 0x77, 1, &ck_agg_snap_joiner, out, 2,
+                                   &n, &scratch, &err);
+    if (rc) fail_msg("decode: %s", err.message);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0].node, 3);
+    assert_int_equal(out[0].len, data->len);
+    assert_memory_equal(out[0].data, data->data, data->len);
+    ck_buf_fini(&copy);
+    ck_buf_fini(&scratch);
+  }
+  ck_buf_fini(&file);
+  return rows;
+}
+
+static void test_one_integer_key_windowed(void **state) {
+  (void)state;
+  const int keys[] = {CK_T_INT64, 0, 0};
+  ck_buf_t b;
+  ck_buf_init(&b);
+  int64_t vals[] = {0, 1, -1, 42, INT64_MAX, INT64_MIN, 1234567890123LL};
+  int n = (int)(sizeof vals / sizeof vals[0]);
+  header(&b, CK_WIN_TUMBLE, keys, 1, (uint64_t)n + 1);
+  for (int i = 0; i < n; i++) {
+    rec_head(&b, CK_WIN_TUMBLE, (uint32_t)i, 1000 * i);
+    u8(&b, 0), i64(&b, vals[i]);
+    rec_tail(&b, CK_WIN_TUMBLE, i + 1);
+  }
+  rec_head(&b, CK_WIN_TUMBLE, 127, 0); /* a NULL key */
+  u8(&b, 1);
+  rec_tail(&b, CK_WIN_TUMBLE, 3);
+  assert_int_equal(round_trip(&b), n + 2);
+  ck_buf_fini(&b);
+}
+
+static void test_string_and_null_keys_unwindowed(void **state) {
+  (void)state;
+  const int keys[] = {CK_T_STRING, 0, 0, CK_T_INT64, 0, 0, CK_T_BOOL, 0, 0};
+  const char *strs[] = {"sensor-01", "", "a\"b\\c", "tab\there\nnl\x01\x1f", "\xc3\xa9\xff\x80",
+                        "/slash/"};
+  int n = (int)(sizeof strs / sizeof strs[0]);
+  ck_buf_t b;
+  ck_buf_init(&b);
+  header(&b, CK_WIN_NONE, keys, 3, (uint64_t)n);
+  for (int i = 0; i < n; i++) {
+    rec_head(&b, CK_WIN_NONE, (uint32_t)(i * 11 % 128), 0);
+    uint32_t len = (uint32_t)strlen(strs[i]);
+    u8(&b, 0), u32(&b, len), put(&b, strs[i], len);
+    if (i % 2) u8(&b, 1); /* NULL */
+    else u8(&b, 0), i64(&b, -i);
+    u8(&b, 0), u8(&b, (uint8_t)(i % 2));
+    rec_tail(&b, CK_WIN_NONE, i + 1);
+  }
+  assert_int_equal(round_trip(&b), n + 1);
+  ck_buf_fini(&b);
+}
+
+static void test_decimal_float_and_no_keys(void **state) {
+  (void)state;
+  const int keys[] = {CK_T_DECIMAL, 12, 2, CK_T_FLOAT64, 0, 0};
+  ck_buf_t b;
+  ck_buf_init(&b);
+  ck_i128 decs[] = {0, 5, -123456, (ck_i128)999999999999LL};
+  double fl[] = {0.0, -2.5, 1e300, 0.1};
+  header(&b, CK_WIN_TUMBLE, keys, 2, 4);
+  for (int i = 0; i < 4; i++) {
+    rec_head(&b, CK_WIN_TUMBLE, (uint32_t)i, 0);
+    u8(&b, 0), put(&b, &decs[i], 16);
+    u8(&b, 0), put(&b, &fl[i], 8);
+    rec_tail(&b, CK_WIN_TUMBLE, 2);
+  }
+  assert_int_equal(round_trip(&b), 5);
+  ck_buf_fini(&b);
+  ck_buf_init(&b); /* no key: GROUP BY a window only */
+  header(&b, CK_WIN_TUMBLE, NULL, 0, 2);
+  for (int i = 0; i < 2; i++) rec_head(&b, CK_WIN_TUMBLE, 0, 1000 * i), rec_tail(&b, 1, 9);
+  assert_int_equal(round_trip(&b), 3);
+  ck_buf_fini(&b);
+}
+
+static void test_a_nan_key_keeps_the_encoding_whole(void **state) {
+  (void)state;
+  const int keys[] = {CK_T_FLOAT64, 0, 0};
+  ck_buf_t b;
+  ck_buf_init(&b);
+  double vals[] = {1.5, 0.0 / 0.0};
+  header(&b, CK_WIN_TUMBLE, keys, 1, 2);
+  for (int i = 0; i < 2; i++) {
+    rec_head(&b, CK_WIN_TUMBLE, 1, 0);
+    u8(&b, 0), put(&b, &vals[i], 8);
+    rec_tail(&b, CK_WIN_TUMBLE, 1);
+  }
+  assert_int_equal(round_trip(&b), 1);
+  ck_buf_fini(&b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_one_integer_key_windowed),
+      cmocka_unit_test(test_string_and_null_keys_unwindowed),
+      cmocka_unit_test(test_decimal_float_and_no_keys),
+      cmocka_unit_test(test_a_nan_key_keeps_the_encoding_whole),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
