@@ -186,7 +186,7 @@ static bool deploy(co_t *co, job_t *job) {
   }
   ck_ckpt_coord_init(&job->ck, &job->store, job->plan.ntasks, job->plan.nsinks,
                      job->plan.nsources, ids_above, lin.restore_id,
-                     co->o.checkpoint_interval_ms, 0, 0, ck_mono_ms());
+                     co->o.checkpoint_interval_ms, co->o.checkpoint_timeout_ms, 0, ck_mono_ms());
   job->deployment = (int64_t)((co->epoch & 0x7fffff) << 40) | ++co->deploy_seq;
   job->started = false;
   job->input_ended = true;
@@ -493,29 +493,34 @@ static void start_if_deployed(co_t *co, job_t *job) {
   CK_LOG_INFO(LOG_CO, "job_id=%lld running on %d worker(s)", (long long)job->id, job->nparts);
 }
 
+/* The running deployment failed with rc: the job's policy decides, as for an embedded run
+ * (job/policy.h) — restart, rewind, or fail the job. */
+static void deployment_failed(co_t *co, job_t *job, int rc, bool retriable, const char *error) {
+  ck_job_failure_t f = {rc, retriable, false, true, job->restore_id};
+  ck_job_decision_t d = ck_job_policy_decide(co->o.max_restarts, job->attempt, &f);
+  if (d.verdict == CK_JOB_REWIND) {
+    ck_job_decision_log(&d, job->id, error);
+    job->rewind_below = d.rewind_below;
+    restart(co, job, error, false);
+  } else if (d.verdict != CK_JOB_FAIL) {
+    restart(co, job, error, true); /* charges the budget and logs the decision */
+  } else {
+    ck_job_decision_log(&d, job->id, error);
+    for (int i = 0; i < job->nparts; i++)
+      if (!job->parts[i].ended) {
+        send_deployment(co, job, CK_PROTO_CANCEL, 0, 0, false);
+        break;
+      }
+    finish_job(co, job, JOB_FAILED, error);
+  }
+}
+
 /* A participant stopped its part of the deployment. */
 static void part_ended(co_t *co, job_t *job, part_t *pt, int rc, bool retriable,
                        const char *error) {
   pt->ended = true;
   if (job->status == JOB_RUNNING && rc) {
-    /* the job's policy decides, as for an embedded run (job/policy.h) */
-    ck_job_failure_t f = {rc, retriable, false, true, job->restore_id};
-    ck_job_decision_t d = ck_job_policy_decide(co->o.max_restarts, job->attempt, &f);
-    if (d.verdict == CK_JOB_REWIND) {
-      ck_job_decision_log(&d, job->id, error);
-      job->rewind_below = d.rewind_below;
-      restart(co, job, error, false);
-    } else if (d.verdict != CK_JOB_FAIL) {
-      restart(co, job, error, true); /* charges the budget and logs the decision */
-    } else {
-      ck_job_decision_log(&d, job->id, error);
-      for (int i = 0; i < job->nparts; i++)
-        if (!job->parts[i].ended) {
-          send_deployment(co, job, CK_PROTO_CANCEL, 0, 0, false);
-          break;
-        }
-      finish_job(co, job, JOB_FAILED, error);
-    }
+    deployment_failed(co, job, rc, retriable, error);
     return;
   }
   for (int i = 0; i < job->nparts; i++)
@@ -651,6 +656,14 @@ static void tick(co_t *co) {
       int64_t wake;
       int64_t id = ck_ckpt_coord_tick(&job->ck, now, &final, &wake);
       if (id) send_deployment(co, job, CK_PROTO_TRIGGER, id, final, true);
+      ck_error_t ferr;
+      ck_error_clear(&ferr);
+      int frc = ck_ckpt_coord_final_error(&job->ck, &ferr);
+      if (frc) { /* the sources ended: this deployment cannot finish (checkpoint/coord.h) */
+        char why[CK_ERR_MSG];
+        ck_job_error_line(&ferr, why, sizeof why);
+        deployment_failed(co, job, frc, ferr.retriable, why);
+      }
     } else if (job->status == JOB_RESTARTING || job->status == JOB_CANCELLING ||
                job->status == JOB_CREATED) {
       bool drained = true;

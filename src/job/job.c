@@ -52,8 +52,7 @@ int ck_job_finish(const char *dir, bool input_ended, ck_error_t *err) {
   return ck_lineage_clean_finish(dir, err);
 }
 
-/* The error as one line for the decision's log line: "message detail: … hint: …". */
-static void why_of(const ck_error_t *err, char *out, int len) {
+void ck_job_error_line(const ck_error_t *err, char *out, int len) {
   char full[1024];
   ck_error_format(err, full, sizeof full);
   const char *p = strncmp(full, "error: ", 7) == 0 ? full + 7 : full;
@@ -93,7 +92,7 @@ int ck_job_run(ck_job_t *job, ck_error_t *err) {
                           job->point.restore_id};
     ck_job_decision_t d = ck_job_policy_decide(job->max_restarts, job->restarts, &f);
     char why[1024];
-    why_of(err, why, sizeof why);
+    ck_job_error_line(err, why, sizeof why);
     if (f.checkpointing && !f.stopping) ck_job_decision_log(&d, 0, why);
     if (d.verdict == CK_JOB_GIVE_UP) {
       char msg[CK_ERR_MSG];

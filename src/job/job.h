@@ -77,6 +77,9 @@ int ck_job_restore_point(const char *dir, const ck_job_identity_t *id, bool fres
                          int64_t below, int64_t used, int64_t job_id, ck_job_point_t *out,
                          ck_error_t *err);
 
+/* err as one line for a decision's log line and a job's error: "message detail: … hint: …". */
+void ck_job_error_line(const ck_error_t *err, char *out, int len);
+
 /* The finish protocol: records a clean finish in dir when the job's input ended. */
 int ck_job_finish(const char *dir, bool input_ended, ck_error_t *err);
 
