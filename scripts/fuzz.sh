@@ -53,9 +53,11 @@ engine_libs() {
   CC=clang cmake -S . -B "$b" -DCLINK_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_C_FLAGS='-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined' \
     >/dev/null
-  cmake --build "$b" -j"$(nproc)" --target ck_cluster >/dev/null
+  cmake --build "$b" -j"$(nproc)" --target ck_coordinator >/dev/null
   local l
-  for l in cluster job sql connectors runtime checkpoint base; do echo "$b/src/$l/libck_$l.a"; done
+  for l in cluster/libck_coordinator cluster/libck_cluster job/libck_job sql/libck_sql \
+           connectors/libck_connectors runtime/libck_runtime checkpoint/libck_checkpoint \
+           base/libck_base; do echo "$b/src/$l.a"; done
   echo "-I $b/generated"
 }
 

@@ -20,7 +20,7 @@ void ck_ckpt_coord_init(ck_ckpt_coord_t *c, const ck_store_t *store, int ntasks,
   c->next_id = ids_above;
   c->last_completed = c->last_confirmed = restore_id;
   c->interval_ms = interval_ms > 0 ? interval_ms : 1000;
-  c->timeout_ms = timeout_ms > 0 ? timeout_ms : 600000;
+  c->timeout_ms = timeout_ms > 0 ? timeout_ms : CK_CKPT_TIMEOUT_DEFAULT_MS;
   c->retain = retain > 0 ? retain : 3;
   c->next_at = now + c->interval_ms;
   CK_TRACE("deploy", "dir=%s restore=%lld ids_above=%lld ntasks=%d nsinks=%d nsources=%d", store->root, (long long)restore_id, (long long)ids_above, ntasks, nsinks, nsources);
@@ -32,8 +32,8 @@ int64_t ck_ckpt_coord_tick(ck_ckpt_coord_t *c, int64_t now, bool *final, int64_t
   if (c->pending && now - c->pending_since > c->timeout_ms) {
     CK_LOG_WARN("checkpoint", "checkpoint %lld did not complete within %lld ms: aborted",
                 (long long)c->pending, (long long)c->timeout_ms);
-    /* an aborted final checkpoint is taken again: sources and sinks wait for one */
-    if (c->pending == c->final_id) c->final_id = 0;
+    /* its sources have ended: no trigger reaches them again (ck_ckpt_coord_final_error) */
+    if (c->pending == c->final_id) c->final_abandoned = c->final_id;
     CK_TRACE("abandoned", "dir=%s ckpt=%lld", c->store->root, (long long)c->pending);
     c->pending = 0;
     c->next_at = now + c->interval_ms;
@@ -122,4 +122,19 @@ int ck_ckpt_coord_committed(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
 
 bool ck_ckpt_coord_final_done(const ck_ckpt_coord_t *c) {
   return c->final_id && c->last_completed >= c->final_id;
+}
+
+int ck_ckpt_coord_final_error(const ck_ckpt_coord_t *c, ck_error_t *err) {
+  if (!c->final_abandoned) return 0;
+  ck_error_set(err, CK_ETIMEOUT, "could not complete the final checkpoint %lld: it was not "
+               "complete within %lld ms of its trigger", (long long)c->final_abandoned,
+               (long long)c->timeout_ms);
+  ck_error_detail(err, "Every source had reached the end of its input (or was stopped) and "
+                  "ended after it took the checkpoint's barrier, so this deployment cannot "
+                  "take it again, and without it the sinks cannot commit the job's last "
+                  "output.");
+  ck_error_hint(err, "A restart takes the final checkpoint again from the last completed "
+                "one; if checkpoints are this slow, raise --checkpoint-timeout-ms.");
+  err->retriable = true;
+  return CK_ETIMEOUT;
 }

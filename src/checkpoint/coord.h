@@ -9,6 +9,14 @@
  * acknowledgements, the cluster coordinator from control frames that carry the same events
  * from workers. Ids only grow: they start above `ids_above` (every id with a durable record).
  *
+ * The final checkpoint is taken once per deployment: its sources end after they took its
+ * barrier, so once it is abandoned (its timeout) no later trigger can reach them, and the
+ * deployment cannot finish. ck_ckpt_coord_final_error then says so, and the caller ends the
+ * deployment with that error; the job's restart policy (job/policy.h, CK_ETIMEOUT) takes the
+ * final checkpoint again in a new deployment from the last completed one, or fails the job
+ * with the error, which names the checkpoint. A final checkpoint that fails (a snapshot or a
+ * marker not written) fails its deployment the same way, through the failing step's error.
+ *
  * Threads: not thread-safe; every call under the caller's lock.
  */
 #ifndef CK_CHECKPOINT_COORD_H
@@ -22,6 +30,8 @@
 
 /* *wake_at when no deadline is due (the final checkpoint is out): a long nap, not a poll. */
 #define CK_CKPT_COORD_IDLE_MS 3600000
+/* A checkpoint not complete this long after its trigger is abandoned (--checkpoint-timeout-ms). */
+#define CK_CKPT_TIMEOUT_DEFAULT_MS 600000
 
 typedef struct ck_ckpt_coord {
   const ck_store_t *store;
@@ -39,6 +49,7 @@ typedef struct ck_ckpt_coord {
   int commits;
   int sources_at_end;      /* sources done reading */
   int64_t final_id;        /* the checkpoint taken once every source is done, 0 until then */
+  int64_t final_abandoned; /* final_id, once it was abandoned: the deployment cannot finish */
   int64_t prune_due;       /* completed, its older checkpoints not yet pruned; 0: none */
 } ck_ckpt_coord_t;
 
@@ -75,5 +86,9 @@ int ck_ckpt_coord_committed(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err);
 
 /* true once the final checkpoint completed (the job may end). */
 bool ck_ckpt_coord_final_done(const ck_ckpt_coord_t *c);
+
+/* 0 while the deployment can still finish; CK_ETIMEOUT (retriable, err filled: "could not
+ * complete the final checkpoint N: …") once its final checkpoint was abandoned. */
+int ck_ckpt_coord_final_error(const ck_ckpt_coord_t *c, ck_error_t *err);
 
 #endif

@@ -21,7 +21,7 @@ static const char *const names[] = {
 };
 
 typedef struct armed {
-  int action; /* 0 none, 1 exit, 2 abort, 3 kill, 4 delay, 5 fail */
+  int action; /* 0 none, 1 exit, 2 abort, 3 kill, 4 delay, 5 fail, 6 stall */
   long ordinal;
   long delay_ms;
   bool onwards; /* "<n>+": the n-th time and every time after */
@@ -55,6 +55,7 @@ static void parse(void) {
     else if (strcmp(f[1], "kill") == 0) a.action = 3;
     else if (strncmp(f[1], "delay=", 6) == 0) a.action = 4, a.delay_ms = atol(f[1] + 6);
     else if (strcmp(f[1], "fail") == 0) a.action = 5;
+    else if (strncmp(f[1], "stall=", 6) == 0) a.action = 6, a.delay_ms = atol(f[1] + 6);
     if (a.action) armed[p] = a;
   }
   free(copy);
@@ -77,7 +78,8 @@ int ck_fault_err(ck_fault_point_t p, ck_error_t *err) {
     case 1: _exit(86);
     case 2: abort();
     case 3: kill(getpid(), SIGKILL); break;
-    case 4: ck_sleep_ms(armed[p].delay_ms); break;
+    case 4:
+    case 6: ck_sleep_ms(armed[p].delay_ms); break;
     case 5:
       ck_error_set(err, CK_EIO, "injected fault at %s", names[p]);
       if (err) err->retriable = true;

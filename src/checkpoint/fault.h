@@ -4,9 +4,11 @@
  *
  * Armed from the environment: CLINK_FAULT="<point>:<action>[:<ordinal>]" where action is
  * exit (exit(86) at once, no cleanup), abort (SIGABRT), kill (SIGKILL to ourselves),
- * delay=<ms>, or fail (the step reports an I/O error, so the checkpoint fails and the job
- * rewinds); ordinal n fires on the n-th time the point is reached (default 1), "n+" on the
- * n-th time and every time after (a failure that recurs on every restart). Several
+ * delay=<ms> (a sleep from the n-th time on, every time), stall=<ms> (a sleep at the n-th time
+ * only, as the others: a checkpoint step that is slow once, so the checkpoint times out), or
+ * fail (the step reports an I/O error, so the checkpoint fails and the job rewinds); ordinal n
+ * fires on the n-th time the point is reached (default 1), "n+" on the n-th time and every time
+ * after (a failure that recurs on every restart). Several
  * points may be armed, separated by ','. The table below is the one list of points: tests
  * check that each has a call site and a test that kills there (tests/integration).
  *

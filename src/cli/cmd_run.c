@@ -27,6 +27,7 @@ static const ck_cli_opt_t opts[] = {
     {"max-parallelism", "N", "key groups for keyed state and exchange", 1, 32768, 128, false},
     {"checkpoint-dir", "DIR", "take checkpoints into DIR, and resume from them when run again", 0, 0, 0, false},
     CK_CLI_SHARED("checkpoint-interval-ms"),
+    CK_CLI_SHARED("checkpoint-timeout-ms"),
     {"fresh", NULL, "ignore the checkpoints in --checkpoint-dir and start the job over", 0, 0, 0, false},
     CK_CLI_SHARED("max-memory"),
     CK_CLI_SHARED("max-restarts"),
@@ -55,10 +56,11 @@ static int usage(const char *msg) {
 /* Everything but the script: into o, or 2 after printing why. */
 static int parse_run_opts(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args,
                           ck_job_embedded_t *o) {
-  long par, maxpar, interval, restarts, progress;
+  long par, maxpar, interval, ckpt_timeout, restarts, progress;
   if (ck_cli_int(cmd, args, "parallelism", &par) ||
       ck_cli_int(cmd, args, "max-parallelism", &maxpar) ||
       ck_cli_int(cmd, args, "checkpoint-interval-ms", &interval) ||
+      ck_cli_int(cmd, args, "checkpoint-timeout-ms", &ckpt_timeout) ||
       ck_cli_int(cmd, args, "max-restarts", &restarts) ||
       ck_cli_int(cmd, args, "progress-interval-ms", &progress) ||
       ck_cli_apply_log_level(cmd, args) || ck_cli_max_memory(cmd, args, &o->max_memory))
@@ -67,6 +69,7 @@ static int parse_run_opts(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args,
   o->parallelism = (int)par;
   o->max_parallelism = (int)maxpar;
   o->checkpoint_interval_ms = interval;
+  o->checkpoint_timeout_ms = ckpt_timeout;
   o->max_restarts = (int)restarts;
   o->progress_ms = progress;
   o->checkpoint_dir = ck_cli_get(cmd, args, "checkpoint-dir");

@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/alloc.h"
+#include "checkpoint/coord.h"
 #include "cli/cli.h"
 #include "job/policy.h"
 
@@ -22,6 +23,9 @@
  * module's (job/policy.h): one default for an embedded run and a cluster. */
 const ck_cli_opt_t ck_cli_shared_opts[] = {
     {"checkpoint-interval-ms", "MS", "time between checkpoints", 1, 86400000, 1000, false},
+    {"checkpoint-timeout-ms", "MS", "abandon a checkpoint not complete this long after its "
+     "trigger (the final one's abandonment fails the deployment: a restart takes it again)", 1,
+     86400000, CK_CKPT_TIMEOUT_DEFAULT_MS, false},
     {"max-restarts", "N", "restarts a job may use in its lifetime (from its last checkpoint, "
      "after a failure a restart can cure) before it fails", 0, CK_JOB_RESTARTS_MAX,
      CK_JOB_RESTARTS_DEFAULT, false},

@@ -10,6 +10,13 @@
  * epoch in its high bits), the worker number of each slot, and per participating worker
  * whether it deployed and whether it ended. Frames of an older deployment are ignored.
  *
+ * The job's lifecycle is the job module's state machine (job/job.h, job->life), the one the
+ * embedded run uses: this file feeds it events (all DEPLOYED: ck_job_start; a failure of the
+ * deployment: ck_job_ended, which asks the policy and logs the decision) and is its
+ * deployment — the remote one, ck_co_remote_ops, whose verbs are frames to the workers. It
+ * keeps what only a cluster has: placement, waiting for slots, and waiting for the workers to
+ * confirm a cancel before the next deployment.
+ *
  * Job states: CREATED (waiting for slots for its first deployment), RUNNING, RESTARTING
  * (shown as awaiting_restart in the log: the old deployment is being cancelled, or the job
  * waits for capacity), CANCELLING, and the terminal FINISHED, FAILED, CANCELLED.
@@ -97,10 +104,12 @@ static void set_error(job_t *job, const char *msg) {
   job->error_count++;
 }
 
+/* The job ends (status terminal): the job module's state machine was told already, and for
+ * FINISHED did the finish protocol. */
 static void finish_job(co_t *co, job_t *job, job_status_t status, const char *why) {
   if (job->store_open) {
-    if (job->ck.last_completed > job->used_ids) job->used_ids = job->ck.last_completed;
-    if (job->ck.next_id > job->used_ids) job->used_ids = job->ck.next_id;
+    ck_job_ids_used(&job->life, job->ck.last_completed);
+    ck_job_ids_used(&job->life, job->ck.next_id);
   }
   clear_deployment(job);
   job->status = status;
@@ -111,14 +120,101 @@ static void finish_job(co_t *co, job_t *job, job_status_t status, const char *wh
     CK_LOG_INFO(LOG_CO, "job_id=%lld %s", (long long)job->id, status == JOB_FINISHED
                 ? "finished" : "cancelled");
   }
-  if (status == JOB_FINISHED) { /* the job module's finish protocol */
-    ck_error_t err;
-    ck_error_clear(&err);
-    if (ck_job_finish(job->dir, job->input_ended, &err))
-      CK_LOG_WARN(LOG_CO, "job_id=%lld: %s", (long long)job->id, err.message);
-  }
   save_manifest(co, job);
 }
+
+/* ---- the remote deployment: the job module's deployment interface (job/job.h) over the
+ *      workers' frames; dep is the job. No wait: a deployment's end arrives as frames (ENDED,
+ *      a worker lost) and is fed to ck_job_ended. */
+
+static int remote_deploy(void *dep, const ck_job_point_t *point, ck_error_t *err) {
+  job_t *job = dep;
+  co_t *co = job->co;
+  if (!job->store_open) {
+    int rc = ck_store_open(job->dir, &job->store, err);
+    if (rc) return rc;
+    job->store_open = true;
+  }
+  ck_ckpt_coord_init(&job->ck, &job->store, job->plan.ntasks, job->plan.nsinks,
+                     job->plan.nsources, point->ids_above, point->restore_id,
+                     co->o.checkpoint_interval_ms, co->o.checkpoint_timeout_ms, 0, ck_mono_ms());
+  job->deployment = (int64_t)((co->epoch & 0x7fffff) << 40) | ++co->deploy_seq;
+  job->started = false;
+  job->input_ended = true;
+  job->failed_this_deployment = false;
+  ck_buf_t p;
+  ck_buf_init(&p);
+  for (int i = 0; i < job->nparts; i++) {
+    ck_buf_reset(&p);
+    ck_proto_put_i64(&p, job->deployment);
+    ck_proto_put_i64(&p, job->id);
+    ck_proto_put_str(&p, job->name);
+    ck_proto_put_bytes(&p, job->plan.wire.data, job->plan.wire.len); /* the job graph */
+    ck_proto_put_str(&p, job->dir);
+    ck_proto_put_i64(&p, point->restore_id);
+    ck_proto_put_i64(&p, point->ids_above);
+    ck_proto_put_i64(&p, (int64_t)job->plan.fingerprint);
+    ck_proto_put_u32(&p, (uint32_t)job->parts[i].worker);
+    ck_proto_put_u32(&p, (uint32_t)job->plan.nslots);
+    for (int s = 0; s < job->plan.nslots; s++) ck_proto_put_u32(&p, (uint32_t)job->slot_worker[s]);
+    send_to(co, job->parts[i].worker, CK_PROTO_DEPLOY, &p);
+  }
+  ck_buf_fini(&p);
+  return 0;
+}
+
+/* Every participant deployed: START, with where each worker's data port is. */
+static int remote_start(void *dep, ck_error_t *err) {
+  job_t *job = dep;
+  co_t *co = job->co;
+  ck_buf_t p;
+  ck_buf_init(&p);
+  ck_proto_put_i64(&p, job->deployment);
+  ck_proto_put_u32(&p, (uint32_t)co->nworkers);
+  for (int w = 0; w < co->nworkers; w++) {
+    part_t *pt = NULL;
+    for (int i = 0; i < job->nparts; i++)
+      if (job->parts[i].worker == w) pt = &job->parts[i];
+    ck_proto_put_str(&p, co->workers[w]->host);
+    ck_proto_put_u32(&p, pt ? (uint32_t)pt->data_port : 0);
+  }
+  for (int i = 0; i < job->nparts; i++) send_to(co, job->parts[i].worker, CK_PROTO_START, &p);
+  ck_buf_fini(&p);
+  job->started = true;
+  job->ck.next_at = ck_mono_ms() + job->ck.interval_ms;
+  return 0;
+}
+
+static void remote_trigger(void *dep, int64_t id, bool final) {
+  job_t *job = dep;
+  send_deployment(job->co, job, CK_PROTO_TRIGGER, id, final, true);
+}
+
+static void remote_commit(void *dep, int64_t id) {
+  job_t *job = dep;
+  send_deployment(job->co, job, CK_PROTO_COMMIT, id, ck_ckpt_coord_final_done(&job->ck), true);
+}
+
+/* Workers cancel (a drain is a cancel too: a cluster job is stopped by cancelling it). */
+static void remote_cancel(void *dep, bool drain, const char *why) {
+  job_t *job = dep;
+  if (job->deployment) send_deployment(job->co, job, CK_PROTO_CANCEL, 0, 0, false);
+}
+
+static void remote_release(void *dep) { clear_deployment(dep); }
+
+static const ck_job_ops_t ck_co_remote_ops = {
+    .kind = "remote",
+    .deploy = remote_deploy,
+    .start = remote_start,
+    .trigger = remote_trigger,
+    .commit = remote_commit,
+    .cancel = remote_cancel,
+    .wait = NULL,
+    .release = remote_release,
+};
+
+static void job_failed(co_t *co, job_t *job, int rc, bool retriable, const char *why);
 
 /* Tries to place and deploy the job now. Returns true when deployed (or failed for good). */
 static bool deploy(co_t *co, job_t *job) {
@@ -154,90 +250,32 @@ static bool deploy(co_t *co, job_t *job) {
     if (!seen) job->parts[job->nparts++].worker = job->slot_worker[s];
   }
 
-  /* the restore point: the job module's, the same rule and log line as an embedded run */
+  /* the job module's state machine: the restore point (the same rule and log line as an
+   * embedded run), then remote_deploy's DEPLOY frames */
   ck_error_t err;
   ck_error_clear(&err);
-  if (job->attempt > 0 || job->status == JOB_RESTARTING) {
+  if (job->life.restarts > 0 || job->status == JOB_RESTARTING) {
     int survivors = 0;
     for (int i = 0; i < co->nworkers; i++) survivors += co->workers[i]->alive;
     CK_LOG_INFO(LOG_RESTART, "job_id=%lld attempt=%d survivors=%d tasks=%d", (long long)job->id,
-                job->attempt, survivors, job->plan.ntasks);
+                job->life.restarts, survivors, job->plan.ntasks);
   }
-  ck_job_identity_t ident = {job->plan.desc.data, job->parallelism, job->plan.ntasks,
-                             ck_exec_rigid_sink(job->plan.graph)};
-  ck_job_point_t lin;
-  int rc = ck_job_restore_point(job->dir, &ident, false, job->rewind_below, job->used_ids,
-                                job->id, &lin, &err);
-  if (rc) {
-    clear_deployment(job);
-    finish_job(co, job, JOB_FAILED, err.message);
+  if (ck_job_deploy(&job->life, &err)) {
+    clear_deployment(job); /* nothing was sent: no worker has a part to cancel */
+    if (job->life.state == CK_JOB_FAILED) finish_job(co, job, JOB_FAILED, err.message);
+    else job_failed(co, job, err.code, err.retriable, err.message); /* as any deployment's */
     return true;
   }
-  job->rewind_below = 0;
-  int64_t ids_above = lin.ids_above;
-  job->restore_id = lin.restore_id;
-  if (!job->store_open) {
-    if (ck_store_open(job->dir, &job->store, &err)) {
-      clear_deployment(job);
-      finish_job(co, job, JOB_FAILED, err.message);
-      return true;
-    }
-    job->store_open = true;
-  }
-  ck_ckpt_coord_init(&job->ck, &job->store, job->plan.ntasks, job->plan.nsinks,
-                     job->plan.nsources, ids_above, lin.restore_id,
-                     co->o.checkpoint_interval_ms, 0, 0, ck_mono_ms());
-  job->deployment = (int64_t)((co->epoch & 0x7fffff) << 40) | ++co->deploy_seq;
-  job->started = false;
-  job->input_ended = true;
-  job->failed_this_deployment = false;
-  ck_buf_t p;
-  ck_buf_init(&p);
-  for (int i = 0; i < job->nparts; i++) {
-    ck_buf_reset(&p);
-    ck_proto_put_i64(&p, job->deployment);
-    ck_proto_put_i64(&p, job->id);
-    ck_proto_put_str(&p, job->name);
-    ck_proto_put_bytes(&p, job->plan.wire.data, job->plan.wire.len); /* the job graph */
-    ck_proto_put_str(&p, job->dir);
-    ck_proto_put_i64(&p, lin.restore_id);
-    ck_proto_put_i64(&p, ids_above);
-    ck_proto_put_i64(&p, (int64_t)job->plan.fingerprint);
-    ck_proto_put_u32(&p, (uint32_t)job->parts[i].worker);
-    ck_proto_put_u32(&p, (uint32_t)job->plan.nslots);
-    for (int s = 0; s < job->plan.nslots; s++) ck_proto_put_u32(&p, (uint32_t)job->slot_worker[s]);
-    send_to(co, job->parts[i].worker, CK_PROTO_DEPLOY, &p);
-  }
-  ck_buf_fini(&p);
   job->status = JOB_RUNNING;
   save_manifest(co, job);
   return true;
 }
 
-/* The current deployment cannot go on: cancel it everywhere, and restart the job from its
- * restore point once every worker stopped it. A counted restart asks the job's policy
- * (job/policy.h) for the budget, the backoff and the log line — the embedded run's — and
- * fails the job when the budget is spent. */
-static void restart(co_t *co, job_t *job, const char *why, bool counts) {
+/* The current deployment cannot go on and the job's policy said to deploy again: cancel it
+ * everywhere, and deploy the job again from its restore point once every worker stopped it
+ * and the backoff passed (tick). */
+static void restart(co_t *co, job_t *job, const char *why, int64_t backoff) {
   if (terminal(job->status) || job->status == JOB_CANCELLING) return;
-  if (job->store_open && job->ck.next_id > job->used_ids) job->used_ids = job->ck.next_id;
-  int64_t backoff = 0;
-  if (counts) {
-    ck_job_decision_t d = ck_job_policy_charge(co->o.max_restarts, job->attempt);
-    job->attempt = d.attempt;
-    co->restarts_total++;
-    set_error(job, why);
-    ck_job_decision_log(&d, job->id, why);
-    if (d.verdict == CK_JOB_GIVE_UP) {
-      for (int i = 0; i < job->nparts; i++) job->parts[i].ended = true; /* after the cancel */
-      send_deployment(co, job, CK_PROTO_CANCEL, 0, 0, false);
-      char msg[CK_ERR_MSG];
-      ck_job_give_up_message(&d, why, msg, sizeof msg);
-      finish_job(co, job, JOB_FAILED, msg);
-      return;
-    }
-    backoff = d.backoff_ms;
-  }
   int drain = 0;
   for (int i = 0; i < job->nparts; i++) {
     worker_t *w = find_worker(co, job->parts[i].worker);
@@ -246,11 +284,35 @@ static void restart(co_t *co, job_t *job, const char *why, bool counts) {
   }
   CK_LOG_INFO(LOG_WATCH, "job_id=%lld awaiting_restart drain_expected=%d: %s",
               (long long)job->id, drain, why);
-  if (job->deployment) send_deployment(co, job, CK_PROTO_CANCEL, 0, 0, false);
+  job->life.ops->cancel(job, false, why);
   job->status = JOB_RESTARTING;
   job->cancel_deadline = ck_mono_ms() + CANCEL_WAIT_MS;
   job->restart_at = ck_mono_ms() + backoff;
   save_manifest(co, job);
+}
+
+/* The running deployment failed with rc (why: the failure, one line): the job module's state
+ * machine asks the policy (job/policy.h, as for an embedded run) and logs the decision; this
+ * restarts, rewinds, or fails the job by what it answers. */
+static void job_failed(co_t *co, job_t *job, int rc, bool retriable, const char *why) {
+  if (terminal(job->status) || job->status == JOB_CANCELLING) return;
+  if (job->store_open) ck_job_ids_used(&job->life, job->ck.next_id);
+  ck_error_t err;
+  ck_error_clear(&err);
+  ck_error_set(&err, rc, "%s", why);
+  err.retriable = retriable;
+  ck_job_decision_t d;
+  ck_job_state_t next = ck_job_ended(&job->life, rc, &err, &d);
+  if (d.verdict == CK_JOB_RESTART || d.verdict == CK_JOB_GIVE_UP) {
+    co->restarts_total++;
+    set_error(job, why);
+  }
+  if (next == CK_JOB_FAILING) {
+    restart(co, job, why, job->life.backoff_ms);
+    return;
+  }
+  job->life.ops->cancel(job, false, why); /* to the participants still running */
+  finish_job(co, job, JOB_FAILED, err.message);
 }
 
 void ck_co_worker_lost(co_t *co, worker_t *w, const char *why) {
@@ -267,7 +329,8 @@ void ck_co_worker_lost(co_t *co, worker_t *w, const char *why) {
         char msg[256];
         snprintf(msg, sizeof msg, "worker lost: %s", w->id);
         if (job->status == JOB_CANCELLING) break;
-        restart(co, job, msg, job->status != JOB_RESTARTING);
+        if (job->status == JOB_RESTARTING) restart(co, job, msg, 0); /* one more to drain */
+        else job_failed(co, job, CK_ECONNECT, true, msg);
         break;
       }
   }
@@ -371,6 +434,16 @@ static int64_t add_job(co_t *co, job_t *job) {
     memcpy(job->name, defname, strlen(defname) + 1);
   }
   snprintf(job->dir, sizeof job->dir, "%s/job-%lld", co->o.checkpoint_dir, (long long)job->id);
+  /* the job module's state machine, over this job's remote deployment (restarts: 0, or a
+   * recovered job's count so far) */
+  job->co = co;
+  job->life.dir = job->dir;
+  job->life.identity = (ck_job_identity_t){job->plan.desc.data, job->parallelism,
+                                           job->plan.ntasks, ck_exec_rigid_sink(job->plan.graph)};
+  job->life.max_restarts = co->o.max_restarts;
+  job->life.ops = &ck_co_remote_ops;
+  job->life.dep = job;
+  job->life.job_id = job->id;
   co->jobs = ck_realloc(co->jobs, sizeof *co->jobs * (size_t)(co->njobs + 1));
   co->jobs[co->njobs++] = job;
   CK_LOG_INFO("coordinator.guarantee", "job_id=%lld job delivery guarantee: %s",
@@ -410,7 +483,8 @@ int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err) {
     finish_job(co, job, JOB_CANCELLED, NULL);
     return 0;
   }
-  send_deployment(co, job, CK_PROTO_CANCEL, 0, 0, false);
+  job->life.stopping = 1; /* the user's: the state machine ends STOPPED, never restarts */
+  job->life.ops->cancel(job, false, "cancelled");
   job->status = JOB_CANCELLING;
   job->cancel_deadline = ck_mono_ms() + CANCEL_WAIT_MS;
   return 0;
@@ -426,7 +500,7 @@ void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql,
   if (rc) {
     CK_LOG_ERR(LOG_CO, "could not recover job %lld: %s", (long long)id, err.message);
   } else {
-    job->attempt = attempt;
+    job->life.restarts = attempt;
     job->status = JOB_RESTARTING; /* deploys now, or once there are slots */
     int64_t save_next = co->next_job_id;
     co->next_job_id = id;
@@ -477,19 +551,9 @@ static job_t *job_of_deployment(co_t *co, int64_t dep, int worker, part_t **part
 static void start_if_deployed(co_t *co, job_t *job) {
   for (int i = 0; i < job->nparts; i++)
     if (!job->parts[i].deployed) return;
-  ck_buf_t p;
-  ck_buf_init(&p);
-  ck_proto_put_i64(&p, job->deployment);
-  ck_proto_put_u32(&p, (uint32_t)co->nworkers);
-  for (int w = 0; w < co->nworkers; w++) {
-    part_t *pt = part_of(job, w);
-    ck_proto_put_str(&p, co->workers[w]->host);
-    ck_proto_put_u32(&p, pt ? (uint32_t)pt->data_port : 0);
-  }
-  for (int i = 0; i < job->nparts; i++) send_to(co, job->parts[i].worker, CK_PROTO_START, &p);
-  ck_buf_fini(&p);
-  job->started = true;
-  job->ck.next_at = ck_mono_ms() + job->ck.interval_ms;
+  ck_error_t err;
+  ck_error_clear(&err);
+  (void)ck_job_start(&job->life, &err); /* remote_start: START frames; it cannot fail */
   CK_LOG_INFO(LOG_CO, "job_id=%lld running on %d worker(s)", (long long)job->id, job->nparts);
 }
 
@@ -498,30 +562,19 @@ static void part_ended(co_t *co, job_t *job, part_t *pt, int rc, bool retriable,
                        const char *error) {
   pt->ended = true;
   if (job->status == JOB_RUNNING && rc) {
-    /* the job's policy decides, as for an embedded run (job/policy.h) */
-    ck_job_failure_t f = {rc, retriable, false, true, job->restore_id};
-    ck_job_decision_t d = ck_job_policy_decide(co->o.max_restarts, job->attempt, &f);
-    if (d.verdict == CK_JOB_REWIND) {
-      ck_job_decision_log(&d, job->id, error);
-      job->rewind_below = d.rewind_below;
-      restart(co, job, error, false);
-    } else if (d.verdict != CK_JOB_FAIL) {
-      restart(co, job, error, true); /* charges the budget and logs the decision */
-    } else {
-      ck_job_decision_log(&d, job->id, error);
-      for (int i = 0; i < job->nparts; i++)
-        if (!job->parts[i].ended) {
-          send_deployment(co, job, CK_PROTO_CANCEL, 0, 0, false);
-          break;
-        }
-      finish_job(co, job, JOB_FAILED, error);
-    }
+    job_failed(co, job, rc, retriable, error);
     return;
   }
   for (int i = 0; i < job->nparts; i++)
     if (!job->parts[i].ended) return;
-  if (job->status == JOB_RUNNING) finish_job(co, job, JOB_FINISHED, NULL);
-  else if (job->status == JOB_CANCELLING) finish_job(co, job, JOB_CANCELLED, NULL);
+  if (job->status != JOB_RUNNING && job->status != JOB_CANCELLING) return;
+  /* every participant ended without error: the state machine's end (the finish protocol) */
+  ck_error_t err;
+  ck_error_clear(&err);
+  job->life.outcome.totals.input_ended = job->input_ended;
+  ck_job_state_t next = ck_job_ended(&job->life, 0, &err, NULL);
+  if (next == CK_JOB_FAILED) finish_job(co, job, JOB_FAILED, err.message);
+  else finish_job(co, job, job->status == JOB_RUNNING ? JOB_FINISHED : JOB_CANCELLED, NULL);
 }
 
 static void on_worker_frame(co_t *co, worker_t *w, ck_proto_frame_t *f) {
@@ -574,10 +627,10 @@ static void on_worker_frame(co_t *co, worker_t *w, ck_proto_frame_t *f) {
       int rc = ck_ckpt_coord_ack(&job->ck, id, &err);
       if (rc == 1) {
         co->checkpoints_completed_total++;
-        send_deployment(co, job, CK_PROTO_COMMIT, id, ck_ckpt_coord_final_done(&job->ck), true);
+        job->life.ops->commit(job, id);
         ck_ckpt_coord_prune(&job->ck);
       } else if (rc < 0) {
-        restart(co, job, err.message, true);
+        job_failed(co, job, rc, true, err.message); /* COMPLETED not written: restartable */
       }
       break;
     }
@@ -599,7 +652,7 @@ static void on_worker_frame(co_t *co, worker_t *w, ck_proto_frame_t *f) {
       int64_t rin = ck_proto_i64(r), rout = ck_proto_i64(r);
       char *msg = ck_proto_str(r);
       if (job && !r->bad) {
-        if (last > job->used_ids) job->used_ids = last;
+        ck_job_ids_used(&job->life, last);
         job->records_in += rin;
         job->records_out += rout;
         job->input_ended &= input_ended;
@@ -650,7 +703,15 @@ static void tick(co_t *co) {
       bool final;
       int64_t wake;
       int64_t id = ck_ckpt_coord_tick(&job->ck, now, &final, &wake);
-      if (id) send_deployment(co, job, CK_PROTO_TRIGGER, id, final, true);
+      if (id) job->life.ops->trigger(job, id, final);
+      ck_error_t ferr;
+      ck_error_clear(&ferr);
+      int frc = ck_ckpt_coord_final_error(&job->ck, &ferr);
+      if (frc) { /* the sources ended: this deployment cannot finish (checkpoint/coord.h) */
+        char why[CK_ERR_MSG];
+        ck_job_error_line(&ferr, why, sizeof why);
+        job_failed(co, job, frc, ferr.retriable, why);
+      }
     } else if (job->status == JOB_RESTARTING || job->status == JOB_CANCELLING ||
                job->status == JOB_CREATED) {
       bool drained = true;
@@ -666,7 +727,7 @@ static void tick(co_t *co) {
         finish_job(co, job, JOB_CANCELLED, NULL);
         continue;
       }
-      if (job->deployment) clear_deployment(job);
+      if (job->deployment) job->life.ops->release(job);
       if (now >= job->restart_at) deploy(co, job);
     }
   }

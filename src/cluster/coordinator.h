@@ -59,6 +59,7 @@ typedef struct ck_coordinator_opts {
   const char *checkpoint_dir;  /* jobs checkpoint under <dir>/job-<id> */
   const char *ha_dir;          /* NULL: no high availability */
   int64_t checkpoint_interval_ms;
+  int64_t checkpoint_timeout_ms; /* 0: checkpoint/coord.c's default */
   int max_restarts;            /* per job, lifetime; < 0: CK_JOB_RESTARTS_DEFAULT (job/policy.h) */
   int heartbeat_ms;            /* expected from workers (default 500) */
   int missed_heartbeats;       /* this many missed → worker lost (default 3) */

@@ -23,6 +23,7 @@
 #include "cluster/http.h"
 #include "cluster/jobplan.h"
 #include "cluster/proto.h"
+#include "job/job.h"
 
 #define MAX_CONNS 1024        /* registered workers plus MAX_UNREGISTERED others */
 #define MAX_PLANNING 8        /* control-port submissions being planned at once */
@@ -81,16 +82,16 @@ typedef struct job {
   char *name, *sql, *error, *guarantee;
   int parallelism;
   job_status_t status;
-  int attempt;            /* restarts so far (lifetime) */
+  ck_job_t life;          /* the job module's state machine (job/job.h): restarts, the
+                             restore point, ids used; its deployment is this job's remote
+                             one (coordinator.c's ck_co_remote_ops, dep = this job) */
+  struct co *co;
   int error_count;
   ck_jobplan_t plan;
   char dir[PATH_MAX];     /* its checkpoint directory */
   ck_store_t store;
   bool store_open;
   ck_ckpt_coord_t ck;
-  int64_t used_ids;       /* highest checkpoint id any deployment handed out */
-  int64_t restore_id;     /* of the current deployment */
-  int64_t rewind_below;   /* next deployment restores below this (a sink's lost commit) */
   /* the current deployment */
   int64_t deployment;     /* 0: none */
   bool started;

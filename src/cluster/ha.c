@@ -86,7 +86,7 @@ void ck_co_ha_save_manifest(co_t *co, const job_t *job) {
   ck_buf_t b;
   ck_buf_init(&b);
   ck_buf_printf(&b, "clink-job 3\nid %lld\nparallelism %d\nstatus %s\nattempt %d\n%s",
-                (long long)job->id, job->parallelism, status_name(job->status), job->attempt,
+                (long long)job->id, job->parallelism, status_name(job->status), job->life.restarts,
                 redacted ? "redacted 1\n" : "");
   ck_buf_printf(&b, "name %zu\n", strlen(job->name));
   ck_buf_puts(&b, job->name);

@@ -1,5 +1,6 @@
 /*
- * DESIGN: see jobplan.h.
+ * DESIGN: see jobplan.h. The worker's half: a plan from the serialised graph, without the SQL
+ * front end (the coordinator's ck_jobplan_init is jobplan_sql.c, in its own library).
  */
 #include "cluster/jobplan.h"
 
@@ -7,11 +8,8 @@
 
 #include "checkpoint/lineage.h"
 #include "connectors/connectors.h"
-#include "sql/parser.h"
-#include "sql/planner.h"
 
-/* What both ways share once the graph exists: the physical plan and the fingerprint. */
-static void finish(ck_jobplan_t *jp) {
+void ck_jobplan_finish(ck_jobplan_t *jp) {
   ck_plan_build(jp->graph, &jp->phys);
   ck_plan_identity(jp->graph, &jp->desc);
   jp->fingerprint = ck_lineage_fingerprint(jp->desc.data);
@@ -21,7 +19,7 @@ static void finish(ck_jobplan_t *jp) {
   jp->nslots = jp->phys.nslots;
 }
 
-static void init_empty(ck_jobplan_t *jp) {
+void ck_jobplan_init_empty(ck_jobplan_t *jp) {
   memset(jp, 0, sizeof *jp);
   ck_connectors_register_all();
   ck_arena_init(&jp->arena, 0);
@@ -29,33 +27,8 @@ static void init_empty(ck_jobplan_t *jp) {
   ck_buf_init(&jp->wire);
 }
 
-int ck_jobplan_init(ck_jobplan_t *jp, const char *sql, const char *filename, int parallelism,
-                    int max_parallelism, ck_error_t *err) {
-  init_empty(jp);
-  ck_script_t script;
-  ck_plan_opts_t popts = {parallelism > 0 ? parallelism : 1,
-                          max_parallelism > 0 ? max_parallelism : 128};
-  int rc = ck_sql_parse(sql, &jp->arena, &script, err);
-  if (!rc) rc = ck_sql_plan(&script, &popts, &jp->graph, err);
-  if (rc) {
-    ck_buf_t msg;
-    ck_buf_init(&msg);
-    ck_sql_render_error(sql, filename, err, &msg);
-    while (msg.len && msg.data[msg.len - 1] == '\n') msg.data[--msg.len] = 0;
-    int code = err->code ? err->code : rc;
-    ck_error_clear(err);
-    ck_error_set(err, code, "%s", msg.data);
-    ck_buf_fini(&msg);
-    ck_jobplan_fini(jp);
-    return rc;
-  }
-  ck_plan_encode(jp->graph, 0, &jp->wire);
-  finish(jp);
-  return 0;
-}
-
 int ck_jobplan_decode(ck_jobplan_t *jp, const void *wire, size_t len, ck_error_t *err) {
-  init_empty(jp);
+  ck_jobplan_init_empty(jp);
   int rc = ck_plan_decode(wire, len, &jp->graph, err);
   if (!rc) {
     ck_plan_encode(jp->graph, 0, &jp->wire);
@@ -68,7 +41,7 @@ int ck_jobplan_decode(ck_jobplan_t *jp, const void *wire, size_t len, ck_error_t
     ck_jobplan_fini(jp);
     return rc;
   }
-  finish(jp);
+  ck_jobplan_finish(jp);
   return 0;
 }
 

@@ -31,13 +31,18 @@ typedef struct ck_jobplan {
   int ntasks, nsources, nsinks, nslots; /* phys's */
 } ck_jobplan_t;
 
-/* Plans SQL (coordinator). Errors come rendered with line:column (the SQL's own error
- * rendering) in err->message. */
+/* Plans SQL (coordinator; jobplan_sql.c, library ck_coordinator). Errors come rendered with
+ * line:column (the SQL's own error rendering) in err->message. */
 int ck_jobplan_init(ck_jobplan_t *jp, const char *sql, const char *filename, int parallelism,
                     int max_parallelism, ck_error_t *err);
 /* Builds the plan from a serialised graph (worker): CK_EPROTO when the bytes are not one this
  * version encodes back to the same bytes, or ck_plan_decode's errors. */
 int ck_jobplan_decode(ck_jobplan_t *jp, const void *wire, size_t len, ck_error_t *err);
 void ck_jobplan_fini(ck_jobplan_t *jp);
+
+/* For the two ways above: an empty plan, and what both share once the graph exists (the
+ * physical plan and the fingerprint). */
+void ck_jobplan_init_empty(ck_jobplan_t *jp);
+void ck_jobplan_finish(ck_jobplan_t *jp);
 
 #endif

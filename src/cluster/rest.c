@@ -31,11 +31,11 @@ static void job_json(co_t *co, const job_t *job, ck_buf_t *out) {
   ck_buf_put_json_str(out, job->name, strlen(job->name));
   ck_buf_printf(out, ",\"status\":\"%s\",\"error_count\":%d,\"restarts\":%d,\"parallelism\":%d,"
                 "\"tasks\":%d,\"guarantee\":", status_name(job->status), job->error_count,
-                job->attempt, job->parallelism, job->plan.ntasks);
+                job->life.restarts, job->parallelism, job->plan.ntasks);
   ck_buf_put_json_str(out, job->guarantee, strlen(job->guarantee));
   ck_buf_printf(out, ",\"last_checkpoint\":%lld,\"restore_point\":%lld,\"error\":",
                 (long long)(job->store_open ? job->ck.last_completed : 0),
-                (long long)job->restore_id);
+                (long long)job->life.point.restore_id);
   if (job->error) ck_buf_put_json_str(out, job->error, strlen(job->error));
   else ck_buf_puts(out, "null");
   ck_buf_puts(out, ",\"workers\":[");
@@ -128,7 +128,7 @@ static void r_checkpoints(void *ctx, const ck_http_req_t *req, const char *const
                 "\"in_flight\":%lld,\"completed_this_run\":%lld,\"restore_point\":%lld,"
                 "\"checkpoints\":[", (long long)(open ? c->last_completed : 0),
                 (long long)(open ? c->last_confirmed : 0), (long long)(open ? c->pending : 0),
-                (long long)(open ? c->completed_count : 0), (long long)job->restore_id);
+                (long long)(open ? c->completed_count : 0), (long long)job->life.point.restore_id);
   bool first = true;
   if (open) {
     int64_t hi = c->last_completed;
@@ -425,7 +425,7 @@ static void job_samples(ck_buf_t *b, int m, const job_t *job) {
                     (long long)(job->store_open ? job->ck.last_completed : 0));
       break;
     case CK_M_JOB_RESTARTS:
-      ck_buf_printf(b, "%s{job=\"%lld\"} %d\n", prom, (long long)job->id, job->attempt);
+      ck_buf_printf(b, "%s{job=\"%lld\"} %d\n", prom, (long long)job->id, job->life.restarts);
       break;
   }
 }

@@ -30,6 +30,7 @@ typedef struct ck_job_embedded {
   const char *checkpoint_dir;  /* NULL: no checkpoints (and no restarts) */
   bool fresh;
   int64_t checkpoint_interval_ms;
+  int64_t checkpoint_timeout_ms; /* 0: checkpoint/coord.c's default */
   int64_t max_memory;          /* 0: no limit */
   int max_restarts;
   int64_t progress_ms;         /* 0: no progress line */

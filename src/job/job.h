@@ -15,10 +15,18 @@
  * lineage.h's rule, with one log line for both shapes), then asking a *deployment* to build
  * the subtasks from it and start them. A deployment is anything behind ck_job_ops_t: the
  * local deployment (job/local.c: every subtask on threads of this process, runtime/exec.h)
- * is what `clink run` uses; the cluster's coordinator places subtasks on remote workers and
- * speaks the same five verbs in frames (DEPLOY, START, TRIGGER, COMMIT, CANCEL; cluster/
- * proto.h) — today it calls the policy, the restore point and the finish protocol here
- * directly from its control loop, and its deployment moves behind this interface next.
+ * is what `clink run` uses; the cluster's remote deployment (cluster/coordinator.c) places
+ * subtasks on workers and speaks the same verbs in frames (DEPLOY, START, TRIGGER, COMMIT,
+ * CANCEL; cluster/proto.h).
+ *
+ * One state machine drives both: ck_job_deploy (restore point, then the deployment's deploy),
+ * ck_job_start, and ck_job_ended, fed how a deployment ended, which asks the policy and
+ * returns what comes next — FINISHED or STOPPED (the finish protocol done), FAILED (the job's
+ * error in err), or FAILING (deploy again after job->backoff_ms; a rewind restores below the
+ * failed restore point). ck_job_run is that machine for a caller that may block: the
+ * embedded run. The coordinator's control loop cannot block, so it feeds the same functions
+ * from its frames and timers (a worker's ENDED, a worker lost, a final checkpoint abandoned)
+ * and redeploys once the old deployment drained and the backoff passed.
  *
  * Finish protocol (ck_job_finish): a job that ended without error and whose every source
  * reached the end of its input leaves a clean-finish record, so the next run of the same
@@ -27,7 +35,8 @@
  * the next restore point numbers new checkpoints above them (DESIGN.md §4.1).
  *
  * Threads: ck_job_run on the caller's thread (the CLI's main thread); ck_job_stop from any
- * thread or a signal handler.
+ * thread or a signal handler. The step functions on one thread at a time (the coordinator:
+ * under its lock).
  */
 #ifndef CK_JOB_JOB_H
 #define CK_JOB_JOB_H
@@ -37,6 +46,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "job/policy.h"
 #include "runtime/exec.h"
 
 typedef enum ck_job_state {
@@ -77,6 +87,9 @@ int ck_job_restore_point(const char *dir, const ck_job_identity_t *id, bool fres
                          int64_t below, int64_t used, int64_t job_id, ck_job_point_t *out,
                          ck_error_t *err);
 
+/* err as one line for a decision's log line and a job's error: "message detail: … hint: …". */
+void ck_job_error_line(const ck_error_t *err, char *out, int len);
+
 /* The finish protocol: records a clean finish in dir when the job's input ended. */
 int ck_job_finish(const char *dir, bool input_ended, ck_error_t *err);
 
@@ -94,7 +107,8 @@ typedef struct ck_job_outcome {
  *   commit   checkpoint id is COMPLETED: sinks commit it — NULL likewise
  *   cancel   drain: stop reading and flush what is in flight (Ctrl-C; async-signal-safe);
  *            otherwise fail every subtask with CK_ECANCELLED and why
- *   wait     block until the deployment ended: 0, or its first error in err
+ *   wait     block until the deployment ended: 0, or its first error in err — NULL when the
+ *            deployment reports its end as an event (the remote one: ck_job_ended)
  *   release  free what deploy built (the deployment can be deployed again)
  */
 typedef struct ck_job_ops {
@@ -117,17 +131,40 @@ typedef struct ck_job {
   const ck_job_ops_t *ops;
   void *dep;
   bool have_point;              /* point below is the first deployment's, chosen already */
-  /* kept by ck_job_run */
+  int64_t job_id;               /* a cluster job's id: its log lines say "job_id=N "; 0: none */
+  int restarts;                 /* restarts used (a recovered cluster job: its count so far) */
+  /* kept by the state machine */
   volatile sig_atomic_t stopping;
   ck_job_state_t state;
-  int restarts;                 /* restarts used */
+  int deployments;              /* deployments begun */
   int started;                  /* deployments that started */
+  int64_t used;                 /* highest checkpoint id any deployment handed out */
+  int64_t below;                /* the next deployment restores below this (a rewind); 0: any */
+  int64_t backoff_ms;           /* FAILING: wait this long before deploying again */
   ck_job_point_t point;         /* of the current (last) deployment (see have_point) */
   ck_job_outcome_t outcome;     /* of the last deployment */
 } ck_job_t;
 
-/* Runs the job through its lifecycle until it finished, was stopped, or failed for good.
- * Returns 0, or the error that ended it (after GIVE_UP: "gave up after N restarts; …"). */
+/* ---- the state machine */
+
+/* DEPLOYING: chooses the restore point (unless the first deployment's was chosen: have_point)
+ * and asks the deployment to deploy from it. A restore point that cannot be chosen fails the
+ * job (state FAILED, its error returned); a deployment that could not deploy returns its
+ * error with the state DEPLOYING: give it to ck_job_ended. */
+int ck_job_deploy(ck_job_t *job, ck_error_t *err);
+/* RUNNING: the deployment runs (ops->start). Its error: give it to ck_job_ended. */
+int ck_job_start(ck_job_t *job, ck_error_t *err);
+/* Checkpoint ids up to id were handed out (durable record or not): new ones go above. */
+void ck_job_ids_used(ck_job_t *job, int64_t id);
+/* The current deployment ended: rc 0 (job->outcome says whether the input ended) or its
+ * error err. Returns the next state: FINISHED (the finish protocol done), STOPPED, FAILED
+ * (err: the job's error — after GIVE_UP "gave up after N restarts; the last failure: …"), or
+ * FAILING (deploy again after job->backoff_ms). Logs the policy's decision line; *d (may be
+ * NULL) gets the decision. Does not release the deployment. */
+ck_job_state_t ck_job_ended(ck_job_t *job, int rc, ck_error_t *err, ck_job_decision_t *d);
+
+/* Runs the job through its lifecycle until it finished, was stopped, or failed for good,
+ * blocking in the deployment's wait. Returns 0, or the error that ended it. */
 int ck_job_run(ck_job_t *job, ck_error_t *err);
 /* Asks the job to drain and stop (Ctrl-C). Async-signal-safe. */
 void ck_job_stop(ck_job_t *job);

@@ -29,7 +29,9 @@
  * on the message. When every source is done reading — end of input, or ck_exec_stop — they
  * wait for one final checkpoint, taken after the last output (the maximal watermark's windows
  * included), and sinks commit it before they finish: a job that ends or is stopped leaves
- * nothing uncommitted, and a rerun after it resumes exactly there.
+ * nothing uncommitted, and a rerun after it resumes exactly there. A final checkpoint that is
+ * abandoned (its timeout) cannot be taken again by sources that ended: the coordinator thread
+ * fails the job with coord.c's error naming it, and the job's policy restarts it.
  */
 #include "runtime/exec.h"
 
@@ -352,8 +354,8 @@ static void wake_all(struct ck_exec *ex) {
 
 /* ---------------------------------------------------------------- errors */
 
-static int task_fail(task_t *t, int rc, const ck_error_t *err) {
-  struct ck_exec *ex = t->ex;
+/* The job fails with rc (err: its first error, kept). Any thread, no lock held. */
+static int exec_fail(struct ck_exec *ex, int rc, const ck_error_t *err) {
   if (rc == CK_ECANCELLED && atomic_load(&ex->failed)) return rc;
   ck_mutex_lock(&ex->err_mu);
   if (!ex->err.code) {
@@ -364,6 +366,8 @@ static int task_fail(task_t *t, int rc, const ck_error_t *err) {
   if (!atomic_exchange(&ex->failed, 1)) wake_all(ex);
   return rc;
 }
+
+static int task_fail(task_t *t, int rc, const ck_error_t *err) { return exec_fail(t->ex, rc, err); }
 
 /* ---------------------------------------------------------------- the chain */
 
@@ -741,7 +745,8 @@ static void trigger_sources(struct ck_exec *ex, int64_t id, bool final) {
 }
 
 /* The embedded coordinator: asks coord.c what to trigger, when an event (a checkpoint
- * completed, a source done, the end) or coord.c's next deadline wakes it. */
+ * completed, a source done, the end) or coord.c's next deadline wakes it. A final checkpoint
+ * it abandoned fails the job (coord.h: the deployment cannot finish; the policy restarts it). */
 static void *coordinator_main(void *arg) {
   struct ck_exec *ex = arg;
   ck_mutex_lock(&ex->ckpt_mu);
@@ -749,6 +754,14 @@ static void *coordinator_main(void *arg) {
     bool final;
     int64_t wake_at;
     int64_t id = ck_ckpt_coord_tick(&ex->coord, ck_mono_ms(), &final, &wake_at);
+    ck_error_t ferr;
+    ck_error_clear(&ferr);
+    int frc = ck_ckpt_coord_final_error(&ex->coord, &ferr);
+    if (frc) {
+      ck_mutex_unlock(&ex->ckpt_mu); /* exec_fail wakes every waiter, under ckpt_mu too */
+      exec_fail(ex, frc, &ferr);
+      return NULL;
+    }
     if (id) {
       CK_LOG_DEBUG("checkpoint", "checkpoint %lld triggered at_us=%lld", (long long)id,
                    (long long)(ck_mono_ns() / 1000));

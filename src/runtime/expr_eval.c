@@ -19,10 +19,10 @@
  * mask is empty is not evaluated at all. Rows outside the mask hold unspecified values that
  * the parent never reads.
  *
- * Decimals are exact: sums, products and quotients that do not fit 128 bits on the way are
- * finished in 256-bit arithmetic, rounded to the result scale by the one rule (half away from
- * zero, runtime/decimal.h) and checked against the result precision (overflow is an error,
- * like integer overflow).
+ * Decimals are exact: the arithmetic is runtime/decimal.h's (128 bits, 256 where a sum,
+ * product or quotient does not fit on the way, rounded to the result scale by the one rule and
+ * checked against the result precision); a kernel here turns its overflow into an error, like
+ * integer overflow, and its division by zero into NULL.
  *
  * Recursion: eval_node evaluates a chain of first operands (a + b + c … is built left-deep,
  * any length) with a loop from the bottom up (eval_chain), recursing only into the other
@@ -227,236 +227,10 @@ static void value_text(const ck_value_t *v, ck_buf_t *out) {
   }
 }
 
-/* ---- 128/256-bit decimal arithmetic ----------------------------------------------------- */
+/* ---- decimal arithmetic: runtime/decimal.h (128/256-bit, the one rounding rule) ---------- */
 
-#define E19 ((u128)10000000000000000000ULL)
-static const u128 P10[39] = {
-    1ULL, 10ULL, 100ULL, 1000ULL,
-    10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
-    100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
-    1000000000000ULL, 10000000000000ULL, 100000000000000ULL, 1000000000000000ULL,
-    10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL,
-    E19 * 10ULL, E19 * 100ULL, E19 * 1000ULL, E19 * 10000ULL,
-    E19 * 100000ULL, E19 * 1000000ULL, E19 * 10000000ULL, E19 * 100000000ULL,
-    E19 * 1000000000ULL, E19 * 10000000000ULL, E19 * 100000000000ULL, E19 * 1000000000000ULL,
-    E19 * 10000000000000ULL, E19 * 100000000000000ULL, E19 * 1000000000000000ULL,
-    E19 * 10000000000000000ULL, E19 * 100000000000000000ULL, E19 * 1000000000000000000ULL,
-    E19 * 10000000000000000000ULL,
-};
-
-static inline u128 uabs(i128 v) { return v < 0 ? (u128)0 - (u128)v : (u128)v; }
-
-typedef struct u256 {
-  uint64_t w[4]; /* least significant first */
-} u256;
-
-static u256 u256_of(u128 x) { return (u256){{(uint64_t)x, (uint64_t)(x >> 64), 0, 0}}; }
-static bool u256_small(const u256 *a) { return !a->w[2] && !a->w[3]; }
-static u128 u256_lo(const u256 *a) { return ((u128)a->w[1] << 64) | a->w[0]; }
-
-static int u256_cmp(const u256 *a, const u256 *b) {
-  for (int i = 3; i >= 0; i--)
-    if (a->w[i] != b->w[i]) return a->w[i] < b->w[i] ? -1 : 1;
-  return 0;
-}
-
-static u256 u256_add(u256 a, u256 b) {
-  u128 carry = 0;
-  for (int i = 0; i < 4; i++) {
-    u128 s = (u128)a.w[i] + b.w[i] + carry;
-    a.w[i] = (uint64_t)s;
-    carry = s >> 64;
-  }
-  return a;
-}
-
-static u256 u256_sub(u256 a, u256 b) { /* a >= b */
-  uint64_t borrow = 0;
-  for (int i = 0; i < 4; i++) {
-    uint64_t x = a.w[i], y = b.w[i];
-    uint64_t d = x - y - borrow;
-    borrow = (x < y) || (x == y && borrow) ? 1 : 0;
-    a.w[i] = d;
-  }
-  return a;
-}
-
-static u256 u256_mul(u128 a, u128 b) {
-  uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
-  u128 p00 = (u128)a0 * b0, p01 = (u128)a0 * b1, p10 = (u128)a1 * b0, p11 = (u128)a1 * b1;
-  u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10;
-  u128 hi = (mid >> 64) + (p01 >> 64) + (p10 >> 64) + p11;
-  return (u256){{(uint64_t)p00, (uint64_t)mid, (uint64_t)hi, (uint64_t)(hi >> 64)}};
-}
-
-static bool u256_mul64(u256 *a, uint64_t m) {
-  u128 carry = 0;
-  for (int i = 0; i < 4; i++) {
-    u128 p = (u128)a->w[i] * m + carry;
-    a->w[i] = (uint64_t)p;
-    carry = p >> 64;
-  }
-  return carry == 0;
-}
-
-static uint64_t u256_div64(u256 *a, uint64_t d) {
-  u128 rem = 0;
-  for (int i = 3; i >= 0; i--) {
-    u128 cur = (rem << 64) | a->w[i];
-    a->w[i] = (uint64_t)(cur / d);
-    rem = cur % d;
-  }
-  return (uint64_t)rem;
-}
-
-/* a *= 10^k; false when it no longer fits 256 bits. */
-static bool u256_mul_p10(u256 *a, int k) {
-  while (k > 0) {
-    int c = k > 19 ? 19 : k;
-    if (!u256_mul64(a, (uint64_t)P10[c])) return false;
-    k -= c;
-  }
-  return true;
-}
-
-/* a = a / 10^k rounded by the one rule (runtime/decimal.h: half away from zero; a is a
- * magnitude): the digits below the last dropped one cannot change it. */
-static void u256_div_p10_round(u256 *a, int k) {
-  if (k <= 0) return;
-  if (k > 78) {
-    *a = u256_of(0);
-    return;
-  }
-  for (int m = k - 1; m > 0;) {
-    int c = m > 19 ? 19 : m;
-    u256_div64(a, (uint64_t)P10[c]);
-    m -= c;
-  }
-  if (ck_dec_round_away(u256_div64(a, 10), 10)) *a = u256_add(*a, u256_of(1));
-}
-
-/* Long division, for the rare quotients that do not fit 128 bits. */
-static void u256_divmod(u256 n, u256 d, u256 *q, u256 *r) {
-  u256 quo = u256_of(0), rem = u256_of(0);
-  int top = 255;
-  while (top >= 0 && !((n.w[top >> 6] >> (top & 63)) & 1)) top--;
-  for (int bit = top; bit >= 0; bit--) {
-    for (int i = 3; i > 0; i--) rem.w[i] = (rem.w[i] << 1) | (rem.w[i - 1] >> 63);
-    rem.w[0] = (rem.w[0] << 1) | ((n.w[bit >> 6] >> (bit & 63)) & 1);
-    if (u256_cmp(&rem, &d) >= 0) {
-      rem = u256_sub(rem, d);
-      quo.w[bit >> 6] |= 1ULL << (bit & 63);
-    }
-  }
-  *q = quo;
-  *r = rem;
-}
-
-/* Magnitude m at scale `from` → signed unscaled value at scale `to` with precision p. */
-static bool dec_finish(u256 m, bool neg, int from, int to, int p, i128 *out) {
-  if (to < from) u256_div_p10_round(&m, from - to);
-  else if (to > from && !u256_mul_p10(&m, to - from)) return false;
-  if (!u256_small(&m)) return false;
-  u128 v = u256_lo(&m);
-  if (v >= P10[p]) return false;
-  *out = neg ? -(i128)v : (i128)v;
-  return true;
-}
-
-/* Rescales an unscaled decimal (rounding half away from zero when the scale shrinks). */
-static bool dec_rescale(i128 v, int from, int to, int p, i128 *out) {
-  if (from == to) {
-    if (uabs(v) >= P10[p]) return false;
-    *out = v;
-    return true;
-  }
-  return dec_finish(u256_of(uabs(v)), v < 0, from, to, p, out);
-}
-
-typedef struct decop {
-  int s1, s2, s, p; /* operand scales, result scale and precision */
-  int S;            /* + - MOD: the common scale of the exact result */
-  u128 m1, m2;      /* + - MOD: 10^(S-s1), 10^(S-s2) */
-} decop_t;
-
-enum { DEC_OK = 0, DEC_OVERFLOW = 1, DEC_NULL = 2 };
-
-static int dec_add(const decop_t *o, i128 a, i128 b, bool sub, i128 *r) {
-  i128 x, y, z;
-  if (o->S == o->s && !__builtin_mul_overflow(a, (i128)o->m1, &x) &&
-      !__builtin_mul_overflow(b, (i128)o->m2, &y) &&
-      !(sub ? __builtin_sub_overflow(x, y, &z) : __builtin_add_overflow(x, y, &z))) {
-    if (uabs(z) >= P10[o->p]) return DEC_OVERFLOW;
-    *r = z;
-    return DEC_OK;
-  }
-  u256 A = u256_of(uabs(a)), B = u256_of(uabs(b));
-  u256_mul_p10(&A, o->S - o->s1); /* at most 77 digits: cannot overflow */
-  u256_mul_p10(&B, o->S - o->s2);
-  bool na = a < 0, nb = (b < 0) != sub, neg;
-  u256 m;
-  if (na == nb) {
-    m = u256_add(A, B);
-    neg = na;
-  } else if (u256_cmp(&A, &B) >= 0) {
-    m = u256_sub(A, B);
-    neg = na;
-  } else {
-    m = u256_sub(B, A);
-    neg = nb;
-  }
-  return dec_finish(m, neg, o->S, o->s, o->p, r) ? DEC_OK : DEC_OVERFLOW;
-}
-
-static int dec_mul(const decop_t *o, i128 a, i128 b, i128 *r) {
-  int down = o->s1 + o->s2 - o->s;
-  i128 x;
-  if (!__builtin_mul_overflow(a, b, &x)) {
-    u128 m = uabs(x);
-    if (down > 0) m = ck_dec_div_round(m, P10[down]);
-    if (m >= P10[o->p]) return DEC_OVERFLOW;
-    *r = x < 0 ? -(i128)m : (i128)m;
-    return DEC_OK;
-  }
-  u256 m = u256_mul(uabs(a), uabs(b));
-  return dec_finish(m, (a < 0) != (b < 0), o->s1 + o->s2, o->s, o->p, r) ? DEC_OK : DEC_OVERFLOW;
-}
-
-static int dec_div(const decop_t *o, i128 a, i128 b, i128 *r) {
-  if (b == 0) return DEC_NULL;
-  int e = o->s - o->s1 + o->s2; /* >= 0 by the typing rules */
-  ck_assert(e >= 0);
-  u128 ua = uabs(a), ub = uabs(b), num, q;
-  bool neg = (a < 0) != (b < 0);
-  if (e <= 38 && !__builtin_mul_overflow(ua, P10[e], &num)) {
-    q = ck_dec_div_round(num, ub);
-    if (q >= P10[o->p]) return DEC_OVERFLOW;
-  } else {
-    u256 n = u256_of(ua), qq, rr;
-    if (!u256_mul_p10(&n, e)) return DEC_OVERFLOW; /* the quotient exceeds 10^38 anyway */
-    u256_divmod(n, u256_of(ub), &qq, &rr);
-    u128 rem = u256_lo(&rr);
-    if (ck_dec_round_away(rem, ub)) qq = u256_add(qq, u256_of(1));
-    if (!u256_small(&qq) || u256_lo(&qq) >= P10[o->p]) return DEC_OVERFLOW;
-    q = u256_lo(&qq);
-  }
-  *r = neg ? -(i128)q : (i128)q;
-  return DEC_OK;
-}
-
-static int dec_mod(const decop_t *o, i128 a, i128 b, i128 *r) {
-  if (b == 0) return DEC_NULL;
-  u128 x, y;
-  if (!__builtin_mul_overflow(uabs(a), o->m1, &x) && !__builtin_mul_overflow(uabs(b), o->m2, &y)) {
-    u128 m = x % y;
-    return dec_finish(u256_of(m), a < 0, o->S, o->s, o->p, r) ? DEC_OK : DEC_OVERFLOW;
-  }
-  u256 A = u256_of(uabs(a)), B = u256_of(uabs(b)), q, rem;
-  u256_mul_p10(&A, o->S - o->s1);
-  u256_mul_p10(&B, o->S - o->s2);
-  u256_divmod(A, B, &q, &rem);
-  return dec_finish(rem, a < 0, o->S, o->s, o->p, r) ? DEC_OK : DEC_OVERFLOW;
-}
+#define P10 ck_dec_p10
+static inline u128 uabs(i128 v) { return ck_dec_abs(v); }
 
 /* Exact conversions between decimals and doubles. */
 static double dec_to_double(i128 v, int scale) {
@@ -735,10 +509,7 @@ static int k_dec_arith(kc_t *c) {
   const vec_t *A = &c->k[0], *B = &c->k[1];
   ck_type_t t1 = A->col->type, t2 = B->col->type, rt = c->e->type;
   ck_fn_t fn = c->e->fn;
-  decop_t op = {.s1 = t1.scale, .s2 = t2.scale, .s = rt.scale, .p = rt.precision};
-  op.S = t1.scale > t2.scale ? t1.scale : t2.scale;
-  op.m1 = P10[op.S - op.s1];
-  op.m2 = P10[op.S - op.s2];
+  ck_dec_op_t op = ck_dec_op(t1.scale, t2.scale, rt.scale, rt.precision);
   size_t n = c->n;
   ck_col_t *o = out_init(c->out, rt, n);
   and_valid(o, A);
@@ -748,15 +519,15 @@ static int k_dec_arith(kc_t *c) {
     i128 a = ld128(pa, IX(A, i)), b = ld128(pb, IX(B, i)), r = 0;
     int st;
     switch (fn) {
-      case CK_FN_ADD: st = dec_add(&op, a, b, false, &r); break;
-      case CK_FN_SUB: st = dec_add(&op, a, b, true, &r); break;
-      case CK_FN_MUL: st = dec_mul(&op, a, b, &r); break;
-      case CK_FN_DIV: st = dec_div(&op, a, b, &r); break;
-      default: st = dec_mod(&op, a, b, &r); break;
+      case CK_FN_ADD: st = ck_dec_add(&op, a, b, &r); break;
+      case CK_FN_SUB: st = ck_dec_sub(&op, a, b, &r); break;
+      case CK_FN_MUL: st = ck_dec_mul(&op, a, b, &r); break;
+      case CK_FN_DIV: st = ck_dec_div(&op, a, b, &r); break;
+      default: st = ck_dec_mod(&op, a, b, &r); break;
     }
-    if (st == DEC_NULL) {
+    if (st == CK_DEC_NULL) {
       ck_col_set_null(o, i);
-    } else if (st == DEC_OVERFLOW && counts(c, i)) {
+    } else if (st == CK_DEC_OVERFLOW && counts(c, i)) {
       ck_buf_t x, y;
       ck_buf_init(&x);
       ck_buf_init(&y);
@@ -1033,12 +804,12 @@ static int k_round(kc_t *c) {
         bool ok;
         if (d < -80) d = -80;
         if (d >= at.scale) {
-          ok = dec_rescale(v, at.scale, rt.scale, rt.precision, &r);
+          ok = ck_dec_rescale(v, at.scale, rt.scale, rt.precision, &r);
         } else {
-          u256 m = u256_of(uabs(v));
-          u256_div_p10_round(&m, (int)(at.scale - d));
-          ok = d < 0 ? u256_mul_p10(&m, (int)-d) : true;
-          ok = ok && dec_finish(m, v < 0, rt.scale, rt.scale, rt.precision, &r);
+          ck_u256_t m = ck_u256_of(uabs(v));
+          ck_u256_div_p10_round(&m, (int)(at.scale - d));
+          ok = d < 0 ? ck_u256_mul_p10(&m, (int)-d) : true;
+          ok = ok && ck_dec_finish(m, v < 0, rt.scale, rt.scale, rt.precision, &r);
         }
         if (!ok && counts(c, i)) {
           ck_buf_t b;
@@ -1634,14 +1405,14 @@ static int cast_value(const ck_value_t *v, ck_type_t to, ck_value_t *r, ck_buf_t
       i128 x = 0;
       bool ok;
       switch (f) {
-        case CK_T_BOOL: ok = dec_rescale(v->v.b, 0, to.scale, to.precision, &x); break;
+        case CK_T_BOOL: ok = ck_dec_rescale(v->v.b, 0, to.scale, to.precision, &x); break;
         case CK_T_INT32:
-        case CK_T_INT64: ok = dec_rescale(v->v.i, 0, to.scale, to.precision, &x); break;
+        case CK_T_INT64: ok = ck_dec_rescale(v->v.i, 0, to.scale, to.precision, &x); break;
         case CK_T_FLOAT32:
         case CK_T_FLOAT64:
           ok = double_to_dec(v->v.f, f == CK_T_FLOAT32, to.precision, to.scale, &x);
           break;
-        case CK_T_DECIMAL: ok = dec_rescale(v->v.dec, ft.scale, to.scale, to.precision, &x); break;
+        case CK_T_DECIMAL: ok = ck_dec_rescale(v->v.dec, ft.scale, to.scale, to.precision, &x); break;
         case CK_T_STRING:
           if (!ck_decimal_parse(v->v.s.ptr, v->v.s.len, to.precision, to.scale, &x))
             return cast_fail(v, to, NULL, err);

@@ -1,6 +1,7 @@
 """docs/architecture.md names files: every `src/...` path it names exists, and the layering it
 states holds — nothing below src/job/ includes a job/ header, and nothing but cluster/ and
-cli/ (the layers above it) does.
+cli/ (the layers above it) does; the worker's library (ck_cluster) and ck_job include no sql/
+header (the ctests layering_* check the built archives' symbols the same way).
 """
 import re
 
@@ -28,3 +29,17 @@ def test_the_doc_lists_every_library_of_the_tree():
     libs = sorted(p.name for p in (REPO / "src").iterdir() if (p / "CMakeLists.txt").exists())
     for lib in libs:
         assert re.search(r"^%s/\s" % lib, text, re.M), f"the layers diagram does not show src/{lib}/"
+
+
+def test_the_worker_library_and_the_job_module_include_no_sql_header():
+    cmake = (REPO / "src/cluster/CMakeLists.txt").read_text()
+    coordinator = set(re.search(r"set\(CK_COORDINATOR_SRC ([^)]*)\)", cmake).group(1).split())
+    assert "coordinator.c" in coordinator and "jobplan_sql.c" in coordinator, coordinator
+    worker = [p for p in (REPO / "src/cluster").glob("*.[ch]") if p.name not in coordinator
+              and p.name not in ("coordinator.h", "coordinator_int.h")]
+    assert any(p.name == "worker.c" for p in worker)
+    job = [p for p in (REPO / "src/job").glob("*.[ch]") if not p.name.startswith("embedded.")]
+    for path in worker + job:
+        assert '#include "sql/' not in path.read_text(), \
+            f"{path.relative_to(REPO)} includes a sql/ header: the worker's library (or ck_job) " \
+            "must not contain the SQL front end (docs/architecture.md)"

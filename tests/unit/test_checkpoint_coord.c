@@ -8,7 +8,9 @@
  * in the store) only by the last task's ack; a stale ack is ignored; CONFIRMED only after
  * every sink's commit (at completion when there are no sinks); a checkpoint past its timeout
  * is abandoned and the next one gets a new id; once every source is done, the next trigger is
- * the final one, and nothing is triggered after it. Threads: the main thread only.
+ * the final one, and nothing is triggered after it — not even when it is abandoned (its sources
+ * ended after its barrier): then the deployment cannot finish, and ck_ckpt_coord_final_error
+ * says so, naming it. Threads: the main thread only.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/alloc.h"
 #include "checkpoint/coord.h"
@@ -132,19 +135,27 @@ static void test_the_final_checkpoint_follows_every_source(void **state) {
   assert_int_equal(tick(&c, 9000, NULL), 0); /* nothing after the final one */
 }
 
-static void test_the_final_checkpoint_is_taken_again_when_abandoned(void **state) {
+static void test_an_abandoned_final_checkpoint_ends_the_deployment(void **state) {
   fx_t *f = *state;
   ck_ckpt_coord_t c;
   ck_ckpt_coord_init(&c, &f->store, 1, 0, 1, 0, 0, 1000, 500, 3, 0);
   ck_ckpt_coord_source_done(&c);
   bool final;
+  ck_error_t err;
+  ck_error_clear(&err);
   assert_int_equal(tick(&c, 0, &final), 1);
   assert_true(final);
   assert_int_equal(tick(&c, 500, &final), 0);
-  /* timed out: abandoned, and (every source being done) the final one is taken again */
-  assert_int_equal(tick(&c, 501, &final), 2);
-  assert_true(final);
-  assert_int_equal(c.final_id, 2);
+  assert_int_equal(ck_ckpt_coord_final_error(&c, &err), 0);
+  /* timed out: abandoned; its sources ended, so no trigger reaches them — none goes out, and
+   * the deployment is told it cannot finish (the job's policy restarts it) */
+  assert_int_equal(tick(&c, 501, &final), 0);
+  assert_int_equal(tick(&c, 5000, &final), 0);
+  assert_int_equal(ck_ckpt_coord_final_error(&c, &err), CK_ETIMEOUT);
+  assert_true(err.retriable);
+  assert_non_null(strstr(err.message, "could not complete the final checkpoint 1"));
+  assert_int_equal(ck_ckpt_coord_ack(&c, 1, &err), 0); /* its late ack completes nothing */
+  assert_false(ck_ckpt_coord_final_done(&c));
 }
 
 int main(void) {
@@ -153,7 +164,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_a_timed_out_checkpoint_is_abandoned, setup, teardown),
       cmocka_unit_test_setup_teardown(test_the_final_checkpoint_follows_every_source, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(test_the_final_checkpoint_is_taken_again_when_abandoned,
+      cmocka_unit_test_setup_teardown(test_an_abandoned_final_checkpoint_ends_the_deployment,
                                       setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
