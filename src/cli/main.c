@@ -20,6 +20,7 @@ static const ck_cli_cmd_t *const commands[] = {
     &ck_cli_cmd_state_diff,
     &ck_cli_cmd_state_export,
     &ck_cli_cmd_checkpoint_verify,
+    &ck_cli_cmd_replay_diff,
     &ck_cli_cmd_connectors,
     &ck_cli_cmd_version,
 };
