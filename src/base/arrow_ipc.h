@@ -3,8 +3,8 @@
  * a Schema message, RecordBatch messages, the end-of-stream marker), written by hand — the
  * flatbuffers of Schema.fbs and Message.fbs are built and read field by field, no library.
  *
- * What it covers is what clink writes: flat schemas of non-nullable columns of the types in
- * ck_arrow_type_t, schema-level key/value metadata, uncompressed bodies, metadata version V5,
+ * What it covers is what clink writes: flat schemas of columns of the types in ck_arrow_type_t
+ * (nullable ones with a validity bitmap: the flight recorder's, capture/capture.h), schema-level key/value metadata, uncompressed bodies, metadata version V5,
  * little endian. Every buffer in a body starts at a multiple of 8 bytes. The reader reads
  * streams this writer made and any other stream of those types (other types or nested fields
  * are refused with their name); every offset it follows is bounds-checked, so a damaged or
@@ -39,6 +39,7 @@ typedef enum ck_arrow_type {
 typedef struct ck_arrow_field {
   const char *name;
   ck_arrow_type_t type;
+  bool nullable; /* the schema says so; a batch's column may then carry a validity bitmap */
 } ck_arrow_field_t;
 
 typedef struct ck_arrow_kv {
@@ -58,6 +59,10 @@ typedef struct ck_arrow_col {
   ck_arrow_type_t type;
   ck_buf_t data;    /* fixed-width values, or the bytes of variable-width ones */
   ck_buf_t offsets; /* UTF8/BINARY: int32 offsets, nrows + 1 of them */
+  /* NULLs: null_count > 0 writes validity (bit i set = row i is not NULL, at least
+   * (nrows + 7) / 8 bytes; a NULL row still has its value slot, any bytes); 0: no bitmap */
+  ck_buf_t validity;
+  int64_t null_count;
 } ck_arrow_col_t;
 
 typedef struct ck_arrow_batch {
@@ -88,6 +93,8 @@ void ck_arrow_write_eos(ck_buf_t *out);
 /* ---- reading ---- */
 
 typedef struct ck_arrow_rcol {
+  const uint8_t *validity; /* NULL: no row is NULL; else bit i set = row i is not NULL */
+  int64_t null_count;
   const uint8_t *data;    /* values, or the variable-width bytes */
   const int32_t *offsets; /* UTF8/BINARY */
   size_t data_len;
@@ -119,6 +126,10 @@ int ck_arrow_reader_field(const ck_arrow_reader_t *r, const char *name);
  * end of the data), CK_EPARSE when a message is damaged. */
 int ck_arrow_reader_next(ck_arrow_reader_t *r, ck_error_t *err);
 
+static inline bool ck_arrow_valid(const ck_arrow_reader_t *r, int col, int64_t row) {
+  const uint8_t *v = r->cols[col].validity;
+  return !v || (v[row >> 3] >> (row & 7)) & 1;
+}
 static inline uint16_t ck_arrow_get_u16(const ck_arrow_reader_t *r, int col, int64_t row) {
   return ck_get_le16(r->cols[col].data + 2 * row); /* Arrow buffers are little endian */
 }

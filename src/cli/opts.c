@@ -30,6 +30,10 @@ const ck_cli_opt_t ck_cli_shared_opts[] = {
     {"log-level", "LEVEL", "off, error, warn, info or debug (default: $CLINK_LOG_LEVEL or info)",
      0, 0, 0, false},
     {"coordinator-port", "PORT", "the coordinator's control port", 1, 65535, 6123, false},
+    {"capture-dir", "DIR", "record what every operator subtask consumes, per checkpoint "
+     "interval, under DIR (clink replay re-executes it; docs/replay.md)", 0, 0, 0, false},
+    {"capture-records", "N", "records each operator subtask keeps per interval under "
+     "--capture-dir (past it, the interval is marked truncated)", 1, 1000000000, 10000, false},
     {NULL, NULL, NULL, 0, 0, 0, false},
 };
 

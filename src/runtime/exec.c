@@ -154,6 +154,8 @@ struct task {
   int nstash, stash_cap;
   bool finished;
   bool local;                 /* runs in this process (always, unless opts.remote places it) */
+  ck_capture_rec_t **cap;     /* per stage: its recorder (capture/capture.h), NULL when off */
+  int input;                  /* the sender of the message being handled (receivers) */
   bool started;               /* its thread was started */
   /* metrics, read by ck_exec_metrics from another thread */
   _Atomic int64_t *rows_in;   /* per stage: rows delivered into it */
@@ -203,6 +205,7 @@ struct ck_exec {
   int mem_account;            /* its subtask threads' allocations (0: none) */
   const ck_plan_t *plan;      /* opts.plan, or own_plan built from the graph */
   ck_plan_t own_plan;
+  ck_capture_t *capture;      /* opts.capture: the job's recorder settings, NULL when off */
 };
 
 /* How long a source's connector may wait for rows before the source looks at its partitions'
@@ -392,6 +395,7 @@ static int deliver_batch(task_t *t, int i, ck_batch_t *batch, ck_error_t *err) {
   const ck_node_t *n = stage_node(t, i);
   int rc = 0;
   atomic_fetch_add_explicit(&t->rows_in[i], (int64_t)batch->nrows, memory_order_relaxed);
+  ck_capture_batch(t->cap[i], batch, i == 0 ? t->input : 0);
   if (n->kind == CK_NODE_SINK) {
     /* an update stream says so on every row, inserts included, so a reader can tell */
     if (n->changelog && !batch->kinds && batch->nrows) batch->kinds = ck_calloc(batch->nrows, 1);
@@ -409,6 +413,7 @@ static int deliver_watermark(task_t *t, int i, int64_t wm, ck_error_t *err) {
   if (i == 0 || (i == 1 && t->has_source)) atomic_store_explicit(&t->wm_pub, wm, memory_order_relaxed);
   if (i >= t->nstages) return exchange_control(t, MSG_WATERMARK, wm);
   const ck_node_t *n = stage_node(t, i);
+  ck_capture_event(t->cap[i], CK_CAPTURE_WATERMARK, wm, i == 0 ? t->input : 0);
   if (n->kind == CK_NODE_SINK) return 0;
   t->ops[i].metrics.watermark = wm;
   int rc = t->ops[i].ops->watermark(&t->ops[i], wm, err);
@@ -575,6 +580,7 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
       kind = CK_SNAP_OP;
       rc = t->ops[i].ops->snapshot(&t->ops[i], &bufs[n], err);
     }
+    if (!rc) ck_capture_barrier(t->cap[i], id, NULL); /* closes the stage's epoch id */
     sections[n] = (ck_snap_section_t){(uint32_t)node->id, kind, bufs[n].data ? bufs[n].data : "",
                                       bufs[n].len, node->name,
                                       node->kind == CK_NODE_AGG ? ck_agg_snap_split : NULL};
@@ -796,6 +802,7 @@ static bool sink_final_committed(const task_t *t) {
 static int open_task(task_t *t, ck_error_t *err) {
   for (int i = 0; i < t->nstages; i++) {
     const ck_node_t *n = stage_node(t, i);
+    t->cap[i] = ck_capture_rec_new(t->ex->capture, n, t->subtask, t->index);
     ck_conn_ctx_t ctx = {n->u.conn.table, &n->u.conn.schema, &n->u.conn.options, t->subtask,
                          t->seg->parallelism, t->ex->opts.job_name,
                          n->kind == CK_NODE_SOURCE && t->in.wake_fd >= 0 ? &t->in.wake_fd : NULL};
@@ -874,6 +881,7 @@ static int finish_task(task_t *t, ck_error_t *err) {
     int rc = t->sink.ops->finish(&t->sink, err);
     if (rc) return rc;
   }
+  for (int i = 0; i < t->nstages; i++) ck_capture_finish(t->cap[i], NULL); /* epoch-final */
   return exchange_control(t, MSG_END, 0);
 }
 
@@ -1088,6 +1096,7 @@ static int handle_msg(task_t *t, msg_t m, bool *ended, ck_error_t *err) {
     return 0;
   }
   int rc = 0;
+  t->input = m.sender;
   switch (m.kind) {
     case MSG_BATCH: return deliver_batch(t, 0, m.batch, err);
     case MSG_WATERMARK:
@@ -1097,6 +1106,7 @@ static int handle_msg(task_t *t, msg_t m, bool *ended, ck_error_t *err) {
         t->sender_idle[m.sender] = 0;
       } else {
         t->sender_idle[m.sender] = 1;
+        ck_capture_event(t->cap[0], CK_CAPTURE_IDLE, 0, m.sender);
       }
       bool all_idle;
       int64_t wm = senders_watermark(t, &all_idle);
@@ -1269,6 +1279,7 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
       t->nstages = seg->last - seg->first + 1;
       t->ops = ck_calloc((size_t)t->nstages, sizeof *t->ops);
       t->stages = ck_calloc((size_t)t->nstages, sizeof *t->stages);
+      t->cap = ck_calloc((size_t)t->nstages, sizeof *t->cap);
       t->rows_in = ck_calloc((size_t)t->nstages, sizeof *t->rows_in);
       t->late_pub = ck_calloc((size_t)t->nstages, sizeof *t->late_pub);
       t->state_pub = ck_calloc(2 * (size_t)t->nstages, sizeof *t->state_pub);
@@ -1301,6 +1312,12 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
     ck_ckpt_coord_init(&ex->coord, &ex->store, ex->ntasks, total_sinks, total_sources,
                        ex->opts.ckpt.ids_above, ex->opts.ckpt.restore_id, ex->opts.ckpt.interval_ms,
                        ex->opts.ckpt.timeout_ms, ex->opts.ckpt.retain, ck_mono_ms());
+  int rc = ck_capture_open(&ex->opts.capture, graph, plan, ex->opts.ckpt.fingerprint,
+                           ex->checkpointing ? ex->opts.ckpt.restore_id : 0, &ex->capture, err);
+  if (rc) {
+    ck_exec_free(ex);
+    return rc;
+  }
   *out = ex;
   return 0;
 }
@@ -1489,6 +1506,8 @@ void ck_exec_free(ck_exec_t *ex) {
         if (m->link) ex->opts.remote->consumed(ex->opts.remote->ctx, m->link);
       }
       chan_fini(&t->in);
+      for (int i = 0; i < t->nstages; i++) ck_capture_rec_free(t->cap[i]);
+      ck_free(t->cap);
       ck_free(t->ops);
       ck_free(t->stages);
       ck_free(t->rows_in);
@@ -1505,6 +1524,7 @@ void ck_exec_free(ck_exec_t *ex) {
   ck_free(ex->segs);
   ck_plan_fini(&ex->own_plan);
   ck_free(ex->all);
+  ck_capture_close(ex->capture);
   if (ex->checkpointing) ck_store_close(&ex->store);
   ck_mutex_fini(&ex->err_mu);
   ck_mutex_fini(&ex->ckpt_mu);

@@ -25,6 +25,7 @@
 #include "base/buf.h"
 
 #include "base/error.h"
+#include "capture/capture.h"
 #include "runtime/graph.h"
 #include "runtime/op.h"
 #include "runtime/plan.h"
@@ -81,6 +82,9 @@ typedef struct ck_exec_opts {
   /* The job's memory guard (base/alloc.h accounts): the bytes its subtask threads hold may not
    * pass this; the job fails with CK_ENOMEM naming it instead (0: no limit). */
   int64_t max_memory;
+  /* The flight recorder (capture/capture.h): what every operator subtask consumed, per
+   * checkpoint interval, under capture.dir (NULL: off). */
+  ck_capture_opts_t capture;
 } ck_exec_opts_t;
 
 /* Subtasks the graph runs as (snapshot directories v1/0 … v1/n-1): ck_plan_build's ntasks. */
