@@ -103,6 +103,12 @@ typedef struct ck_sink_ops {
    * prepare left in `state` if that commit may not have happened, and roll back anything a
    * dead incarnation prepared after it. Called after open(restored = true). */
   int (*recover)(ck_sink_t *sink, int64_t ckpt, const void *state, size_t len, ck_error_t *err);
+  /* Optional (NULL: the sink gives no account). Called after prepare(ckpt) returned, only when
+   * the job keeps interval evidence (--capture-dir): appends one JSON object to out, the sink's
+   * own account of the interval barrier ckpt closed (where it writes, what it wrote there and
+   * was acknowledged for). Never a credential. The runner puts it in epoch-<ckpt>.sink.json
+   * (capture/evidence.h) before the barrier is acknowledged; an error fails the barrier. */
+  int (*account)(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err);
 } ck_sink_ops_t;
 
 struct ck_sink {
