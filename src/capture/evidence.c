@@ -82,7 +82,12 @@ int ck_evidence_write(const char *path, const void *text, size_t len, ck_error_t
       return CK_EIO;
     }
   }
-  int rc = ck_store_replace(path, text, len, 0644, err);
-  if (rc) ck_error_detail(err, "the interval evidence '%s' was not written", path);
+  ck_error_t inner;
+  ck_error_clear(&inner);
+  int rc = ck_store_replace(path, text, len, 0644, &inner);
+  if (rc) {
+    ck_error_set(err, rc, "could not write the interval evidence '%s': %s", path, inner.message);
+    ck_error_detail(err, "nothing was left under its name");
+  }
   return rc;
 }
