@@ -467,8 +467,8 @@ static int verify(replay_t *rp, const ck_buf_t *first, ck_error_t *err) {
   char **a, **b;
   int na = split_rows(first, &a), nb = split_rows(&got, &b);
   if (!chained) {
-    qsort(a, (size_t)na, sizeof *a, cmp_str);
-    qsort(b, (size_t)nb, sizeof *b, cmp_str);
+    if (na) qsort(a, (size_t)na, sizeof *a, cmp_str);
+    if (nb) qsort(b, (size_t)nb, sizeof *b, cmp_str);
   }
   int i = 0;
   while (i < na && i < nb && strcmp(a[i], b[i]) == 0) i++;
