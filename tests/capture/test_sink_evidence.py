@@ -443,3 +443,36 @@ def test_the_password_is_in_no_file_under_the_capture_dir(ch, line, table, tmp_p
     assert any(p.name.endswith(".sink.json") for p in files)
     leaked = [str(p) for p in files if SECRET.encode() in p.read_bytes()]
     assert not leaked, "the password is in %s" % leaked
+
+
+# ----------------------------------------------------------------- the file sink ----
+
+def test_file_sink_account_says_how_far_its_output_goes(tmp_path):
+    out = tmp_path / "out.ndjson"
+    sql = """
+        CREATE TABLE g (id BIGINT) WITH (connector = 'datagen', rows = '800',
+            rows_per_second = '800', 'fields.id.kind' = 'sequence');
+        CREATE TABLE f (id BIGINT) WITH (connector = 'file', path = '%s', format = 'json');
+        INSERT INTO f SELECT id FROM g;
+        """ % out
+    ckpt, cap, trace = tmp_path / "ckpt", tmp_path / "cap", tmp_path / "trace"
+    rc, err = finish(start(sql, ckpt, cap, trace, interval=200))
+    assert rc == 0, err[-3000:]
+    done = completed(trace)
+    ev = evidence(cap)
+    assert sorted(ev) == done and len(done) >= 3, (sorted(ev), done)
+    sizes = [ev[n]["account"]["synced_bytes"] for n in done]
+    for n in done:
+        acc = ev[n]["account"]
+        assert (acc["kind"], acc["path"], acc["mode"]) == ("file", str(out), "at_least_once")
+    assert sizes == sorted(sizes) and sizes[0] >= 0
+    # the final checkpoint is taken after the last output: it covers the whole file
+    assert sizes[-1] == out.stat().st_size
+    lines = out.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 800
+    # each interval's bytes are whole lines: as many as the interval's rows
+    prev = 0
+    for n in done:
+        upto = ev[n]["account"]["synced_bytes"]
+        assert len(out.read_bytes()[prev:upto].splitlines()) == ev[n]["records"], n
+        prev = upto

@@ -58,7 +58,7 @@ static int ask(ck_ch_client_t *client, const char *sql, int ncols, acc_rows_t *r
     *err = inner;
     return rc;
   }
-  snprintf(why, whylen, "the server refused the question: %s", inner.message);
+  snprintf(why, whylen, "the server refused the question: %.200s", inner.message);
   return 1;
 }
 
