@@ -476,3 +476,58 @@ def test_file_sink_account_says_how_far_its_output_goes(tmp_path):
         upto = ev[n]["account"]["synced_bytes"]
         assert len(out.read_bytes()[prev:upto].splitlines()) == ev[n]["records"], n
         prev = upto
+
+
+# ------------------------------------------------------------ an INSERT in doubt ----
+
+def test_ledger_records_an_insert_in_doubt_and_what_its_resend_could_do(ch, line, tmp_path):
+    """The server's answer to the interval's one INSERT is withheld after the rows were
+    written (tests/integration/chproxy.py): the sink resends it. The ledger entry says two
+    attempts, in doubt, and what the resend could do: "deduplicated" where the table keeps a
+    deduplication log under the INSERT's token (26.9, non_replicated_deduplication_window),
+    "may_duplicate" with the reason on a plain MergeTree (either line), and the table's
+    count agrees (one copy, or two)."""
+    import sys
+    sys.path.insert(0, str(REPO / "tests" / "integration"))
+    from chproxy import CutProxy
+    engines = {"18.16": ["plain"], "26.9": ["window", "plain"]}[line["line"]]
+    for engine in engines:
+        name = "ev_doubt_%s_%s" % (engine, uuid.uuid4().hex[:10])
+        ddl = {"window": "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100",
+               "plain": "MergeTree ORDER BY id"}[engine]
+        ch.execute("CREATE TABLE default.%s (id Int64, s String) ENGINE = %s" % (name, ddl))
+        try:
+            proxy = CutProxy(line["host"], line["port"])
+            rows = 20000
+            try:
+                proxy.cut_answer_after(200000)
+                sql = """
+                    CREATE TABLE g (id BIGINT) WITH (connector = 'datagen', rows = '%d',
+                        'fields.id.kind' = 'sequence');
+                    CREATE TABLE snk (id BIGINT, s VARCHAR) WITH (connector = 'clickhouse',
+                        host = '127.0.0.1', port = '%d', table = '%s', user = '%s',
+                        password = '%s', compression = 'none', retry_backoff_ms = '50',
+                        batch_rows = '1000000', batch_interval_ms = '0');
+                    INSERT INTO snk SELECT id, CONCAT('row-', CAST(id AS VARCHAR),
+                        '-padding-padding-padding') AS s FROM g;
+                    """ % (rows, proxy.port, name, USER, PASSWORD)
+                d = tmp_path / engine
+                rc, err = finish(start(sql, d / "ckpt", d / "cap", d / "trace", interval=60000))
+            finally:
+                proxy.close()
+            assert rc == 0, err[-3000:]
+            assert proxy.cuts == 1, "%s: the proxy never cut an answer" % engine
+            ev = evidence(d / "cap")
+            entries = [e for n in sorted(ev) for e in ev[n]["account"]["ledger"]]
+            assert len(entries) == 1, entries
+            e = entries[0]
+            assert (e["rows"], e["attempts"], e["in_doubt"]) == (rows, 2, True), e
+            (count,), = ch.execute("SELECT count() FROM default.%s" % name)
+            if engine == "window":
+                assert e["resend"] == "deduplicated" and e["token"].startswith("clink:"), e
+                assert count == rows
+            else:
+                assert e["resend"] == "may_duplicate" and "deduplication log" in e["why"], e
+                assert count == 2 * rows
+        finally:
+            ch.execute("DROP TABLE IF EXISTS default.%s" % name)
