@@ -531,3 +531,47 @@ def test_ledger_records_an_insert_in_doubt_and_what_its_resend_could_do(ch, line
                 assert count == 2 * rows
         finally:
             ch.execute("DROP TABLE IF EXISTS default.%s" % name)
+
+
+# ------------------------------------------------------------------- on workers ----
+
+def test_workers_write_the_evidence_of_their_sink_subtasks(ch, line, table, tmp_path):
+    """A cluster job at parallelism 2 over two workers recording into one --capture-dir: every
+    checkpoint the coordinator completed has the evidence of both sink subtasks, each written
+    by the worker that ran it, and the ledgers acknowledge the input's rows exactly once."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cluster_harness",
+                                                  REPO / "tests/cluster/conftest.py")
+    h = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(h)
+    name = table("ev_cluster")
+    rows = 2000
+    cap, trace = tmp_path / "cap", tmp_path / "trace"
+    c = h.Cluster(tmp_path, interval_ms=200)
+    c.env["CLINK_PROTOCOL_TRACE_DIR"] = str(trace)
+    try:
+        c.start_coordinator()
+        for wid in ("w1", "w2"):
+            c.start_worker(wid, slots=1, extra=("--capture-dir", str(cap)))
+        sql = tmp_path / "job.sql"
+        sql.write_text(pipeline(line["host"], line["port"], name, rows, 400))
+        jid = c.submit(sql, parallelism=2)
+        job = c.wait_status(jid, ("FINISHED", "FAILED"), timeout=180)
+        assert job["status"] == "FINISHED", job
+    finally:
+        c.stop()
+    done = completed(trace)
+    assert len(done) >= 2, done
+    files = [f for f in cap.glob("op-*/subtask-*/epoch-*.sink.json")]
+    by = {}
+    for f in files:
+        doc = json.loads(f.read_text())
+        by[(doc["checkpoint"], doc["subtask"])] = doc
+        assert f.parent.name == "subtask-%d" % doc["subtask"]
+    for n in done:
+        for s in (0, 1):
+            assert (n, s) in by, "checkpoint %d has no evidence of sink subtask %d" % (n, s)
+    assert len({by[(done[0], s)]["attempt"] for s in (0, 1)}) == 2  # one runner per worker
+    acknowledged = sum(ledger_rows(by[(n, s)]) for n in done for s in (0, 1))
+    (count,), = ch.execute("SELECT count() FROM default.%s" % name)
+    assert acknowledged == count == rows
