@@ -30,6 +30,11 @@
  * wait for one final checkpoint, taken after the last output (the maximal watermark's windows
  * included), and sinks commit it before they finish: a job that ends or is stopped leaves
  * nothing uncommitted, and a rerun after it resumes exactly there.
+ *
+ * Interval evidence (capture/evidence.h, with --capture-dir): a sink subtask's barrier work
+ * ends with its account of the interval encoded (sink_evidence, on its thread); the writer
+ * thread writes epoch-<N>.sink.json after the snapshot is durable and before acknowledging, so
+ * an acknowledgement implies the evidence, and a write that fails fails the checkpoint.
  */
 #include "runtime/exec.h"
 
