@@ -55,24 +55,6 @@ const char *ck_capture_state_name(ck_capture_state_t state) {
   return "?";
 }
 
-void ck_capture_epoch_file(int64_t epoch, char *out, size_t cap) {
-  if (epoch == CK_CAPTURE_EPOCH_FINAL) snprintf(out, cap, "epoch-final.cap");
-  else snprintf(out, cap, "epoch-%lld.cap", (long long)epoch);
-}
-
-bool ck_capture_parse_epoch(const char *text, int64_t *epoch) {
-  if (strcmp(text, "final") == 0) {
-    *epoch = CK_CAPTURE_EPOCH_FINAL;
-    return true;
-  }
-  char *end;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno || end == text || *end || v < 1) return false;
-  *epoch = v;
-  return true;
-}
-
 static int mkdirs(const char *path) {
   char p[512];
   snprintf(p, sizeof p, "%s", path);
