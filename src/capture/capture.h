@@ -25,8 +25,9 @@
  * Each input batch is one record batch of __event 0 rows, each control event a record batch of
  * one row whose input columns are NULL, in the order the operator saw them. The schema's
  * metadata (clink.capture.*: format, op, op_name, subtask, task, epoch, from_checkpoint,
- * records_seen, records_stored, truncated, columns — the input columns' SQL types as JSON —,
- * plan_fingerprint) says what the file is; docs/replay.md has the table.
+ * records_seen, records_stored, truncated, types — the input columns' SQL types as
+ * "id:precision:scale,…" —, plan_fingerprint) says what the file is; docs/replay.md has the
+ * table.
  *
  * Epochs: the interval that barrier N closes is epoch N; its state starts from the checkpoint
  * of the barrier before it in this run (from_checkpoint: 0 for a fresh start, the restored

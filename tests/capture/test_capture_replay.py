@@ -277,6 +277,11 @@ def test_replay_refuses_what_it_cannot_do(tmp_path):
     assert r.returncode == 2 and "give --op" in r.stderr, r.stderr
     r = clink("replay", "--capture-dir", cap, "--checkpoint-dir", ck, "--op", tum, "--epoch", "9999")
     assert r.returncode == 1 and "epoch-9999.cap" in r.stderr, r.stderr
+    # an operator with two inputs (none of this engine's has) is refused by name
+    j = cap / f"op-{tum}" / "op.json"
+    j.write_text(j.read_text().replace('"inputs":1', '"inputs":2'))
+    r = clink("replay", "--capture-dir", cap, "--checkpoint-dir", ck, "--op", tum, "--epoch", "2")
+    assert r.returncode == 1 and "(window_agg): it has 2 inputs" in r.stderr, r.stderr
     bad = tmp_path / "bad.cap"
     f = next(intervals(cap, tum))[2]
     bad.write_bytes(f.read_bytes()[:200])
