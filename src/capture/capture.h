@@ -36,7 +36,8 @@
  * Cost: the per-batch path copies the batch's columns into the open interval's buffer, encoded
  * as the record batch it will be (no per-row calls); the file is written at the barrier. Past
  * --capture-records rows an interval keeps counting what it sees but stores no more records
- * (control events are still stored) and says truncated.
+ * and says truncated; watermarks and idleness are bounded by the same number (barriers and the
+ * end are always stored).
  *
  * Threads: a recorder (ck_capture_rec_t) belongs to its operator subtask's thread; the job's
  * ck_capture_t is made before the subtask threads start and freed after they are joined, and is
@@ -96,7 +97,7 @@ typedef struct ck_capture_summary {
   int64_t from_checkpoint; /* the barrier before it in this run (0: the run's start) */
   int64_t records_seen;    /* rows the operator took in the interval */
   int64_t records_stored;  /* rows the file holds (≤ records_seen) */
-  bool truncated;          /* records_stored < records_seen */
+  bool truncated;          /* records_stored < records_seen, or watermarks were not all kept */
   char path[512];          /* the file, "" unless written */
 } ck_capture_summary_t;
 

@@ -237,6 +237,42 @@ static void test_bound_truncates_but_keeps_events(void **state) {
   teardown(&fx);
 }
 
+/* a run without checkpoints is one interval: its watermarks are bounded too */
+static void test_bound_holds_for_watermarks(void **state) {
+  (void)state;
+  fx_t fx;
+  setup(&fx);
+  ck_error_t err;
+  ck_error_clear(&err);
+  ck_capture_opts_t o = {fx.dir, 7};
+  ck_capture_t *cap;
+  assert_int_equal(ck_capture_open(&o, fx.graph, &fx.plan, 1, 0, &cap, &err), 0);
+  ck_capture_rec_t *rec = ck_capture_rec_new(cap, fx.sink, 0, 1);
+  for (int i = 0; i < 10; i++) ck_capture_event(rec, CK_CAPTURE_WATERMARK, i, 0);
+  ck_capture_summary_t s;
+  ck_capture_finish(rec, &s);
+  assert_int_equal(s.state, CK_CAPTURE_EMPTY);
+  assert_true(s.truncated);
+  ck_buf_t file;
+  ck_buf_init(&file);
+  read_file(s.path, &file);
+  ck_capture_reader_t *r;
+  assert_int_equal(ck_capture_reader_open(file.data, file.len, &r, &err), 0);
+  int wms = 0, ends = 0;
+  ck_capture_item_t item;
+  while (ck_capture_reader_next(r, &item, &err) == 1) {
+    wms += item.kind == CK_CAPTURE_WATERMARK;
+    ends += item.kind == CK_CAPTURE_END;
+  }
+  assert_int_equal(wms, 7);
+  assert_int_equal(ends, 1);
+  ck_capture_reader_free(r);
+  ck_buf_fini(&file);
+  ck_capture_rec_free(rec);
+  ck_capture_close(cap);
+  teardown(&fx);
+}
+
 static void test_off_is_disarmed(void **state) {
   (void)state;
   ck_capture_t *cap = (ck_capture_t *)1;
@@ -256,6 +292,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_batches_and_events_round_trip),
       cmocka_unit_test(test_bound_truncates_but_keeps_events),
+      cmocka_unit_test(test_bound_holds_for_watermarks),
       cmocka_unit_test(test_off_is_disarmed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
