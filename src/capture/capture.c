@@ -42,6 +42,7 @@ struct ck_capture_rec {
   ck_arrow_batch_t ab;   /* reused for every record batch */
   ck_buf_t body;         /* the open interval's record batch messages */
   int64_t from, seen, stored;
+  int64_t events, events_dropped; /* watermarks and idleness of the interval, kept / not */
   ck_capture_summary_t last;
 };
 
@@ -53,24 +54,6 @@ const char *ck_capture_state_name(ck_capture_state_t state) {
     case CK_CAPTURE_FAILED: return "failed";
   }
   return "?";
-}
-
-void ck_capture_epoch_file(int64_t epoch, char *out, size_t cap) {
-  if (epoch == CK_CAPTURE_EPOCH_FINAL) snprintf(out, cap, "epoch-final.cap");
-  else snprintf(out, cap, "epoch-%lld.cap", (long long)epoch);
-}
-
-bool ck_capture_parse_epoch(const char *text, int64_t *epoch) {
-  if (strcmp(text, "final") == 0) {
-    *epoch = CK_CAPTURE_EPOCH_FINAL;
-    return true;
-  }
-  char *end;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno || end == text || *end || v < 1) return false;
-  *epoch = v;
-  return true;
 }
 
 static int mkdirs(const char *path) {
@@ -426,6 +409,15 @@ void ck_capture_batch(ck_capture_rec_t *rec, const ck_batch_t *batch, int input)
 
 void ck_capture_event(ck_capture_rec_t *rec, ck_capture_event_t kind, int64_t value, int input) {
   if (!rec || !rec->nfields) return;
+  /* the bound holds for watermarks and idleness too (a run without checkpoints is one
+   * interval); barriers and the end always close a file */
+  if (kind == CK_CAPTURE_WATERMARK || kind == CK_CAPTURE_IDLE) {
+    if (rec->events >= rec->cap->max_records) {
+      rec->events_dropped++;
+      return;
+    }
+    rec->events++;
+  }
   ck_arrow_batch_t *ab = &rec->ab;
   ck_arrow_put_u16(ab, 0, (uint16_t)kind);
   ck_arrow_put_i64(ab, 1, value);
@@ -455,7 +447,7 @@ static void close_interval(ck_capture_rec_t *rec, int64_t epoch, ck_capture_summ
   s.from_checkpoint = rec->from;
   s.records_seen = rec->seen;
   s.records_stored = rec->stored;
-  s.truncated = rec->stored < rec->seen;
+  s.truncated = rec->stored < rec->seen || rec->events_dropped > 0;
   char seen[24], stored[24], from[24], ep[24], op[16], sub[16], task[16], fp[24], fmt[8];
   snprintf(seen, sizeof seen, "%lld", (long long)rec->seen);
   snprintf(stored, sizeof stored, "%lld", (long long)rec->stored);
@@ -511,7 +503,7 @@ static void close_interval(ck_capture_rec_t *rec, int64_t epoch, ck_capture_summ
   ck_buf_fini(&file);
   ck_buf_fini(&types);
   ck_buf_reset(&rec->body);
-  rec->seen = rec->stored = 0;
+  rec->seen = rec->stored = rec->events = rec->events_dropped = 0;
   rec->from = epoch;
   rec->last = s;
   if (out) *out = s;

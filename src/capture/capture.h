@@ -25,8 +25,9 @@
  * Each input batch is one record batch of __event 0 rows, each control event a record batch of
  * one row whose input columns are NULL, in the order the operator saw them. The schema's
  * metadata (clink.capture.*: format, op, op_name, subtask, task, epoch, from_checkpoint,
- * records_seen, records_stored, truncated, columns — the input columns' SQL types as JSON —,
- * plan_fingerprint) says what the file is; docs/replay.md has the table.
+ * records_seen, records_stored, truncated, types — the input columns' SQL types as
+ * "id:precision:scale,…" —, plan_fingerprint) says what the file is; docs/replay.md has the
+ * table.
  *
  * Epochs: the interval that barrier N closes is epoch N; its state starts from the checkpoint
  * of the barrier before it in this run (from_checkpoint: 0 for a fresh start, the restored
@@ -35,7 +36,8 @@
  * Cost: the per-batch path copies the batch's columns into the open interval's buffer, encoded
  * as the record batch it will be (no per-row calls); the file is written at the barrier. Past
  * --capture-records rows an interval keeps counting what it sees but stores no more records
- * (control events are still stored) and says truncated.
+ * and says truncated; watermarks and idleness are bounded by the same number (barriers and the
+ * end are always stored).
  *
  * Threads: a recorder (ck_capture_rec_t) belongs to its operator subtask's thread; the job's
  * ck_capture_t is made before the subtask threads start and freed after they are joined, and is
@@ -95,7 +97,7 @@ typedef struct ck_capture_summary {
   int64_t from_checkpoint; /* the barrier before it in this run (0: the run's start) */
   int64_t records_seen;    /* rows the operator took in the interval */
   int64_t records_stored;  /* rows the file holds (≤ records_seen) */
-  bool truncated;          /* records_stored < records_seen */
+  bool truncated;          /* records_stored < records_seen, or watermarks were not all kept */
   char path[512];          /* the file, "" unless written */
 } ck_capture_summary_t;
 

@@ -245,6 +245,24 @@ int ck_capture_reader_next(ck_capture_reader_t *r, ck_capture_item_t *item, ck_e
   }
 }
 
+void ck_capture_epoch_file(int64_t epoch, char *out, size_t cap) {
+  if (epoch == CK_CAPTURE_EPOCH_FINAL) snprintf(out, cap, "epoch-final.cap");
+  else snprintf(out, cap, "epoch-%lld.cap", (long long)epoch);
+}
+
+bool ck_capture_parse_epoch(const char *text, int64_t *epoch) {
+  if (strcmp(text, "final") == 0) {
+    *epoch = CK_CAPTURE_EPOCH_FINAL;
+    return true;
+  }
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno || end == text || *end || v < 1) return false;
+  *epoch = v;
+  return true;
+}
+
 /* ---------------------------------------------------------------- rendering */
 
 static void put_dec(ck_buf_t *out, ck_i128 v, int scale) {
@@ -301,8 +319,8 @@ void ck_capture_row_json(const ck_batch_t *batch, size_t r, const char *const *n
         ck_buf_putc(out, '"');
         break;
       case CK_T_STRING: {
-        size_t n;
-        const char *s = ck_col_str(col, r, &n);
+        size_t n = 0;
+        const char *s = col->data ? ck_col_str(col, r, &n) : ""; /* only empty strings so far */
         ck_buf_put_json_str(out, s, n);
         break;
       }

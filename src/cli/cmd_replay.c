@@ -222,6 +222,19 @@ static int hexval(char c) {
 
 /* The graph from op.json's "plan" (hex of the masked serialised graph). */
 static int load_graph(replay_t *rp, ck_error_t *err) {
+  /* every operator here has one input (several senders interleaved in the recorded order);
+   * one that declares more could not be fed from one capture */
+  const char *in = rp->opjson.data ? strstr(rp->opjson.data, "\"inputs\":") : NULL;
+  if (in && atoi(in + 9) != 1) {
+    const char *nm = strstr(rp->opjson.data, "\"name\":\"");
+    int len = 0;
+    if (nm) nm += 8, len = (int)(strcspn(nm, "\""));
+    ck_error_set(err, CK_EUNSUPPORTED, "could not replay operator %d (%.*s): it has %d inputs, "
+                 "and replay feeds one recorded input", rp->op, len, nm ? nm : "", atoi(in + 9));
+    ck_error_hint(err, "replay an operator with one input, or each input's upstream operator "
+                  "on its own");
+    return CK_EUNSUPPORTED;
+  }
   const char *p = rp->opjson.data ? strstr(rp->opjson.data, "\"plan\":\"") : NULL;
   if (!p)
     return ck_error_set(err, CK_EDECODE, "could not read op.json of operator %d: it has no "

@@ -29,10 +29,10 @@ def gen_rows(n=ROWS):
     return [(i % KEYS, BASE + 10 * i, 5 + 3 * (i % 6)) for i in range(n)]
 
 
-def job_sql(out, extra_sink=""):
+def job_sql(out, extra_sink="", rate=12000):
     return f"""
 CREATE TABLE g (k BIGINT, ts BIGINT, v BIGINT) WITH (
-  connector = 'datagen', rows = '{ROWS}', rows_per_second = '12000',
+  connector = 'datagen', rows = '{ROWS}', rows_per_second = '{rate}',
   'fields.k.kind' = 'sequence', 'fields.k.start' = '0', 'fields.k.end' = '{KEYS - 1}',
   'fields.ts.kind' = 'sequence', 'fields.ts.start' = '{BASE}', 'fields.ts.step' = '10',
   'fields.v.kind' = 'sequence', 'fields.v.start' = '5', 'fields.v.step' = '3', 'fields.v.end' = '20',
@@ -277,6 +277,11 @@ def test_replay_refuses_what_it_cannot_do(tmp_path):
     assert r.returncode == 2 and "give --op" in r.stderr, r.stderr
     r = clink("replay", "--capture-dir", cap, "--checkpoint-dir", ck, "--op", tum, "--epoch", "9999")
     assert r.returncode == 1 and "epoch-9999.cap" in r.stderr, r.stderr
+    # an operator with two inputs (none of this engine's has) is refused by name
+    j = cap / f"op-{tum}" / "op.json"
+    j.write_text(j.read_text().replace('"inputs":1', '"inputs":2'))
+    r = clink("replay", "--capture-dir", cap, "--checkpoint-dir", ck, "--op", tum, "--epoch", "2")
+    assert r.returncode == 1 and "(window_agg): it has 2 inputs" in r.stderr, r.stderr
     bad = tmp_path / "bad.cap"
     f = next(intervals(cap, tum))[2]
     bad.write_bytes(f.read_bytes()[:200])
@@ -319,3 +324,56 @@ def test_every_operator_kind_replays_and_verifies_on_a_cluster(tmp_path, paralle
     subtasks = {p.name for p in cap.glob("op-*/subtask-*")}
     assert len(subtasks) == parallelism, subtasks
     check_against_python(cap, emitted, parallelism)
+
+
+def test_replay_after_a_kill_starts_from_the_restored_checkpoint(tmp_path):
+    import signal
+    import time
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "job.sql").write_text(job_sql(out, rate=2500))
+    args = [CLINK, "run", str(tmp_path / "job.sql"), "--parallelism", "2", "--checkpoint-dir",
+            str(tmp_path / "ck"), "--checkpoint-interval-ms", "150", "--capture-dir",
+            str(tmp_path / "cap")]
+    env = dict(os.environ, CLINK_LOG_LEVEL="warn")
+    env.pop("CLINK_MUTANT", None)
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    # SIGKILL once a few checkpoints completed (a condition, not a sleep: the markers on disk)
+    deadline = time.monotonic() + 60
+    while len(list((tmp_path / "ck").glob("v1/_meta/completed-*"))) < 3 and p.poll() is None:
+        assert time.monotonic() < deadline, "no checkpoint completed"
+        time.sleep(0.02)
+    killed = p.poll() is None
+    p.send_signal(signal.SIGKILL)
+    p.communicate()
+    assert killed, "the job ended before it could be killed"
+    r = subprocess.run(args, capture_output=True, text=True, env=dict(env, CLINK_LOG_LEVEL="info"),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    cap, ck = tmp_path / "cap", tmp_path / "ck"
+    froms = set()
+    for op in ops(cap):
+        for sub, epoch, f in intervals(cap, op):
+            froms.add(int(read_cap(f)[0]["clink.capture.from_checkpoint"]))
+    # the rerun's first intervals start from the checkpoint it restored, not from nothing
+    restored = [int(m) for m in re.findall(r"restore point: checkpoint (\d+)", r.stderr)]
+    assert restored, r.stderr
+    assert restored[0] in froms, (restored, sorted(froms))
+    # every interval whose starting checkpoint is still on disk replays and verifies; one whose
+    # checkpoint was pruned since (the job keeps 3) is refused saying so
+    replayed = pruned = 0
+    for op, opmeta in ops(cap).items():
+        for sub, epoch, f in intervals(cap, op):
+            meta, _ = read_cap(f)
+            # a sink's replay is the rows it took: it needs no state
+            start = int(meta["clink.capture.from_checkpoint"]) if opmeta["kind"] != "sink" else 0
+            task = int(meta["clink.capture.task"])
+            r = replay(cap, ck, op, sub, epoch, "--verify")
+            if start and not (ck / "v1" / str(task) / f"checkpoint-{start}.snap").exists():
+                assert r.returncode == 1 and "pruned since" in r.stderr, r.stderr
+                pruned += 1
+                continue
+            assert r.returncode == 0, (op, sub, epoch, r.stderr)
+            assert "two replays are byte-identical" in r.stderr, r.stderr
+            replayed += 1
+    assert replayed > 10 and pruned > 0, (replayed, pruned)
