@@ -18,7 +18,13 @@ What these tests hold the runner and the ClickHouse sink's account to:
       async_insert) with a reason, and the column plan;
   (e) the sink's password appears in no file under --capture-dir (a loopback proxy swaps a
       distinctive password the job is given for the server's real one, so the job's options
-      hold a password that could not occur by accident).
+      hold a password that could not occur by accident);
+  (f) an INSERT whose answer is withheld is in the ledger as two attempts, in doubt, with what
+      its resend could do (deduplicated, or may_duplicate and why), which the table's count
+      bears out;
+  (g) on a cluster, the workers write their sink subtasks' evidence for every checkpoint the
+      coordinator completed;
+  (h) the file sink's account cuts its output into each interval's rows.
 
 The binary is $CLINK_BIN, or build/src/cli/clink. Tables are named after a random id.
 """
