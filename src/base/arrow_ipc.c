@@ -212,7 +212,8 @@ void ck_arrow_write_schema(ck_buf_t *out, const ck_arrow_field_t *fields, int nf
   for (int i = 0; i < nfields; i++) {
     /* Field { name (0), nullable (1), type_type (2), type (3), dictionary (4), children (5) } */
     bool dict = fields[i].type == CK_ARROW_DICT_UTF8;
-    fb_fld_t ff[] = {{0, 0, 0}, {1, 1, 0}, {2, 1, (uint64_t)type_id(fields[i].type)},
+    fb_fld_t ff[] = {{0, 0, 0}, {1, 1, fields[i].nullable},
+                     {2, 1, (uint64_t)type_id(fields[i].type)},
                      {3, 0, 0}, {5, 0, 0}, {4, 0, 0}};
     size_t fat[6];
     size_t field = fb_table(&w, ff, dict ? 6 : 5, fat);
@@ -259,6 +260,7 @@ void ck_arrow_batch_init(ck_arrow_batch_t *batch, const ck_arrow_field_t *fields
     batch->cols[i].type = fields[i].type;
     ck_buf_init(&batch->cols[i].data);
     ck_buf_init(&batch->cols[i].offsets);
+    ck_buf_init(&batch->cols[i].validity);
   }
   ck_arrow_batch_reset(batch);
 }
@@ -267,6 +269,7 @@ void ck_arrow_batch_fini(ck_arrow_batch_t *batch) {
   for (int i = 0; i < batch->ncols; i++) {
     ck_buf_fini(&batch->cols[i].data);
     ck_buf_fini(&batch->cols[i].offsets);
+    ck_buf_fini(&batch->cols[i].validity);
   }
 }
 
@@ -275,6 +278,8 @@ void ck_arrow_batch_reset(ck_arrow_batch_t *batch) {
   for (int i = 0; i < batch->ncols; i++) {
     ck_buf_reset(&batch->cols[i].data);
     ck_buf_reset(&batch->cols[i].offsets);
+    ck_buf_reset(&batch->cols[i].validity);
+    batch->cols[i].null_count = 0;
     if (!type_width(batch->cols[i].type)) {
       int32_t zero = 0;
       ck_buf_append(&batch->cols[i].offsets, &zero, 4);
@@ -301,8 +306,10 @@ static void write_batch_msg(ck_buf_t *out, const ck_arrow_batch_t *batch, int64_
   for (int i = 0; i < batch->ncols; i++) {
     const ck_arrow_col_t *c = &batch->cols[i];
     nodes[2 * i] = batch->nrows;
-    nodes[2 * i + 1] = 0;
-    bufs[2 * nb] = (int64_t)body, bufs[2 * nb + 1] = 0, nb++;
+    nodes[2 * i + 1] = c->null_count;
+    size_t vlen = c->null_count ? c->validity.len : 0;
+    bufs[2 * nb] = (int64_t)body, bufs[2 * nb + 1] = (int64_t)vlen, nb++;
+    body += pad8(vlen);
     if (!type_width(c->type)) {
       bufs[2 * nb] = (int64_t)body, bufs[2 * nb + 1] = (int64_t)c->offsets.len, nb++;
       body += pad8(c->offsets.len);
@@ -331,6 +338,10 @@ static void write_batch_msg(ck_buf_t *out, const ck_arrow_batch_t *batch, int64_
   static const char zero[8] = {0};
   for (int i = 0; i < batch->ncols; i++) {
     const ck_arrow_col_t *c = &batch->cols[i];
+    if (c->null_count) {
+      ck_buf_append(out, c->validity.data, c->validity.len);
+      ck_buf_append(out, zero, pad8(c->validity.len) - c->validity.len);
+    }
     if (!type_width(c->type)) {
       ck_buf_append(out, c->offsets.data, c->offsets.len);
       ck_buf_append(out, zero, pad8(c->offsets.len) - c->offsets.len);
@@ -537,7 +548,7 @@ int ck_arrow_reader_open(ck_arrow_reader_t *r, const void *data, size_t len, ck_
       return ck_error_set(err, CK_EUNSUPPORTED, "could not read Arrow field '%s': its type "
                           "(Type union member %d) is not read by this reader", name, tt);
     }
-    r->fields[i] = (ck_arrow_field_t){name, t};
+    r->fields[i] = (ck_arrow_field_t){name, t, fb_scalar(&fb, f, 1, 1, 0) != 0};
   }
   r->nfields = (int)nf;
   for (size_t i = 0; i < nf; i++)
@@ -589,8 +600,8 @@ static int read_columns(ck_arrow_reader_t *r, fbr_t *fb, size_t rb, size_t body,
   size_t bi = 0;
   for (int c = 0; c < ncols; c++) {
     int64_t nulls = (int64_t)rd(fb, nodes + 4 + 16 * (size_t)c + 8, 8);
-    if ((int64_t)rd(fb, nodes + 4 + 16 * (size_t)c, 8) != n || nulls != 0)
-      return bad(err, "a column has another length or holds nulls", start);
+    if ((int64_t)rd(fb, nodes + 4 + 16 * (size_t)c, 8) != n || nulls < 0 || nulls > n)
+      return bad(err, "a column has another length or null count", start);
     int width = type_width(types[c]);
     size_t need = width ? 2 : 3;
     if (bi + need > nb) return bad(err, "a record batch has too few buffers", start);
@@ -604,6 +615,13 @@ static int read_columns(ck_arrow_reader_t *r, fbr_t *fb, size_t rb, size_t body,
       blen[k] = (size_t)l;
     }
     ck_arrow_rcol_t *col = &cols[c];
+    col->null_count = nulls;
+    col->validity = NULL;
+    if (nulls) {
+      if (blen[0] < ((size_t)n + 7) / 8)
+        return bad(err, "a column's validity bitmap is too short", start);
+      col->validity = ptr[0];
+    }
     if (width) {
       if (blen[1] < (size_t)n * (size_t)width) return bad(err, "a column is too short", start);
       col->data = ptr[1];

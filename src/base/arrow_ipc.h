@@ -3,15 +3,16 @@
  * a Schema message, RecordBatch messages, the end-of-stream marker), written by hand — the
  * flatbuffers of Schema.fbs and Message.fbs are built and read field by field, no library.
  *
- * What it covers is what clink writes: flat schemas of non-nullable columns of the types in
- * ck_arrow_type_t, schema-level key/value metadata, uncompressed bodies, metadata version V5,
- * little endian. Every buffer in a body starts at a multiple of 8 bytes. One dictionary-encoded
- * type: CK_ARROW_DICT_UTF8, a utf8 column whose rows are int8 indices into a dictionary the
- * stream carries in a DictionaryBatch message (its id: the field's index) between the schema
- * and the first record batch; readers see a dictionary<int8, string> column. The reader reads
- * streams this writer made and any other stream of those types (other types, other index
- * widths, delta dictionaries or nested fields are refused with their name); every offset and
- * index it follows is bounds-checked, so a damaged or foreign file is an error, never a crash.
+ * What it covers is what clink writes: flat schemas of columns of the types in ck_arrow_type_t
+ * (nullable ones with a validity bitmap: the flight recorder's, capture/capture.h), schema-level
+ * key/value metadata, uncompressed bodies, metadata version V5, little endian. Every buffer in
+ * a body starts at a multiple of 8 bytes. One dictionary-encoded type: CK_ARROW_DICT_UTF8, a
+ * utf8 column whose rows are int8 indices into a dictionary the stream carries in a
+ * DictionaryBatch message (its id: the field's index) between the schema and the first record
+ * batch; readers see a dictionary<int8, string> column. The reader reads streams this writer
+ * made and any other stream of those types (other types, other index widths, delta
+ * dictionaries or nested fields are refused with their name); every offset and index it
+ * follows is bounds-checked, so a damaged or foreign file is an error, never a crash.
  *
  * Users: checkpoint snapshots (checkpoint/store.c; docs/state.md). Nothing here knows them.
  * Threads: none of its own; a writer, batch or reader belongs to its caller's thread.
@@ -45,6 +46,7 @@ typedef enum ck_arrow_type {
 typedef struct ck_arrow_field {
   const char *name;
   ck_arrow_type_t type;
+  bool nullable; /* the schema says so; a batch's column may then carry a validity bitmap */
 } ck_arrow_field_t;
 
 typedef struct ck_arrow_kv {
@@ -64,6 +66,10 @@ typedef struct ck_arrow_col {
   ck_arrow_type_t type;
   ck_buf_t data;    /* fixed-width values, or the bytes of variable-width ones */
   ck_buf_t offsets; /* UTF8/BINARY: int32 offsets, nrows + 1 of them */
+  /* NULLs: null_count > 0 writes validity (bit i set = row i is not NULL, at least
+   * (nrows + 7) / 8 bytes; a NULL row still has its value slot, any bytes); 0: no bitmap */
+  ck_buf_t validity;
+  int64_t null_count;
 } ck_arrow_col_t;
 
 typedef struct ck_arrow_batch {
@@ -128,6 +134,8 @@ void ck_arrow_write_eos(ck_buf_t *out);
 /* ---- reading ---- */
 
 typedef struct ck_arrow_rcol {
+  const uint8_t *validity; /* NULL: no row is NULL; else bit i set = row i is not NULL */
+  int64_t null_count;
   const uint8_t *data;    /* values (DICT_UTF8: the int8 indices), or the variable-width bytes */
   const int32_t *offsets; /* UTF8/BINARY */
   size_t data_len;
@@ -170,6 +178,10 @@ int ck_arrow_reader_field(const ck_arrow_reader_t *r, const char *name);
  * into r->dicts (every index of a batch is checked against its dictionary). */
 int ck_arrow_reader_next(ck_arrow_reader_t *r, ck_error_t *err);
 
+static inline bool ck_arrow_valid(const ck_arrow_reader_t *r, int col, int64_t row) {
+  const uint8_t *v = r->cols[col].validity;
+  return !v || (v[row >> 3] >> (row & 7)) & 1;
+}
 static inline uint16_t ck_arrow_get_u16(const ck_arrow_reader_t *r, int col, int64_t row) {
   return ck_get_le16(r->cols[col].data + 2 * row); /* Arrow buffers are little endian */
 }

@@ -87,5 +87,8 @@ CK_CLI_DECLARE(state_diff);
 CK_CLI_DECLARE(state_export);
 CK_CLI_DECLARE(checkpoint_verify);
 CK_CLI_DECLARE(state_query);
+CK_CLI_DECLARE(capture_cat);
+CK_CLI_DECLARE(replay);
+CK_CLI_DECLARE(replay_diff);
 
 #endif

@@ -31,6 +31,8 @@ static const ck_cli_opt_t opts[] = {
     {"fresh", NULL, "ignore the checkpoints in --checkpoint-dir and start the job over", 0, 0, 0, false},
     CK_CLI_SHARED("max-memory"),
     CK_CLI_SHARED("max-restarts"),
+    CK_CLI_SHARED("capture-dir"),
+    CK_CLI_SHARED("capture-records"),
     {"progress-interval-ms", "MS", "log a progress line with the live counters this often (0: never)", 0, 86400000, 10000, false},
     CK_CLI_SHARED("log-level"),
     {"coordinator-host", "HOST", "submit the job to this cluster coordinator instead of running it here", 0, 0, 0, false},
@@ -56,13 +58,14 @@ static int usage(const char *msg) {
 /* Everything but the script: into o, or 2 after printing why. */
 static int parse_run_opts(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args,
                           ck_job_embedded_t *o) {
-  long par, maxpar, interval, ckpt_timeout, restarts, progress;
+  long par, maxpar, interval, ckpt_timeout, restarts, progress, capture_records;
   if (ck_cli_int(cmd, args, "parallelism", &par) ||
       ck_cli_int(cmd, args, "max-parallelism", &maxpar) ||
       ck_cli_int(cmd, args, "checkpoint-interval-ms", &interval) ||
       ck_cli_int(cmd, args, "checkpoint-timeout-ms", &ckpt_timeout) ||
       ck_cli_int(cmd, args, "max-restarts", &restarts) ||
       ck_cli_int(cmd, args, "progress-interval-ms", &progress) ||
+      ck_cli_int(cmd, args, "capture-records", &capture_records) ||
       ck_cli_apply_log_level(cmd, args) || ck_cli_max_memory(cmd, args, &o->max_memory))
     return 2;
   o->prog = "clink run";
@@ -74,6 +77,8 @@ static int parse_run_opts(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args,
   o->progress_ms = progress;
   o->checkpoint_dir = ck_cli_get(cmd, args, "checkpoint-dir");
   o->fresh = ck_cli_flag(cmd, args, "fresh");
+  o->capture_dir = ck_cli_get(cmd, args, "capture-dir");
+  o->capture_records = capture_records;
   return 0;
 }
 

@@ -19,6 +19,8 @@ static const ck_cli_opt_t opts[] = {
     {"host", "ADDR", "address for this worker's data and HTTP ports (default 127.0.0.1)", 0, 0, 0, false},
     CK_CLI_SHARED("http-port"),
     CK_CLI_SHARED("max-memory"),
+    CK_CLI_SHARED("capture-dir"),
+    CK_CLI_SHARED("capture-records"),
     CK_CLI_SHARED("log-level"),
     {NULL, NULL, NULL, 0, 0, 0, false},
 };
@@ -54,6 +56,10 @@ static int worker_main(int argc, char **argv) {
   o.id = ck_cli_get(cmd, &args, "id");
   o.host = ck_cli_get(cmd, &args, "host");
   if (ck_cli_max_memory(cmd, &args, &o.max_memory)) return 2;
+  long capture_records;
+  if (ck_cli_int(cmd, &args, "capture-records", &capture_records)) return 2;
+  o.capture_dir = ck_cli_get(cmd, &args, "capture-dir");
+  o.capture_records = capture_records;
   o.token = getenv("CLINK_AUTH_TOKEN");
   if (ck_cli_apply_log_level(cmd, &args)) return 2;
   ck_cli_on_stop(on_signal);

@@ -21,6 +21,9 @@ static const ck_cli_cmd_t *const commands[] = {
     &ck_cli_cmd_state_export,
     &ck_cli_cmd_state_query,
     &ck_cli_cmd_checkpoint_verify,
+    &ck_cli_cmd_capture_cat,
+    &ck_cli_cmd_replay,
+    &ck_cli_cmd_replay_diff,
     &ck_cli_cmd_connectors,
     &ck_cli_cmd_version,
 };

@@ -37,6 +37,10 @@ const ck_cli_opt_t ck_cli_shared_opts[] = {
     {"http-port", "PORT", "serve HTTP here (0 picks a free port; default: none): `run`, the "
      "job's read-only REST routes on 127.0.0.1 (job, operators, checkpoints, state, metrics; "
      "docs/cluster.md); `worker`, /api/v1/health", 0, 0, 0, false},
+    {"capture-dir", "DIR", "record what every operator subtask consumes, per checkpoint "
+     "interval, under DIR (clink replay re-executes it; docs/replay.md)", 0, 0, 0, false},
+    {"capture-records", "N", "records each operator subtask keeps per interval under "
+     "--capture-dir (past it, the interval is marked truncated)", 1, 1000000000, 10000, false},
     {NULL, NULL, NULL, 0, 0, 0, false},
 };
 

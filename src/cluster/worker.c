@@ -256,6 +256,7 @@ static void on_deploy(wk_t *wk, ck_proto_reader_t *r) {
     eo.remote = &d->remote;
     eo.plan = &d->plan.phys;
     eo.max_memory = wk->o.max_memory;
+    eo.capture = (ck_capture_opts_t){wk->o.capture_dir, wk->o.capture_records};
     rc = ck_exec_new(d->plan.graph, &eo, &d->ex, &err);
   }
   ck_free(wire);

@@ -38,6 +38,8 @@ typedef struct ck_worker_opts {
   const char *host;      /* the address peers reach this worker's data port at (127.0.0.1) */
   int http_port;         /* -1: no HTTP; 0: any free port */
   int64_t max_memory;    /* each deployment's memory guard (ck_exec_opts_t); 0: none */
+  const char *capture_dir; /* --capture-dir: every deployment records there; NULL: off */
+  int64_t capture_records;
   const char *token;     /* CLINK_AUTH_TOKEN, sent with REGISTER (NULL: none) */
 } ck_worker_opts_t;
 

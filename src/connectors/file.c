@@ -1251,9 +1251,31 @@ static void file_sink_close(ck_sink_t *sink) {
   sink->impl = NULL;
 }
 
+/* The interval evidence's account (docs/evidence.md): the output file, and how far it goes
+ * once barrier ckpt's prepare returned: at least once, the bytes synced to it; exactly once,
+ * the bytes committed and every prepared interval still waiting for its commit. */
+static int file_sink_account(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err) {
+  (void)err;
+  file_sink_t *fk = sink->impl;
+  ck_buf_printf(out, "{\"kind\":\"file\",\"checkpoint\":%lld,\"path\":", (long long)ckpt);
+  ck_buf_put_json_str(out, fk->path, strlen(fk->path));
+  if (!fk->eos) {
+    ck_buf_printf(out, ",\"mode\":\"at_least_once\",\"synced_bytes\":%lld}", (long long)fk->whole);
+    return 0;
+  }
+  ck_buf_printf(out, ",\"mode\":\"exactly_once\",\"committed_bytes\":%lld,\"staged\":[",
+                (long long)fk->committed);
+  for (int i = 0; i < fk->nstaged; i++)
+    ck_buf_printf(out, "%s{\"checkpoint\":%lld,\"start\":%lld,\"bytes\":%lld}", i ? "," : "",
+                  (long long)fk->staged[i].ckpt, (long long)fk->staged[i].start,
+                  (long long)fk->staged[i].size);
+  ck_buf_puts(out, "]}");
+  return 0;
+}
+
 static const ck_sink_ops_t file_sink_ops = {
     file_sink_open,   file_sink_write, file_sink_prepare, file_sink_commit,
-    file_sink_finish, file_sink_close, file_sink_recover,
+    file_sink_finish, file_sink_close, file_sink_recover, .account = file_sink_account,
 };
 
 const ck_connector_t ck_file_connector = {

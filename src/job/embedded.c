@@ -57,6 +57,7 @@ int ck_job_embedded_run(const ck_job_embedded_t *o, ck_buf_t *errors) {
                           .on_exec_ctx = o->on_exec_ctx};
   local.eopts.job_name = o->filename;
   local.eopts.max_memory = o->max_memory;
+  local.eopts.capture = (ck_capture_opts_t){o->capture_dir, o->capture_records};
   local.eopts.ckpt.dir = o->checkpoint_dir;
   local.eopts.ckpt.interval_ms = o->checkpoint_interval_ms;
   local.eopts.ckpt.timeout_ms = o->checkpoint_timeout_ms;

@@ -32,6 +32,8 @@ typedef struct ck_job_embedded {
   int64_t checkpoint_interval_ms;
   int64_t checkpoint_timeout_ms; /* 0: checkpoint/coord.c's default */
   int64_t max_memory;          /* 0: no limit */
+  const char *capture_dir;     /* --capture-dir (capture/capture.h); NULL: off */
+  int64_t capture_records;     /* --capture-records */
   int max_restarts;
   int64_t progress_ms;         /* 0: no progress line */
   /* Optional: each deployment's executor while it runs (job/local.h on_exec) */

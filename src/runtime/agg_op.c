@@ -546,6 +546,20 @@ static bool dec_avg(ck_i128 num, int64_t n, int k, ck_i128 *out) {
   return true;
 }
 
+/* A deliberately wrong COUNT (one too many) when CLINK_MUTANT=agg_count_plus_one: the bug
+ * tests/capture plants to show that a test `clink replay --emit-test` wrote catches a change in
+ * an operator (docs/replay.md). Read once; 0 otherwise. */
+static int64_t mutant_count(void) {
+  static _Atomic int cached = -1;
+  int v = cached;
+  if (v < 0) {
+    const char *m = getenv("CLINK_MUTANT");
+    v = m && strcmp(m, "agg_count_plus_one") == 0;
+    cached = v;
+  }
+  return v;
+}
+
 /* The output value of call c for entry idx, typed as the call's result. */
 static int acc_result(ck_agg_t *agg, uint32_t idx, int c, ck_value_t *out, ck_error_t *err) {
   const ck_agg_acc_t *a = &agg->acc[c];
@@ -555,7 +569,7 @@ static int acc_result(ck_agg_t *agg, uint32_t idx, int c, ck_value_t *out, ck_er
   memset(out, 0, sizeof *out);
   out->type = a->call->result_type;
   switch (a->kind) {
-    case CK_AGG_A_COUNT: out->v.i = ck_agg_ld64(p); return 0;
+    case CK_AGG_A_COUNT: out->v.i = ck_agg_ld64(p) + mutant_count(); return 0;
     case CK_AGG_A_SUM_I: {
       ck_i128 sum = ck_agg_ld128(p);
       out->is_null = !has;

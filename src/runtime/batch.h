@@ -111,7 +111,7 @@ static inline void ck_col_append_i64(ck_col_t *col, int64_t v) {
 static inline char *ck_col_str_reserve(ck_col_t *col, size_t n) {
   if (col->len >= col->cap) ck_col_reserve(col, col->len + 1);
   if (col->data_len + n > col->data_cap) ck_col_grow_data(col, n);
-  return col->data + col->data_len;
+  return col->data ? col->data + col->data_len : NULL; /* NULL + 0 is undefined: n is 0 here */
 }
 static inline void ck_col_str_commit(ck_col_t *col, size_t n) {
   col->data_len += n; /* within what ck_col_str_reserve made room for */

@@ -109,6 +109,12 @@ typedef struct ck_sink_ops {
   /* Optional. write that takes the batch (the sink frees it, whatever it returns): a sink
    * that hands the batch's buffers on without copying them (collect). Replaces write. */
   int (*take)(ck_sink_t *sink, ck_batch_t *batch, ck_error_t *err);
+  /* Optional (NULL: the sink gives no account). Called after prepare(ckpt) returned, only when
+   * the job keeps interval evidence (--capture-dir): appends one JSON object to out, the sink's
+   * own account of the interval barrier ckpt closed (where it writes, what it wrote there and
+   * was acknowledged for). Never a credential. The runner puts it in epoch-<ckpt>.sink.json
+   * (capture/evidence.h) before the barrier is acknowledged; an error fails the barrier. */
+  int (*account)(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err);
 } ck_sink_ops_t;
 
 struct ck_sink {

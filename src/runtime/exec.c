@@ -32,6 +32,11 @@
  * nothing uncommitted, and a rerun after it resumes exactly there. A final checkpoint that is
  * abandoned (its timeout) cannot be taken again by sources that ended: the coordinator thread
  * fails the job with coord.c's error naming it, and the job's policy restarts it.
+ *
+ * Interval evidence (capture/evidence.h, with --capture-dir): a sink subtask's barrier work
+ * ends with its account of the interval encoded (sink_evidence, on its thread); the writer
+ * thread writes epoch-<N>.sink.json after the snapshot is durable and before acknowledging, so
+ * an acknowledgement implies the evidence, and a write that fails fails the checkpoint.
  */
 #include "runtime/exec.h"
 
@@ -41,12 +46,14 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/thread.h"
 #include "base/time.h"
+#include "capture/evidence.h"
 #include "checkpoint/coord.h"
 #include "checkpoint/fault.h"
 #include "checkpoint/store.h"
@@ -106,6 +113,9 @@ typedef struct write_job {
   ck_buf_t *bufs;
   ck_snap_section_t *sections;
   int nsections;
+  /* a sink's interval evidence (capture/evidence.h), written before the acknowledgement */
+  char *ev_path;
+  ck_buf_t ev_text;
 } write_job_t;
 typedef struct exec_seg seg_t;
 
@@ -149,6 +159,11 @@ struct task {
   int64_t commit_upto;        /* sinks: newest completed checkpoint to commit (MSG_COMMIT) */
   int64_t final_commit;       /* sinks: the final checkpoint, once released; 0 until then */
   int64_t committed;          /* sinks: newest checkpoint committed */
+  /* sinks, for the interval evidence: the barrier before the open interval in this run (the
+   * restored checkpoint at first, 0 for a fresh start), the rows taken before it, the last
+   * watermark the sink stage was given */
+  int64_t ev_prev, ev_records, sink_wm;
+  bool sink_has_wm;
   uint8_t *blocked;           /* receivers: sender delivered the barrier being aligned */
   int nblocked;
   int64_t aligning;           /* the barrier id being aligned, 0 when none */
@@ -156,6 +171,8 @@ struct task {
   int nstash, stash_cap;
   bool finished;
   bool local;                 /* runs in this process (always, unless opts.remote places it) */
+  ck_capture_rec_t **cap;     /* per stage: its recorder (capture/capture.h), NULL when off */
+  int input;                  /* the sender of the message being handled (receivers) */
   bool started;               /* its thread was started */
   /* metrics, read by ck_exec_metrics from another thread */
   _Atomic int64_t *rows_in;   /* per stage: rows delivered into it */
@@ -184,6 +201,7 @@ struct ck_exec {
    * carrying whether it is the final checkpoint: the subtasks keep no copy of coord.c's state */
   bool checkpointing;
   bool remote_coord;          /* opts.report: a coordinator elsewhere decides */
+  char attempt[24];           /* this execution's attempt id (random), for the evidence */
   ck_store_t store;
   int ntasks, nsinks;
   task_t **all;               /* every task by index (remote ones included, never run here) */
@@ -206,6 +224,7 @@ struct ck_exec {
   int mem_account;            /* its subtask threads' allocations (0: none) */
   const ck_plan_t *plan;      /* opts.plan, or own_plan built from the graph */
   ck_plan_t own_plan;
+  ck_capture_t *capture;      /* opts.capture: the job's recorder settings, NULL when off */
 };
 
 /* How long a source's connector may wait for rows before the source looks at its partitions'
@@ -397,6 +416,7 @@ static int deliver_batch(task_t *t, int i, ck_batch_t *batch, ck_error_t *err) {
   const ck_node_t *n = stage_node(t, i);
   int rc = 0;
   atomic_fetch_add_explicit(&t->rows_in[i], (int64_t)batch->nrows, memory_order_relaxed);
+  ck_capture_batch(t->cap[i], batch, i == 0 ? t->input : 0);
   if (n->kind == CK_NODE_SINK) {
     /* an update stream says so on every row, inserts included, so a reader can tell */
     if (n->changelog && !batch->kinds && batch->nrows) batch->kinds = ck_calloc(batch->nrows, 1);
@@ -415,7 +435,11 @@ static int deliver_watermark(task_t *t, int i, int64_t wm, ck_error_t *err) {
   if (i == 0 || (i == 1 && t->has_source)) atomic_store_explicit(&t->wm_pub, wm, memory_order_relaxed);
   if (i >= t->nstages) return exchange_control(t, MSG_WATERMARK, wm);
   const ck_node_t *n = stage_node(t, i);
-  if (n->kind == CK_NODE_SINK) return 0;
+  ck_capture_event(t->cap[i], CK_CAPTURE_WATERMARK, wm, i == 0 ? t->input : 0);
+  if (n->kind == CK_NODE_SINK) {
+    t->sink_wm = wm, t->sink_has_wm = true;
+    return 0;
+  }
   t->ops[i].metrics.watermark = wm;
   int rc = t->ops[i].ops->watermark(&t->ops[i], wm, err);
   publish_stage(t, i);
@@ -553,6 +577,39 @@ static int ack_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
 
 static int maybe_commit(task_t *t, ck_error_t *err);
 
+/* A sink stage's interval evidence for checkpoint id (stage i), encoded on the sink's thread
+ * (path, text); the writer thread writes it before it acknowledges (capture/evidence.h). With
+ * --capture-dir only. An account the sink cannot give fails the barrier. */
+static int sink_evidence(task_t *t, int i, int64_t id, char **path_out, ck_buf_t *text,
+                         ck_error_t *err) {
+  struct ck_exec *ex = t->ex;
+  const ck_node_t *node = stage_node(t, i);
+  ck_buf_t account;
+  ck_buf_init(&account);
+  int rc = t->sink.ops->account ? t->sink.ops->account(&t->sink, id, &account, err) : 0;
+  if (rc) {
+    ck_buf_fini(&account);
+    return rc;
+  }
+  ck_evidence_t ev = {
+      .op = node->id, .op_name = node->name, .table = t->sink.ctx.table,
+      .connector = node->u.conn.connector ? node->u.conn.connector->name : NULL,
+      .subtask = t->subtask, .task = t->index, .checkpoint = id, .previous = t->ev_prev,
+      .restored_from = ex->opts.ckpt.restore_id, .attempt = ex->attempt,
+      .has_watermark = t->sink_has_wm, .watermark = t->sink_wm,
+      .records = t->sink_records - t->ev_records,
+      .account = account.len ? account.data : NULL, .account_len = account.len};
+  ck_capture_last(t->cap[i], &ev.capture); /* the interval ck_capture_barrier just closed */
+  char path[4096];
+  ck_evidence_path(ex->opts.capture.dir, node->id, t->subtask, id, path, sizeof path);
+  *path_out = ck_strdup(path);
+  ck_evidence_encode(&ev, text);
+  ck_buf_fini(&account);
+  t->ev_prev = id;
+  t->ev_records = t->sink_records;
+  return 0;
+}
+
 /* Snapshots the whole chain of this subtask for checkpoint id and sends the barrier on. A
  * sink first commits what was released before (a sink has one interval awaiting commit at
  * most: preparing N+1 while N's commit waits lets N+1's state drop N's rows, and a lost commit
@@ -561,7 +618,7 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
   struct ck_exec *ex = t->ex;
   ck_snap_section_t sections[64];
   ck_buf_t bufs[64];
-  int n = 0, rc = maybe_commit(t, err);
+  int n = 0, rc = maybe_commit(t, err), sink_stage = -1;
   if (rc) return rc;
   CK_TRACE("barrier", "ckpt=%lld sink=%d", (long long)id, (int)t->has_sink);
   for (int i = 0; i < t->nstages && n < 64 && !rc; i++) {
@@ -575,17 +632,24 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
       kind = CK_SNAP_SINK;
       ck_fault(CK_FAULT_BEFORE_PREPARE);
       rc = t->sink.ops->prepare(&t->sink, id, &bufs[n], err);
+      sink_stage = i;
       if (!rc) CK_TRACE("prepare", "ckpt=%lld", (long long)id);
       if (!rc) ck_fault(CK_FAULT_AFTER_PREPARE);
     } else {
       kind = CK_SNAP_OP;
       rc = t->ops[i].ops->snapshot(&t->ops[i], &bufs[n], err);
     }
+    if (!rc) ck_capture_barrier(t->cap[i], id, NULL); /* closes the stage's epoch id */
     sections[n] = (ck_snap_section_t){(uint32_t)node->id, kind, bufs[n].data ? bufs[n].data : "",
                                       bufs[n].len, node->name,
                                       node->kind == CK_NODE_AGG ? ck_agg_snap_split : NULL};
     n++;
   }
+  char *ev_path = NULL;
+  ck_buf_t ev_text;
+  ck_buf_init(&ev_text);
+  if (!rc && sink_stage >= 0 && ex->opts.capture.dir)
+    rc = sink_evidence(t, sink_stage, id, &ev_path, &ev_text, err);
   if (!rc) {
     /* the state is copied out; encoding, write and fsync happen on the writer thread, which
      * acknowledges once the file is durable, while this subtask goes on with the next records */
@@ -598,8 +662,13 @@ static int take_checkpoint(task_t *t, int64_t id, ck_error_t *err) {
     memcpy(job->bufs, bufs, sizeof *bufs * (size_t)n); /* the sections point into their blocks */
     memcpy(job->sections, sections, sizeof *sections * (size_t)n);
     job->nsections = n;
+    job->ev_path = ev_path;
+    job->ev_text = ev_text;
     writer_push(ex, job);
     n = 0; /* the job owns the buffers now */
+  } else {
+    ck_free(ev_path);
+    ck_buf_fini(&ev_text);
   }
   for (int i = 0; i < n; i++) ck_buf_fini(&bufs[i]);
   if (!rc) rc = exchange_control(t, MSG_BARRIER, id);
@@ -635,6 +704,15 @@ static int write_snapshot(write_job_t *job, ck_error_t *err) {
     return rc;
   }
   CK_TRACE("snapshot_durable", "dir=%s task=%d ckpt=%lld", ex->store.root, t->index, (long long)job->id);
+  if (job->ev_path) { /* the sink's interval evidence: before the acknowledgement, or none */
+    rc = ck_evidence_write(job->ev_path, job->ev_text.data, job->ev_text.len, err);
+    if (rc) {
+      err->retriable = true; /* the checkpoint fails, as a snapshot that cannot be written */
+      ck_error_hint(err, "checkpoint %lld is not acknowledged without its evidence; the job "
+                    "rewinds to its last completed checkpoint", (long long)job->id);
+      return rc;
+    }
+  }
   ck_fault(CK_FAULT_AFTER_SNAPSHOT_WRITE);
   return ack_checkpoint(t, job->id, err);
 }
@@ -654,6 +732,8 @@ static void *writer_main(void *arg) {
     int rc = atomic_load(&ex->failed) ? 0 : write_snapshot(job, &err);
     if (rc) task_fail(job->task, rc, &err);
     ck_buf_fini(&job->file);
+    ck_buf_fini(&job->ev_text);
+    ck_free(job->ev_path);
     for (int i = 0; i < job->nsections; i++) ck_buf_fini(&job->bufs[i]);
     ck_free(job->bufs);
     ck_free(job->sections);
@@ -811,6 +891,7 @@ static bool sink_final_committed(const task_t *t) {
 static int open_task(task_t *t, ck_error_t *err) {
   for (int i = 0; i < t->nstages; i++) {
     const ck_node_t *n = stage_node(t, i);
+    t->cap[i] = ck_capture_rec_new(t->ex->capture, n, t->subtask, t->index);
     ck_conn_ctx_t ctx = {n->u.conn.table, &n->u.conn.schema, &n->u.conn.options, t->subtask,
                          t->seg->parallelism, t->ex->opts.job_name,
                          n->kind == CK_NODE_SOURCE && t->in.wake_fd >= 0 ? &t->in.wake_fd : NULL,
@@ -890,6 +971,7 @@ static int finish_task(task_t *t, ck_error_t *err) {
     int rc = t->sink.ops->finish(&t->sink, err);
     if (rc) return rc;
   }
+  for (int i = 0; i < t->nstages; i++) ck_capture_finish(t->cap[i], NULL); /* epoch-final */
   return exchange_control(t, MSG_END, 0);
 }
 
@@ -1172,6 +1254,7 @@ static int handle_msg(task_t *t, msg_t m, bool *ended, ck_error_t *err) {
     return 0;
   }
   int rc = 0;
+  t->input = m.sender;
   switch (m.kind) {
     case MSG_BATCH:
       if (m.batch->wms) receiver_row_watermarks(t, m.sender, m.batch);
@@ -1183,6 +1266,7 @@ static int handle_msg(task_t *t, msg_t m, bool *ended, ck_error_t *err) {
         t->sender_idle[m.sender] = 0;
       } else {
         t->sender_idle[m.sender] = 1;
+        ck_capture_event(t->cap[0], CK_CAPTURE_IDLE, 0, m.sender);
       }
       bool all_idle;
       int64_t wm = senders_watermark(t, &all_idle);
@@ -1323,6 +1407,10 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
                           plan->segs[s].down, NULL};
   ex->checkpointing = ex->opts.ckpt.dir != NULL;
   ex->remote_coord = ex->checkpointing && ex->opts.report != NULL;
+  uint64_t nonce = 0;
+  if (getrandom(&nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce)
+    nonce = (uint64_t)ck_wall_ms() * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32;
+  snprintf(ex->attempt, sizeof ex->attempt, "%016llx", (unsigned long long)nonce);
   if (ex->checkpointing) {
     int rc = ck_store_open(ex->opts.ckpt.dir, &ex->store, err);
     if (rc) {
@@ -1355,6 +1443,7 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
       t->nstages = seg->last - seg->first + 1;
       t->ops = ck_calloc((size_t)t->nstages, sizeof *t->ops);
       t->stages = ck_calloc((size_t)t->nstages, sizeof *t->stages);
+      t->cap = ck_calloc((size_t)t->nstages, sizeof *t->cap);
       t->rows_in = ck_calloc((size_t)t->nstages, sizeof *t->rows_in);
       t->late_pub = ck_calloc((size_t)t->nstages, sizeof *t->late_pub);
       t->state_pub = ck_calloc(2 * (size_t)t->nstages, sizeof *t->state_pub);
@@ -1363,6 +1452,7 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
       t->has_sink = graph->nodes[seg->last].kind == CK_NODE_SINK;
       t->wm = CK_WATERMARK_MIN;
       atomic_store(&t->wm_pub, CK_WATERMARK_MIN);
+      t->ev_prev = ex->opts.ckpt.restore_id; /* the interval evidence's first previous barrier */
       t->index = ck_plan_task(plan, s, p);
       t->local = !remote || remote->slot_worker[ck_plan_slot(plan, p) % remote->nslots] ==
                                 remote->self;
@@ -1388,6 +1478,12 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
     ck_ckpt_coord_init(&ex->coord, &ex->store, ex->ntasks, total_sinks, total_sources,
                        ex->opts.ckpt.ids_above, ex->opts.ckpt.restore_id, ex->opts.ckpt.interval_ms,
                        ex->opts.ckpt.timeout_ms, ex->opts.ckpt.retain, ck_mono_ms());
+  int rc = ck_capture_open(&ex->opts.capture, graph, plan, ex->opts.ckpt.fingerprint,
+                           ex->checkpointing ? ex->opts.ckpt.restore_id : 0, &ex->capture, err);
+  if (rc) {
+    ck_exec_free(ex);
+    return rc;
+  }
   *out = ex;
   return 0;
 }
@@ -1579,6 +1675,8 @@ void ck_exec_free(ck_exec_t *ex) {
         if (m->link) ex->opts.remote->consumed(ex->opts.remote->ctx, m->link);
       }
       chan_fini(&t->in);
+      for (int i = 0; i < t->nstages; i++) ck_capture_rec_free(t->cap[i]);
+      ck_free(t->cap);
       ck_free(t->ops);
       ck_free(t->stages);
       ck_free(t->rows_in);
@@ -1595,6 +1693,7 @@ void ck_exec_free(ck_exec_t *ex) {
   ck_free(ex->segs);
   ck_plan_fini(&ex->own_plan);
   ck_free(ex->all);
+  ck_capture_close(ex->capture);
   if (ex->checkpointing) ck_store_close(&ex->store);
   ck_mutex_fini(&ex->err_mu);
   ck_mutex_fini(&ex->ckpt_mu);

@@ -25,6 +25,7 @@
 #include "base/buf.h"
 
 #include "base/error.h"
+#include "capture/capture.h"
 #include "runtime/graph.h"
 #include "runtime/op.h"
 #include "runtime/plan.h"
@@ -83,6 +84,9 @@ typedef struct ck_exec_opts {
   int64_t max_memory;
   /* Handed to every source and sink as ck_conn_ctx_t.host (libclink's job); NULL otherwise. */
   void *host;
+  /* The flight recorder (capture/capture.h): what every operator subtask consumed, per
+   * checkpoint interval, under capture.dir (NULL: off). */
+  ck_capture_opts_t capture;
 } ck_exec_opts_t;
 
 /* Subtasks the graph runs as (snapshot directories v1/0 … v1/n-1): ck_plan_build's ntasks. */

@@ -103,6 +103,9 @@ bool ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out);
  * not one, CK_ENOTFOUND for a connector this process does not have, CK_EOPTION for options
  * its tables refuse. The connectors must be registered first. */
 int ck_plan_decode(const void *data, size_t len, ck_graph_t **out, ck_error_t *err);
+/* ck_plan_decode that also takes a REDACT encoding (credentials masked): a graph to rebuild
+ * one operator from offline (clink replay, capture/capture.h), never to run its connectors. */
+int ck_plan_decode_masked(const void *data, size_t len, ck_graph_t **out, ck_error_t *err);
 /* The identity text of the graph: its IDENTITY encoding in hex, what checkpoints fingerprint
  * (ck_lineage_fingerprint of it). */
 void ck_plan_identity(const ck_graph_t *graph, ck_buf_t *out);

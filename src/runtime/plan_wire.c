@@ -554,7 +554,19 @@ static int get_node(rd_t *r, ck_graph_t *g, int i, ck_error_t *err) {
   return 0;
 }
 
+static int decode(const void *data, size_t len, bool masked_ok, ck_graph_t **out,
+                  ck_error_t *err);
+
 int ck_plan_decode(const void *data, size_t len, ck_graph_t **out, ck_error_t *err) {
+  return decode(data, len, false, out, err);
+}
+
+int ck_plan_decode_masked(const void *data, size_t len, ck_graph_t **out, ck_error_t *err) {
+  return decode(data, len, true, out, err);
+}
+
+static int decode(const void *data, size_t len, bool masked_ok, ck_graph_t **out,
+                  ck_error_t *err) {
   *out = NULL;
   ck_graph_t *g = ck_calloc(1, sizeof *g);
   ck_arena_init(&g->arena, 0);
@@ -565,7 +577,8 @@ int ck_plan_decode(const void *data, size_t len, ck_graph_t **out, ck_error_t *e
   if (magic && memcmp(magic, MAGIC, 4)) bad(&r, "it does not start with CKJG");
   uint32_t version = get_u32(&r), flags = get_u32(&r);
   if (!r.bad && version != CK_PLAN_WIRE_VERSION) bad(&r, "its version is not 1");
-  if (!r.bad && flags) bad(&r, "it is a masked copy (credentials redacted), not a runnable plan");
+  if (!r.bad && flags && !(masked_ok && flags == CK_PLAN_WIRE_REDACT))
+    bad(&r, "it is a masked copy (credentials redacted), not a runnable plan");
   g->max_parallelism = get_i32(&r);
   if (!r.bad && (g->max_parallelism < 1 || g->max_parallelism > 32768))
     bad(&r, "its max_parallelism is out of range");

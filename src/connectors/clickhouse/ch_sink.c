@@ -110,6 +110,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/time.h"
+#include "connectors/clickhouse/ch_account.h"
 #include "connectors/clickhouse/ch_client.h"
 #include "connectors/clickhouse/ch_sink.h"
 #include "checkpoint/fault.h"
@@ -725,6 +726,20 @@ static int ch_check(const ck_schema_t *schema, const ck_options_t *opts, bool as
 
 /* ===================================================================== sink ====== */
 
+/* One acknowledged INSERT, for the interval evidence. */
+typedef struct ledger_entry {
+  char token[300];      /* its insert_deduplication_token (also when the server has none) */
+  int64_t interval, seq, rows;
+  int attempts;
+  int resend;           /* as ch_sink_t.resend */
+  const char *why;
+} ledger_entry_t;
+
+typedef struct ledger {
+  ledger_entry_t *e;
+  int n, cap;
+} ledger_t;
+
 typedef struct ch_sink {
   ch_cfg_t cfg;
   ch_dedup_t dedup;
@@ -753,6 +768,14 @@ typedef struct ch_sink {
   int64_t first_row_ms; /* when the oldest buffered row arrived; 0: nothing buffered */
   int64_t rows_written, inserts;
   size_t *saved; /* per column: rows, data, nulls, offs lengths before a batch */
+  /* the interval evidence's account (ch_account): the destination as open found it, and the
+   * ledger of acknowledged INSERTs of the interval in progress (cur) and of the one the last
+   * prepare closed (done) */
+  char *dest;              /* JSON members, or NULL when open did not get that far */
+  int attempts;            /* of the buffered block's INSERT so far */
+  int resend;              /* 0: not resent; 1: resent, deduplicated if landed; 2: may duplicate */
+  const char *resend_why;  /* resend 2: why (a static string) */
+  ledger_t cur, done;
 } ch_sink_t;
 
 static const char *tname(const ck_sink_t *sink) { return sink->ctx.table ? sink->ctx.table : "?"; }
@@ -1116,7 +1139,16 @@ static int open_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
   s->plan = NULL;
   rc = build_plan(sink->ctx.schema, &d, s->cfg.checked, s->cfg.label, &s->plan, err);
   desc_fini(&d);
-  return rc;
+  if (rc) return rc;
+  ck_buf_t dest;
+  ck_buf_init(&dest);
+  if ((rc = ck_ch_account_destination(s->client, s->cfg.database, s->cfg.table, &dest, err))) {
+    ck_buf_fini(&dest);
+    return rc;
+  }
+  ck_free(s->dest);
+  s->dest = ck_buf_detach(&dest);
+  return 0;
 }
 
 static void ch_close(ck_sink_t *sink);
@@ -1433,6 +1465,7 @@ static int insert_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
   if (rc) return rc;
   const ck_ch_server_t *sv = ck_ch_client_server(s->client);
   if (s->eos && !s->staged && (rc = stage_create(s, err))) return rc;
+  s->attempts++;
   if (s->in_doubt) {
     ch_dedup_t stage = {.tokens = s->dedup.tokens, .window = CH_STAGE_WINDOW};
     const char *gap = dedup_gap(s->eos ? &stage : &s->dedup, &s->doubt_server, sv);
@@ -1443,6 +1476,7 @@ static int insert_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
       err->retriable = false;
       return CK_EIO;
     }
+    if (gap || s->resend != 2) s->resend = gap ? 2 : 1, s->resend_why = gap;
     if (gap) {
       s->resends_may_dup++;
       CK_LOG_WARN(LOG_SUB, "table '%s': resending %zu rows that may have been written: may "
@@ -1488,6 +1522,21 @@ static int insert_attempt(ck_sink_t *sink, bool *in_doubt, ck_error_t *err) {
   return ck_ch_insert_end(s->client, err);
 }
 
+static void ledger_add(ledger_t *l, const ch_sink_t *s, int64_t rows) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 8;
+    l->e = ck_realloc(l->e, sizeof *l->e * (size_t)l->cap);
+  }
+  ledger_entry_t *e = &l->e[l->n++];
+  snprintf(e->token, sizeof e->token, "%s", s->token);
+  e->interval = s->interval;
+  e->seq = s->block_seq;
+  e->rows = rows;
+  e->attempts = s->attempts;
+  e->resend = s->resend;
+  e->why = s->resend_why;
+}
+
 static int flush(ck_sink_t *sink, ck_error_t *err) {
   ch_sink_t *s = sink->impl;
   if (!s->block.cols || !s->block.cols[0].rows) {
@@ -1500,9 +1549,13 @@ static int flush(ck_sink_t *sink, ck_error_t *err) {
            (unsigned long long)s->run, (long long)s->interval, (long long)s->block_seq);
   char what[400];
   snprintf(what, sizeof what, "insert %zu rows into %s", s->block.rows, s->cfg.label);
+  s->attempts = 0;
+  s->resend = 0;
+  s->resend_why = NULL;
   int rc = with_retries(sink, insert_attempt, what, err);
   s->in_doubt = false;
   if (rc) return rc;
+  ledger_add(&s->cur, s, (int64_t)s->block.rows);
   s->block_seq++;
   s->rows_written += (int64_t)s->block.rows;
   s->inserts++;
@@ -1558,6 +1611,10 @@ static int ch_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *
   ch_sink_t *s = sink->impl;
   int rc = flush(sink, err);
   if (rc) return rc;
+  ledger_t t = s->done; /* the interval barrier ckpt closes is the one an account reports */
+  s->done = s->cur;
+  s->cur = t;
+  s->cur.n = 0;
   s->interval = ckpt;
   s->block_seq = 0;
   if (!s->eos) return 0;
@@ -1678,14 +1735,80 @@ static void ch_close(ck_sink_t *sink) {
   ck_ch_block_fini(&s->block);
   ck_free(s->insert_sql);
   ck_free(s->saved);
+  ck_free(s->dest);
+  ck_free(s->cur.e);
+  ck_free(s->done.e);
   if (s->instance >= 0) ck_sink_live_release(s->identity, sink->ctx.subtask, s->instance);
   cfg_fini(&s->cfg);
   ck_free(s);
   sink->impl = NULL;
 }
 
+/* The interval evidence's account (see ch_account.h and docs/evidence.md): the destination as
+ * open found it, what the sink does against duplicates and async inserts, the column plan,
+ * and the ledger of the INSERTs acknowledged between the previous barrier and ckpt. */
+static int ch_account(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err) {
+  (void)err;
+  ch_sink_t *s = sink->impl;
+  ck_buf_printf(out, "{\"kind\":\"clickhouse\",\"checkpoint\":%lld,\"endpoint\":",
+                (long long)ckpt);
+  char ep[300];
+  snprintf(ep, sizeof ep, "%s:%d", s->cfg.host, s->cfg.port);
+  ck_buf_put_json_str(out, ep, strlen(ep));
+  ck_buf_printf(out, ",\"mode\":\"%s\",\"destination\":{", s->eos ? "exactly_once" : "at_least_once");
+  if (s->dest) ck_buf_puts(out, s->dest);
+  ck_buf_puts(out, "},\"dedup\":{");
+  const ch_dedup_t *d = &s->dedup;
+  ck_buf_printf(out, "\"tokens\":%s,\"replicated\":%s,\"window\":%lld,\"async_insert\":%s,"
+                "\"sent_with_each_insert\":{", d->tokens ? "true" : "false",
+                d->replicated ? "true" : "false", (long long)(s->eos ? CH_STAGE_WINDOW : d->window),
+                d->async ? "true" : "false");
+  if (d->async) ck_buf_puts(out, "\"async_insert\":\"0\",\"wait_for_async_insert\":\"1\"");
+  if (d->tokens) ck_buf_printf(out, "%s\"insert_deduplication_token\":\"<the entry's token>\"",
+                               d->async ? "," : "");
+  ck_buf_puts(out, "}},\"columns\":[");
+  for (int j = 0; j < s->ncols; j++) {
+    const col_plan_t *cp = &s->plan[j];
+    char tn[64];
+    if (j) ck_buf_putc(out, ',');
+    ck_buf_puts(out, "{\"sql_column\":");
+    const char *sn = sink->ctx.schema->names[cp->src];
+    ck_buf_put_json_str(out, sn, strlen(sn));
+    ck_type_name(sink->ctx.schema->types[cp->src], tn, sizeof tn);
+    ck_buf_puts(out, ",\"declared\":");
+    ck_buf_put_json_str(out, tn, strlen(tn));
+    ck_buf_puts(out, ",\"column\":");
+    ck_buf_put_json_str(out, cp->name, strlen(cp->name));
+    ck_buf_puts(out, ",\"target\":");
+    ck_buf_put_json_str(out, cp->type_name, strlen(cp->type_name));
+    ck_buf_printf(out, ",\"range_checked\":%s}", cp->range_check ? "true" : "false");
+  }
+  int64_t rows = 0;
+  ck_buf_puts(out, "],\"ledger\":[");
+  for (int i = 0; i < s->done.n; i++) {
+    const ledger_entry_t *e = &s->done.e[i];
+    if (i) ck_buf_putc(out, ',');
+    ck_buf_puts(out, "{\"token\":");
+    if (d->tokens || s->eos) ck_buf_put_json_str(out, e->token, strlen(e->token));
+    else ck_buf_puts(out, "null");
+    ck_buf_printf(out, ",\"block\":\"%lld:%lld\",\"rows\":%lld,\"attempts\":%d,\"in_doubt\":%s,"
+                  "\"resend\":%s", (long long)e->interval, (long long)e->seq, (long long)e->rows,
+                  e->attempts, e->resend ? "true" : "false",
+                  e->resend == 0 ? "null" : e->resend == 1 ? "\"deduplicated\"" : "\"may_duplicate\"");
+    if (e->why) {
+      ck_buf_puts(out, ",\"why\":");
+      ck_buf_put_json_str(out, e->why, strlen(e->why));
+    }
+    ck_buf_putc(out, '}');
+    rows += e->rows;
+  }
+  ck_buf_printf(out, "],\"rows\":%lld,\"inserts\":%d}", (long long)rows, s->done.n);
+  return 0;
+}
+
 static const ck_sink_ops_t ch_sink_ops = {
     ch_open, ch_write, ch_prepare, ch_commit, ch_finish, ch_close, ch_recover,
+    .account = ch_account,
 };
 
 const ck_connector_t ck_clickhouse_connector = {
