@@ -385,7 +385,14 @@ void ck_capture_batch(ck_capture_rec_t *rec, const ck_batch_t *batch, int input)
   if (k == 0 || batch->ncols != rec->in->ncols) return;
   ck_arrow_batch_t *ab = &rec->ab;
   put_zeros(&ab->cols[0].data, k * 2); /* __event: records */
-  put_zeros(&ab->cols[1].data, k * 8); /* __value */
+  /* __value: the watermark each row arrived under (runtime/batch.h wms), which decides
+   * whether it is late; INT64_MIN when its batch carried none */
+  ck_buf_reserve(&ab->cols[1].data, k * 8);
+  for (size_t i = 0; i < k; i++) {
+    int64_t w = batch->wms ? batch->wms[i] : INT64_MIN;
+    memcpy(ab->cols[1].data.data + ab->cols[1].data.len + 8 * i, &w, 8);
+  }
+  ab->cols[1].data.len += k * 8;
   ck_buf_reserve(&ab->cols[2].data, k * 2);
   uint16_t in16 = (uint16_t)input;
   for (size_t i = 0; i < k; i++) memcpy(ab->cols[2].data.data + ab->cols[2].data.len + 2 * i, &in16, 2);

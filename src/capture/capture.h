@@ -17,7 +17,9 @@
  * A .cap file is one Arrow IPC stream (base/arrow_ipc.h; pyarrow and DuckDB open it). Its
  * columns are four control columns, then the operator's input columns under their names:
  *   __event   uint16  0 record, 1 watermark, 2 barrier, 3 idle, 4 end of input
- *   __value   int64   the watermark, or the barrier's checkpoint id (0 for records)
+ *   __value   int64   the watermark, or the barrier's checkpoint id; for a record, the watermark
+ *                     it arrived under (runtime/batch.h wms: it decides whether the record is
+ *                     late), INT64_MIN when its batch carried none
  *   __input   uint16  which upstream subtask sent it (0 for a chained operator)
  *   __kind    uint16  the record's row kind (0 insert, 1 update-before, 2 update-after, 3 delete)
  *   <col>...  nullable: BOOL, INT, BIGINT and TIMESTAMP as int64, FLOAT and DOUBLE as float64,
@@ -64,7 +66,7 @@
 #include "runtime/graph.h"
 #include "runtime/plan.h"
 
-#define CK_CAPTURE_FORMAT 1
+#define CK_CAPTURE_FORMAT 2
 #define CK_CAPTURE_DEFAULT_RECORDS 10000
 #define CK_CAPTURE_EPOCH_FINAL INT64_MAX /* the epoch after the last barrier: "final" */
 #define CK_CAPTURE_MAX_COLS 28           /* input columns a .cap holds (4 control columns) */

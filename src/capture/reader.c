@@ -212,16 +212,25 @@ int ck_capture_reader_next(ck_capture_reader_t *r, ck_capture_item_t *item, ck_e
     ck_type_t *types = r->h.types;
     ck_batch_t *b = ck_batch_new(r->h.ncols, types, (size_t)n);
     uint8_t *kinds = NULL;
+    int64_t *wms = NULL;
     for (int64_t i = 0; i < n; i++) {
+      int64_t w = ck_arrow_get_i64(ar, 1, i);
+      if (w != INT64_MIN && !wms) {
+        wms = ck_malloc((size_t)n * sizeof *wms);
+        for (int64_t j = 0; j < i; j++) wms[j] = INT64_MIN;
+      }
+      if (wms) wms[i] = w;
       if (ck_arrow_get_u16(ar, 0, i) != CK_CAPTURE_RECORD) {
         ck_batch_free(b);
         ck_free(kinds);
+        ck_free(wms);
         return bad(err, "a record batch mixes records and control events");
       }
       uint16_t k = ck_arrow_get_u16(ar, 3, i);
       if (k > CK_ROW_DELETE) {
         ck_batch_free(b);
         ck_free(kinds);
+        ck_free(wms);
         return bad(err, "a row kind is unknown");
       }
       if (k && !kinds) kinds = ck_calloc((size_t)n, 1);
@@ -231,12 +240,14 @@ int ck_capture_reader_next(ck_capture_reader_t *r, ck_capture_item_t *item, ck_e
         if (rc2) {
           ck_batch_free(b);
           ck_free(kinds);
+          ck_free(wms);
           return rc2;
         }
       }
       b->nrows++;
     }
     b->kinds = kinds;
+    b->wms = wms;
     ck_batch_seal(b);
     item->kind = CK_CAPTURE_RECORD;
     item->input = ck_arrow_get_u16(ar, 2, 0);
