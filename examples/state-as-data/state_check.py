@@ -71,17 +71,13 @@ def watermark(header):
 
 
 def window(value, sensor):
-    """(start, end, count, min, max) of one 'win' entry of the tutorial's aggregation: u32 key
-    group, i64 start, i64 end, the key (u8 is_null, u32 length, bytes), COUNT(*) i64, AVG (f64
-    hi, f64 lo, i64 n, i64 big), MIN and MAX (u8 has, f64)."""
+    """(start, end, count, min, max) of one 'win' entry of the tutorial's aggregation (snapshot
+    format 3.0: the key group and the key are their own columns, not in the value): i64 start,
+    i64 end, COUNT(*) i64, AVG (f64 hi, f64 lo, i64 n, i64 big), MIN and MAX (u8 has, f64)."""
     import struct
-    start = int.from_bytes(value[4:12], "little", signed=True)
-    end = int.from_bytes(value[12:20], "little", signed=True)
-    at = 20
-    assert value[at] == 0
-    klen = int.from_bytes(value[at + 1:at + 5], "little")
-    assert value[at + 5:at + 5 + klen].decode() == sensor
-    at += 5 + klen
+    start = int.from_bytes(value[0:8], "little", signed=True)
+    end = int.from_bytes(value[8:16], "little", signed=True)
+    at = 16
     count = int.from_bytes(value[at:at + 8], "little", signed=True)
     at += 8 + 32
     assert value[at] == 1 and value[at + 9] == 1

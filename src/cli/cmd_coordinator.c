@@ -23,6 +23,7 @@ static const ck_cli_opt_t opts[] = {
     {"ha-dir", "DIR", "keep a leader lock, the epoch and job manifests here; a restarted coordinator recovers its jobs", 0, 0, 0, false},
     CK_CLI_SHARED("checkpoint-interval-ms"),
     CK_CLI_SHARED("checkpoint-timeout-ms"),
+    CK_CLI_SHARED("checkpoints-retained"),
     CK_CLI_SHARED("max-restarts"),
     CK_CLI_SHARED("log-level"),
     {"routes-markdown", NULL, "print the REST API's routes as a Markdown table (docs/cluster.md) and exit", 0, 0, 0, false},
@@ -76,14 +77,16 @@ static int coordinator_main(int argc, char **argv) {
     return 2;
   }
   o.ha_dir = ck_cli_get(cmd, &args, "ha-dir");
-  long ms = 0, timeout_ms = 0, restarts = 0;
+  long ms = 0, timeout_ms = 0, retained = 0, restarts = 0;
   if (ck_cli_int(cmd, &args, "checkpoint-interval-ms", &ms) ||
       ck_cli_int(cmd, &args, "checkpoint-timeout-ms", &timeout_ms) ||
+      ck_cli_int(cmd, &args, "checkpoints-retained", &retained) ||
       ck_cli_int(cmd, &args, "max-restarts", &restarts) ||
       ck_cli_apply_log_level(cmd, &args))
     return 2;
   o.checkpoint_interval_ms = ms;
   o.checkpoint_timeout_ms = timeout_ms;
+  o.checkpoints_retained = (int)retained;
   o.max_restarts = (int)restarts;
   o.auth_token = getenv("CLINK_AUTH_TOKEN");
   ck_cli_on_stop(on_signal);

@@ -667,8 +667,8 @@ static int replay_main(int argc, char **argv) {
       rc = ck_cli_read_file(rp.snap_path, &rp.snap, &err);
       if (rc)
         ck_error_hint(&err, "epoch %s starts from checkpoint %lld; a checkpoint pruned since "
-                      "(the job keeps 3) cannot be replayed", epoch,
-                      (long long)rp.hdr.from_checkpoint);
+                      "(the job keeps --checkpoints-retained, 3 by default) cannot be replayed",
+                      epoch, (long long)rp.hdr.from_checkpoint);
     }
   }
   sink_ctx_t sc;

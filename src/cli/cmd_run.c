@@ -28,6 +28,7 @@ static const ck_cli_opt_t opts[] = {
     {"checkpoint-dir", "DIR", "take checkpoints into DIR, and resume from them when run again", 0, 0, 0, false},
     CK_CLI_SHARED("checkpoint-interval-ms"),
     CK_CLI_SHARED("checkpoint-timeout-ms"),
+    CK_CLI_SHARED("checkpoints-retained"),
     {"fresh", NULL, "ignore the checkpoints in --checkpoint-dir and start the job over", 0, 0, 0, false},
     CK_CLI_SHARED("max-memory"),
     CK_CLI_SHARED("max-restarts"),
@@ -58,11 +59,12 @@ static int usage(const char *msg) {
 /* Everything but the script: into o, or 2 after printing why. */
 static int parse_run_opts(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args,
                           ck_job_embedded_t *o) {
-  long par, maxpar, interval, ckpt_timeout, restarts, progress, capture_records;
+  long par, maxpar, interval, ckpt_timeout, retained, restarts, progress, capture_records;
   if (ck_cli_int(cmd, args, "parallelism", &par) ||
       ck_cli_int(cmd, args, "max-parallelism", &maxpar) ||
       ck_cli_int(cmd, args, "checkpoint-interval-ms", &interval) ||
       ck_cli_int(cmd, args, "checkpoint-timeout-ms", &ckpt_timeout) ||
+      ck_cli_int(cmd, args, "checkpoints-retained", &retained) ||
       ck_cli_int(cmd, args, "max-restarts", &restarts) ||
       ck_cli_int(cmd, args, "progress-interval-ms", &progress) ||
       ck_cli_int(cmd, args, "capture-records", &capture_records) ||
@@ -73,6 +75,7 @@ static int parse_run_opts(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args,
   o->max_parallelism = (int)maxpar;
   o->checkpoint_interval_ms = interval;
   o->checkpoint_timeout_ms = ckpt_timeout;
+  o->checkpoints_retained = (int)retained;
   o->max_restarts = (int)restarts;
   o->progress_ms = progress;
   o->checkpoint_dir = ck_cli_get(cmd, args, "checkpoint-dir");

@@ -23,6 +23,9 @@
  * module's (job/policy.h): one default for an embedded run and a cluster. */
 const ck_cli_opt_t ck_cli_shared_opts[] = {
     {"checkpoint-interval-ms", "MS", "time between checkpoints", 1, 86400000, 1000, false},
+    {"checkpoints-retained", "N", "completed checkpoints kept on disk, the newest N (Flink's "
+     "state.checkpoints.num-retained); older ones are deleted as new ones complete", 1, 1000000,
+     3, false},
     {"checkpoint-timeout-ms", "MS", "abandon a checkpoint not complete this long after its "
      "trigger (the final one's abandonment fails the deployment: a restart takes it again)", 1,
      86400000, CK_CKPT_TIMEOUT_DEFAULT_MS, false},

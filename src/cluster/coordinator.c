@@ -137,7 +137,8 @@ static int remote_deploy(void *dep, const ck_job_point_t *point, ck_error_t *err
   }
   ck_ckpt_coord_init(&job->ck, &job->store, job->plan.ntasks, job->plan.nsinks,
                      job->plan.nsources, point->ids_above, point->restore_id,
-                     co->o.checkpoint_interval_ms, co->o.checkpoint_timeout_ms, 0, ck_mono_ms());
+                     co->o.checkpoint_interval_ms, co->o.checkpoint_timeout_ms,
+                     co->o.checkpoints_retained, ck_mono_ms());
   job->deployment = (int64_t)((co->epoch & 0x7fffff) << 40) | ++co->deploy_seq;
   job->started = false;
   job->input_ended = true;

@@ -60,6 +60,7 @@ typedef struct ck_coordinator_opts {
   const char *ha_dir;          /* NULL: no high availability */
   int64_t checkpoint_interval_ms;
   int64_t checkpoint_timeout_ms; /* 0: checkpoint/coord.c's default */
+  int checkpoints_retained;      /* completed checkpoints kept per job (0: coord.c's 3) */
   int max_restarts;            /* per job, lifetime; < 0: CK_JOB_RESTARTS_DEFAULT (job/policy.h) */
   int heartbeat_ms;            /* expected from workers (default 500) */
   int missed_heartbeats;       /* this many missed → worker lost (default 3) */

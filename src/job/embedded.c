@@ -61,6 +61,7 @@ int ck_job_embedded_run(const ck_job_embedded_t *o, ck_buf_t *errors) {
   local.eopts.ckpt.dir = o->checkpoint_dir;
   local.eopts.ckpt.interval_ms = o->checkpoint_interval_ms;
   local.eopts.ckpt.timeout_ms = o->checkpoint_timeout_ms;
+  local.eopts.ckpt.retain = o->checkpoints_retained;
   local.eopts.ckpt.fingerprint = ck_lineage_fingerprint(desc.data);
   ck_job_t job = {
       .dir = o->checkpoint_dir,

@@ -31,6 +31,7 @@ typedef struct ck_job_embedded {
   bool fresh;
   int64_t checkpoint_interval_ms;
   int64_t checkpoint_timeout_ms; /* 0: checkpoint/coord.c's default */
+  int checkpoints_retained;      /* completed checkpoints kept (0: checkpoint/coord.c's 3) */
   int64_t max_memory;          /* 0: no limit */
   const char *capture_dir;     /* --capture-dir (capture/capture.h); NULL: off */
   int64_t capture_records;     /* --capture-records */

@@ -65,7 +65,8 @@ def run_job(tmp, parallelism, *extra, sql=None):
     out.mkdir(exist_ok=True)
     (tmp / "job.sql").write_text(sql or job_sql(out))
     r = clink("run", tmp / "job.sql", "--parallelism", parallelism, "--checkpoint-dir",
-              tmp / "ck", "--checkpoint-interval-ms", 150, "--capture-dir", tmp / "cap", *extra)
+              tmp / "ck", "--checkpoint-interval-ms", 150, "--checkpoints-retained", 1000000,
+              "--capture-dir", tmp / "cap", *extra)
     assert r.returncode == 0, r.stderr
     return tmp / "cap", tmp / "ck"
 
@@ -290,11 +291,11 @@ def test_replay_refuses_what_it_cannot_do(tmp_path):
 
 
 def load_cluster_harness():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("cluster_harness", REPO / "tests/cluster/conftest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """tests/cluster's harness (a package module: it imports the checkpoint suite's helpers)."""
+    import importlib
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    return importlib.import_module("tests.cluster.conftest")
 
 
 @pytest.mark.parametrize("parallelism", [1, 4])
@@ -303,7 +304,7 @@ def test_every_operator_kind_replays_and_verifies_on_a_cluster(tmp_path, paralle
     c = h.Cluster(tmp_path, interval_ms=150)
     cap = tmp_path / "cap"
     try:
-        c.start_coordinator()
+        c.start_coordinator(extra=("--checkpoints-retained", "1000000"))
         # two workers recording into one directory (each writes its own subtasks' files)
         for wid in ("w1", "w2"):
             c.start_worker(wid, slots=2, extra=("--capture-dir", str(cap)))

@@ -34,6 +34,7 @@ import os
 import re
 import signal
 import socket
+import sys
 import subprocess
 import threading
 import time
@@ -545,11 +546,10 @@ def test_workers_write_the_evidence_of_their_sink_subtasks(ch, line, table, tmp_
     """A cluster job at parallelism 2 over two workers recording into one --capture-dir: every
     checkpoint the coordinator completed has the evidence of both sink subtasks, each written
     by the worker that ran it, and the ledgers acknowledge the input's rows exactly once."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("cluster_harness",
-                                                  REPO / "tests/cluster/conftest.py")
-    h = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(h)
+    import importlib
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    h = importlib.import_module("tests.cluster.conftest")  # a package module, like its suite
     name = table("ev_cluster")
     rows = 2000
     cap, trace = tmp_path / "cap", tmp_path / "trace"
