@@ -10,7 +10,7 @@ interval is long, so a deployment's only checkpoint is its final one.
 """
 import pytest
 
-from conftest import ckjob
+from .conftest import ckjob
 
 ROWS = 3000
 COORD = ["--checkpoint-timeout-ms", "1000"]

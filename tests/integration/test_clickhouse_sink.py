@@ -584,7 +584,7 @@ def test_in_doubt_resend_lands_once_where_the_table_deduplicates(ch, ch_conf, ta
 
 
 def in_doubt_case(ch, ch_conf, table, engine):
-    from chproxy import CutProxy
+    from .chproxy import CutProxy
     name = table("doubt_" + engine, "id Int64, s String")
     ddl = {"window": "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100",
            "plain": "MergeTree ORDER BY id",
