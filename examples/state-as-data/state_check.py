@@ -70,7 +70,7 @@ def watermark(header):
     return int.from_bytes(header[-16:-8], "little", signed=True)
 
 
-def window(value, sensor):
+def window(value):
     """(start, end, count, min, max) of one 'win' entry of the tutorial's aggregation (snapshot
     format 3.0: the key group and the key are their own columns, not in the value): i64 start,
     i64 end, COUNT(*) i64, AVG (f64 hi, f64 lo, i64 n, i64 big), MIN and MAX (u8 has, f64)."""
@@ -106,7 +106,7 @@ def held(rows):
         if r["slot"] == "win":
             key = r["user_key"]
             sensor = json.loads(key.decode() if isinstance(key, bytes) else key)
-            start, end, count, mn, mx = window(r["value"], sensor)
+            start, end, count, mn, mx = window(r["value"])
             assert end == start + workload.WINDOW_MS
             assert (sensor, start) not in wins
             wins[(sensor, start)] = (count, mn, mx)

@@ -56,18 +56,6 @@ const char *ck_capture_state_name(ck_capture_state_t state) {
   return "?";
 }
 
-static int mkdirs(const char *path) {
-  char p[512];
-  snprintf(p, sizeof p, "%s", path);
-  for (char *s = p + 1; *s; s++) {
-    if (*s != '/') continue;
-    *s = 0;
-    if (mkdir(p, 0755) && errno != EEXIST) return -1;
-    *s = '/';
-  }
-  return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 /* ---------------------------------------------------------------- op.json */
 
 static const char *kind_name(const ck_node_t *n) {
@@ -185,7 +173,7 @@ int ck_capture_open(const ck_capture_opts_t *opts, const ck_graph_t *graph, cons
   if (strlen(opts->dir) > 300)
     return ck_error_set(err, CK_EOPTION, "could not use --capture-dir '%s': the path is longer "
                         "than 300 bytes", opts->dir);
-  if (mkdirs(opts->dir))
+  if (ck_store_mkdirs(opts->dir))
     return ck_error_set(err, CK_EIO, "could not create --capture-dir '%s': %s", opts->dir,
                         strerror(errno));
   ck_capture_t *cap = ck_calloc(1, sizeof *cap);
@@ -211,7 +199,7 @@ int ck_capture_open(const ck_capture_opts_t *opts, const ck_graph_t *graph, cons
     if (n->kind == CK_NODE_SOURCE) continue;
     char path[512];
     snprintf(path, sizeof path, "%s/op-%d", cap->dir, n->id);
-    if (mkdirs(path)) {
+    if (ck_store_mkdirs(path)) {
       rc = ck_error_set(err, CK_EIO, "could not create '%s': %s", path, strerror(errno));
       break;
     }
@@ -493,9 +481,9 @@ static void close_interval(ck_capture_rec_t *rec, int64_t epoch, ck_capture_summ
            rec->subtask);
   ck_error_t err;
   ck_error_clear(&err);
-  int rc = mkdirs(s.path) ? ck_error_set(&err, CK_EIO, "could not create '%s': %s", s.path,
-                                         strerror(errno))
-                          : 0;
+  int rc = ck_store_mkdirs(s.path) ? ck_error_set(&err, CK_EIO, "could not create '%s': %s",
+                                                   s.path, strerror(errno))
+                                    : 0;
   size_t dl = strlen(s.path);
   snprintf(s.path + dl, sizeof s.path - dl, "/%s", name);
   if (!rc) rc = ck_store_replace(s.path, file.data, file.len, 0644, &err);

@@ -58,25 +58,13 @@ void ck_evidence_path(const char *dir, int op, int subtask, int64_t ckpt, char *
            (long long)ckpt);
 }
 
-static int mkdirs(char *path) {
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    int rc = mkdir(path, 0755);
-    *p = '/';
-    if (rc && errno != EEXIST) return -1;
-  }
-  if (mkdir(path, 0755) && errno != EEXIST) return -1;
-  return 0;
-}
-
 int ck_evidence_write(const char *path, const void *text, size_t len, ck_error_t *err) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
   if (slash && slash != dir) {
     *slash = 0;
-    if (mkdirs(dir)) {
+    if (ck_store_mkdirs(dir)) {
       ck_error_set(err, CK_EIO, "could not write the interval evidence '%s': could not create "
                    "its directory: %s", path, strerror(errno));
       return CK_EIO;

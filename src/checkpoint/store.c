@@ -18,16 +18,21 @@
 
 #define OLD_SNAP_MAGIC "CKSNAP\0\1" /* the version-1 binary layout, no longer read */
 
-static int mkdirs(char *path) {
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    int rc = mkdir(path, 0755);
-    *p = '/';
-    if (rc && errno != EEXIST) return -1;
+int ck_store_mkdirs(const char *path) {
+  char *p = ck_malloc(strlen(path) + 1);
+  strcpy(p, path);
+  int rc = 0;
+  for (char *s = p + 1; *s && !rc; s++) {
+    if (*s != '/') continue;
+    *s = 0;
+    if (mkdir(p, 0755) && errno != EEXIST) rc = -1;
+    *s = '/';
   }
-  if (mkdir(path, 0755) && errno != EEXIST) return -1;
-  return 0;
+  if (!rc && mkdir(p, 0755) && errno != EEXIST) rc = -1;
+  int e = errno;
+  ck_free(p);
+  errno = e;
+  return rc;
 }
 
 int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err) {
@@ -36,7 +41,7 @@ int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err) {
   snprintf(store->root, n, "%s/v1", dir);
   char *meta = ck_malloc(n + 8);
   snprintf(meta, n + 8, "%s/_meta", store->root);
-  int rc = mkdirs(meta);
+  int rc = ck_store_mkdirs(meta);
   ck_free(meta);
   if (rc) {
     ck_error_set(err, CK_EIO, "could not create checkpoint directory '%s': %s", store->root,
@@ -111,7 +116,7 @@ int ck_store_write(const ck_store_t *store, const char *relpath, const void *dat
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
   *slash = 0;
-  if (mkdirs(dir))
+  if (ck_store_mkdirs(dir))
     return ck_error_set(err, CK_EIO, "could not create '%s': %s", dir, strerror(errno));
   return ck_store_replace(path, data, n, 0644, err);
 }

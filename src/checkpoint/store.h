@@ -38,6 +38,9 @@ typedef struct ck_store {
 } ck_store_t;
 
 int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err);
+/* mkdir -p: path and every directory above it (0755); 0, or -1 with errno. Also the flight
+ * recorder's (capture/), which writes beside the checkpoints the same way. */
+int ck_store_mkdirs(const char *path);
 void ck_store_close(ck_store_t *store);
 
 /* Durable whole-file replace of path (any path, not only under a store): written to a fresh

@@ -31,6 +31,7 @@ import pyarrow.ipc
 import pytest
 
 from .conftest import BASE_TS, CLINK, FAULT_EXIT
+from .test_state import uvarints
 
 REPO = Path(__file__).resolve().parents[2]
 from ..cluster import conftest as clusterharness  # noqa: E402 (a sibling suite's harness)
@@ -99,19 +100,6 @@ def pyarrow_rows(ckpt, n):
     return out
 
 
-def uvarints(b, at, count):
-    vals, shift, cur = [], 0, 0
-    while len(vals) < count:
-        x = b[at]
-        at += 1
-        cur |= (x & 0x7F) << shift
-        shift += 7
-        if not x & 0x80:
-            vals.append(cur)
-            cur, shift = 0, 0
-    return vals
-
-
 @pytest.fixture(scope="module")
 def mid_stream(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sq")
@@ -151,7 +139,7 @@ def test_queries_answer_what_pyarrow_reads_from_the_files(mid_stream):
     assert got == want and len(rows) == len(want)
     assert all(x["agg1"] == x["value_int"] for x in rows)
     # the source positions (u8 version, uvarint parallelism, uvarint next row), summed by SQL
-    nexts = [uvarints(t["value"], 1, 2)[1] for t in truth if t["name"] == "datagen_source"]
+    nexts = [uvarints(t["value"], 1, 2)[0][1] for t in truth if t["name"] == "datagen_source"]
     assert len(nexts) == 2
     r, rows = query(f"--dir={ckpt / 'v1'}", "--sql=SELECT operator, SUM(value_int) AS pos, "
                     "COUNT(*) AS n FROM state WHERE kind = 'source' GROUP BY operator")
@@ -203,7 +191,7 @@ def test_group_by_over_many_batches_answers_once_per_group(tmp_path):
     per_kg = Counter(t["key_group"] for t in truth if t["slot"] == "group")
     assert {x["key_group"]: x["c"] for x in rows} == {k: c for k, c in per_kg.items() if c > 40}
     # every group's COUNT, summed by SQL, is the rows the source had read (its raw position)
-    read = sum(uvarints(t["value"], 1, 2)[1] for t in truth if t["name"] == "datagen_source")
+    read = sum(uvarints(t["value"], 1, 2)[0][1] for t in truth if t["name"] == "datagen_source")
     r, rows = query(f"--checkpoint-dir={tmp_path / 'ckpt'}", "--sql=SELECT SUM(value_int) AS n, "
                     "COUNT(*) AS g FROM state WHERE slot = 'group' GROUP BY slot")
     assert r.returncode == 0, r.stderr
