@@ -48,7 +48,8 @@
   X(DEPLOY, 4, "coordinator → worker: i64 deployment, i64 job, str name, str plan (the "      \
                "serialised job graph, runtime/plan.h), str checkpoint dir, i64 restore_id, "    \
                "i64 ids_above, i64 fingerprint, u32 self, u32 nslots, nslots × u32 worker, "   \
-               "str capture dir (\"\": the worker's), i64 capture records (0: the worker's)")  \
+               "then optionally str capture dir (\"\": the worker's), i64 capture records "    \
+               "(0: the worker's)")                                                           \
   X(DEPLOYED, 5, "worker → coordinator: i64 deployment, u32 data port, i32 rc, str error")     \
   X(START, 6, "coordinator → worker: i64 deployment, u32 n, n × (str host, u32 data port)")    \
   X(TRIGGER, 7, "coordinator → worker: i64 deployment, i64 checkpoint, u8 final")               \
