@@ -135,8 +135,11 @@ static int run_main(int argc, char **argv) {
   }
   if (submit) {
     const char *name = ck_cli_get(cmd, &args, "name");
+    /* --capture-dir and --capture-records are the job's own on its workers; left out, the
+     * workers' options apply */
     rc = ck_cli_submit(co_host ? co_host : "127.0.0.1", (int)port, name ? name : filename,
-                       sql.data, o.parallelism);
+                       sql.data, o.parallelism, o.capture_dir,
+                       ck_cli_get(cmd, &args, "capture-records") ? o.capture_records : 0);
   } else {
     o.sql = sql.data;
     o.sql_len = sql.len;
