@@ -26,6 +26,7 @@
 #include "cli/cli.h"
 #include "connectors/connectors.h"
 #include "incident/bundle.h"
+#include "incident/bundle_int.h"
 
 static int usage(const ck_cli_cmd_t *cmd, const char *msg) {
   fprintf(stderr, "clink %s: %s\nusage: clink %s %s\n", cmd->name, msg, cmd->name, cmd->usage);
@@ -119,10 +120,10 @@ static int replay_epoch(const char *capture_dir, const char *checkpoint_dir, int
     return 1;
   }
   char out[64], errp[64], sop[16], ssub[16], sep[24];
-  snprintf(out, sizeof out, "%s/out.ndjson", tmpl);
-  snprintf(errp, sizeof errp, "%s/stderr", tmpl);
-  snprintf(sop, sizeof sop, "%d", op);
-  snprintf(ssub, sizeof ssub, "%d", subtask);
+  ck_bundle_fmt(out, sizeof out, "%s/out.ndjson", tmpl);
+  ck_bundle_fmt(errp, sizeof errp, "%s/stderr", tmpl);
+  ck_bundle_fmt(sop, sizeof sop, "%d", op);
+  ck_bundle_fmt(ssub, sizeof ssub, "%d", subtask);
   if (epoch == INT64_MAX) snprintf(sep, sizeof sep, "final");
   else snprintf(sep, sizeof sep, "%lld", (long long)epoch);
   char *argv[] = {"replay", "--capture-dir", (char *)capture_dir, "--checkpoint-dir",

@@ -4,6 +4,7 @@
 #include "incident/bundle_int.h"
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,13 @@ int ck_bundle_list(const char *dir, ck_arena_t *arena, char ***names) {
   return n;
 }
 
+void ck_bundle_fmt(char *out, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(out, cap, fmt, ap);
+  va_end(ap);
+}
+
 bool ck_bundle_is_dir(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -80,7 +88,7 @@ int ck_bundle_open(ck_bundle_t *b, const char *dir, ck_error_t *err) {
   ck_arena_init(&b->arena, 0);
   ck_buf_init(&b->text);
   char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, CK_BUNDLE_MANIFEST);
+  ck_bundle_fmt(path, sizeof path, "%s/%s", dir, CK_BUNDLE_MANIFEST);
   int rc = ck_bundle_read_file(path, &b->text, err);
   if (rc == CK_ENOTFOUND)
     ck_error_hint(err, "a bundle's manifest is written last: a directory without one is not a "
@@ -122,7 +130,7 @@ int ck_bundle_read_checked(const ck_bundle_t *b, const char *path, ck_buf_t *out
     return ck_error_set(err, CK_ENOTFOUND, "could not read '%s' of the bundle: the manifest "
                         "does not list it", path);
   char full[4096];
-  snprintf(full, sizeof full, "%s/%s", b->dir, path);
+  ck_bundle_fmt(full, sizeof full, "%s/%s", b->dir, path);
   size_t at = out->len;
   int rc = ck_bundle_read_file(full, out, err);
   if (rc) return rc;

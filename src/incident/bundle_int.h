@@ -21,6 +21,8 @@ int ck_bundle_read_file(const char *path, ck_buf_t *out, ck_error_t *err);
  * cannot be opened). */
 int ck_bundle_list(const char *dir, ck_arena_t *arena, char ***names);
 bool ck_bundle_is_dir(const char *path);
+/* snprintf into out[cap] (a path or a message; cut to fit, always terminated). */
+void ck_bundle_fmt(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool ck_bundle_is_file(const char *path);
 /* "<prefix><int><suffix>" → the int (>= 0), else -1. */
 int64_t ck_bundle_name_id(const char *name, const char *prefix, const char *suffix);

@@ -101,8 +101,8 @@ static void add_missing(collector_t *c, const char *what, const char *file, cons
 /* Writes data as bundle file rel, and lists it. */
 static int put_file(collector_t *c, const char *rel, const void *data, size_t n, ck_error_t *err) {
   char path[4096], dir[4096];
-  snprintf(path, sizeof path, "%s/%s", c->o->out, rel);
-  snprintf(dir, sizeof dir, "%s", path);
+  ck_bundle_fmt(path, sizeof path, "%s/%s", c->o->out, rel);
+  ck_bundle_fmt(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
   if (ck_store_mkdirs(dir))
@@ -145,14 +145,14 @@ static int64_t read_id_file(const char *path) {
 
 static int collect_meta(collector_t *c, ck_error_t *err) {
   char meta[2200];
-  snprintf(meta, sizeof meta, "%s/v1/_meta", c->ckdir);
+  ck_bundle_fmt(meta, sizeof meta, "%s/v1/_meta", c->ckdir);
   char **names;
   int n = ck_bundle_list(meta, &c->arena, &names);
   for (int i = 0; i < n; i++) {
     char src[4096], rel[512];
-    snprintf(src, sizeof src, "%s/%s", meta, names[i]);
+    ck_bundle_fmt(src, sizeof src, "%s/%s", meta, names[i]);
     if (strstr(names[i], ".tmp") || !ck_bundle_is_file(src)) continue; /* being written */
-    snprintf(rel, sizeof rel, "%s/v1/_meta/%s", CK_BUNDLE_CHECKPOINTS, names[i]);
+    ck_bundle_fmt(rel, sizeof rel, "%s/v1/_meta/%s", CK_BUNDLE_CHECKPOINTS, names[i]);
     ck_buf_t keep;
     ck_buf_init(&keep);
     int rc = copy_file(c, src, rel, &keep, err);
@@ -162,7 +162,7 @@ static int collect_meta(collector_t *c, ck_error_t *err) {
     }
     if (!rc && strcmp(names[i], "fingerprint") == 0) {
       size_t l = strcspn(keep.data ? keep.data : "", "\n");
-      snprintf(c->fingerprint, sizeof c->fingerprint, "%.*s", (int)(l < keep.len ? l : keep.len),
+      ck_bundle_fmt(c->fingerprint, sizeof c->fingerprint, "%.*s", (int)(l < keep.len ? l : keep.len),
                keep.data ? keep.data : "");
     }
     ck_buf_fini(&keep);
@@ -179,7 +179,7 @@ static int collect_meta(collector_t *c, ck_error_t *err) {
   if (c->ncompleted) qsort(c->completed, (size_t)c->ncompleted, sizeof *c->completed, cmp_i64);
   if (c->nconfirmed) qsort(c->confirmed, (size_t)c->nconfirmed, sizeof *c->confirmed, cmp_i64);
   char v1[2200];
-  snprintf(v1, sizeof v1, "%s/v1", c->ckdir);
+  ck_bundle_fmt(v1, sizeof v1, "%s/v1", c->ckdir);
   n = ck_bundle_list(v1, &c->arena, &names);
   for (int i = 0; i < n; i++) {
     int64_t t = ck_bundle_name_id(names[i], "", "");
@@ -231,8 +231,8 @@ static int collect_subtask(collector_t *c, int op, bool sink, int subtask, const
   int nepochs = 0, nevid = 0, rc = 0;
   for (int i = 0; i < n && !rc; i++) {
     char src[4096], rel[512];
-    snprintf(src, sizeof src, "%s/%s", dir, names[i]);
-    snprintf(rel, sizeof rel, "%s/op-%d/subtask-%d/%s", CK_BUNDLE_CAPTURE, op, subtask, names[i]);
+    ck_bundle_fmt(src, sizeof src, "%s/%s", dir, names[i]);
+    ck_bundle_fmt(rel, sizeof rel, "%s/op-%d/subtask-%d/%s", CK_BUNDLE_CAPTURE, op, subtask, names[i]);
     if (strstr(names[i], ".tmp") || !ck_bundle_is_file(src)) continue;
     int64_t id;
     if ((id = ck_bundle_name_id(names[i], "epoch-", ".sink.json")) > 0) {
@@ -271,15 +271,15 @@ static int collect_subtask(collector_t *c, int op, bool sink, int subtask, const
       int64_t id = c->completed[i];
       if (id < first) continue;
       char rel[512], why[256];
-      snprintf(why, sizeof why, "checkpoint %lld completed, and this operator subtask recorded "
+      ck_bundle_fmt(why, sizeof why, "checkpoint %lld completed, and this operator subtask recorded "
                "its intervals from checkpoint %lld on", (long long)id, (long long)first);
       if (!has_id(epochs, nepochs, id)) {
-        snprintf(rel, sizeof rel, "%s/op-%d/subtask-%d/epoch-%lld.cap", CK_BUNDLE_CAPTURE, op,
+        ck_bundle_fmt(rel, sizeof rel, "%s/op-%d/subtask-%d/epoch-%lld.cap", CK_BUNDLE_CAPTURE, op,
                  subtask, (long long)id);
         add_missing(c, "capture", rel, why);
       }
       if (sink && !has_id(evid, nevid, id)) {
-        snprintf(rel, sizeof rel, "%s/op-%d/subtask-%d/epoch-%lld.sink.json", CK_BUNDLE_CAPTURE,
+        ck_bundle_fmt(rel, sizeof rel, "%s/op-%d/subtask-%d/epoch-%lld.sink.json", CK_BUNDLE_CAPTURE,
                  op, subtask, (long long)id);
         add_missing(c, "evidence", rel, why);
       }
@@ -297,9 +297,9 @@ static int collect_captures(collector_t *c, ck_error_t *err) {
     int64_t op = ck_bundle_name_id(ops[i], "op-", "");
     if (op < 0 || op > 1 << 20) continue;
     char dir[4096], src[4200], rel[512];
-    snprintf(dir, sizeof dir, "%s/%s", c->capdir, ops[i]);
-    snprintf(src, sizeof src, "%s/op.json", dir);
-    snprintf(rel, sizeof rel, "%s/op-%d/op.json", CK_BUNDLE_CAPTURE, (int)op);
+    ck_bundle_fmt(dir, sizeof dir, "%s/%s", c->capdir, ops[i]);
+    ck_bundle_fmt(src, sizeof src, "%s/op.json", dir);
+    ck_bundle_fmt(rel, sizeof rel, "%s/op-%d/op.json", CK_BUNDLE_CAPTURE, (int)op);
     bool sink = false;
     if (ck_bundle_is_file(src)) {
       ck_buf_t b;
@@ -320,7 +320,7 @@ static int collect_captures(collector_t *c, ck_error_t *err) {
       int64_t st = ck_bundle_name_id(subs[s], "subtask-", "");
       if (st < 0 || st > 1 << 20) continue;
       char sdir[4400];
-      snprintf(sdir, sizeof sdir, "%s/%s", dir, subs[s]);
+      ck_bundle_fmt(sdir, sizeof sdir, "%s/%s", dir, subs[s]);
       int rc = collect_subtask(c, (int)op, sink, (int)st, sdir, err);
       if (rc) return rc;
     }
@@ -329,7 +329,7 @@ static int collect_captures(collector_t *c, ck_error_t *err) {
   for (int k = 0; k < c->nivs; k++) {
     if (c->ivs[k].capture || !c->o->include_captures) continue;
     char rel[512];
-    snprintf(rel, sizeof rel, "%s/op-%d/subtask-%d/epoch-%lld.cap", CK_BUNDLE_CAPTURE,
+    ck_bundle_fmt(rel, sizeof rel, "%s/op-%d/subtask-%d/epoch-%lld.cap", CK_BUNDLE_CAPTURE,
              c->ivs[k].op, c->ivs[k].subtask, (long long)c->ivs[k].ckpt);
     for (int f = 0; f < c->nfiles; f++)
       if (strcmp(c->files[f].path, rel) == 0) c->ivs[k].capture = ck_arena_strdup(&c->arena, rel);
@@ -341,15 +341,15 @@ static int collect_snapshots(collector_t *c, int64_t id, const char *why, ck_err
   for (int t = 0; t < c->ntasks; t++) {
     char src[4096], rel[512], name[128];
     ck_snap_path(c->tasks[t], id, name, sizeof name);
-    snprintf(src, sizeof src, "%s/v1/%s", c->ckdir, name);
-    snprintf(rel, sizeof rel, "%s/v1/%s", CK_BUNDLE_CHECKPOINTS, name);
+    ck_bundle_fmt(src, sizeof src, "%s/v1/%s", c->ckdir, name);
+    ck_bundle_fmt(rel, sizeof rel, "%s/v1/%s", CK_BUNDLE_CHECKPOINTS, name);
     bool have = false;
     for (int f = 0; f < c->nfiles && !have; f++) have = strcmp(c->files[f].path, rel) == 0;
     if (have) continue;
     if (!ck_bundle_is_file(src)) {
       if (has_id(c->completed, c->ncompleted, id)) {
         char w[256];
-        snprintf(w, sizeof w, "checkpoint %lld completed and is a %s of a collected interval, and "
+        ck_bundle_fmt(w, sizeof w, "checkpoint %lld completed and is a %s of a collected interval, and "
                  "task %d's snapshot of it is not on disk (pruned, or removed)", (long long)id,
                  strcmp(why, "bound") == 0 ? "bound" : "restore point", c->tasks[t]);
         add_missing(c, "snapshot", rel, w);
@@ -374,8 +374,8 @@ static int collect_trace(collector_t *c, ck_error_t *err) {
                         "directory", c->o->trace_dir);
   for (int i = 0; i < n; i++) {
     char src[4096], rel[512];
-    snprintf(src, sizeof src, "%s/%s", c->o->trace_dir, names[i]);
-    snprintf(rel, sizeof rel, "%s/%s", CK_BUNDLE_TRACE, names[i]);
+    ck_bundle_fmt(src, sizeof src, "%s/%s", c->o->trace_dir, names[i]);
+    ck_bundle_fmt(rel, sizeof rel, "%s/%s", CK_BUNDLE_TRACE, names[i]);
     if (!ck_bundle_is_file(src)) continue;
     int rc = copy_file(c, src, rel, NULL, err);
     if (rc) return rc;
@@ -492,11 +492,11 @@ int ck_bundle_collect(const ck_bundle_collect_opts_t *o, ck_error_t *err) {
   ck_buf_init(&text);
   int rc = 0;
   if (o->job_id)
-    snprintf(c.ckdir, sizeof c.ckdir, "%s/job-%lld", o->checkpoint_dir, (long long)o->job_id);
+    ck_bundle_fmt(c.ckdir, sizeof c.ckdir, "%s/job-%lld", o->checkpoint_dir, (long long)o->job_id);
   else
-    snprintf(c.ckdir, sizeof c.ckdir, "%s", o->checkpoint_dir);
+    ck_bundle_fmt(c.ckdir, sizeof c.ckdir, "%s", o->checkpoint_dir);
   char meta[2200];
-  snprintf(meta, sizeof meta, "%s/v1/_meta", c.ckdir);
+  ck_bundle_fmt(meta, sizeof meta, "%s/v1/_meta", c.ckdir);
   if (!ck_bundle_is_dir(meta)) {
     rc = ck_error_set(err, CK_EUSAGE, "could not collect: '%s' is not a checkpoint directory "
                       "(it has no v1/_meta)", c.ckdir);
@@ -506,9 +506,9 @@ int ck_bundle_collect(const ck_bundle_collect_opts_t *o, ck_error_t *err) {
     goto out;
   }
   if (o->capture_dir) {
-    snprintf(c.capdir, sizeof c.capdir, "%s/job-%lld", o->capture_dir, (long long)o->job_id);
+    ck_bundle_fmt(c.capdir, sizeof c.capdir, "%s/job-%lld", o->capture_dir, (long long)o->job_id);
     if (!o->job_id || !ck_bundle_is_dir(c.capdir))
-      snprintf(c.capdir, sizeof c.capdir, "%s", o->capture_dir);
+      ck_bundle_fmt(c.capdir, sizeof c.capdir, "%s", o->capture_dir);
     if (!ck_bundle_is_dir(c.capdir)) {
       rc = ck_error_set(err, CK_EUSAGE, "could not collect: --capture-dir '%s' is not a "
                         "directory", o->capture_dir);
@@ -545,7 +545,7 @@ int ck_bundle_collect(const ck_bundle_collect_opts_t *o, ck_error_t *err) {
   if (o->trace_dir && (rc = collect_trace(&c, err))) goto out;
   manifest_json(&c, &text);
   char path[4096];
-  snprintf(path, sizeof path, "%s/%s", o->out, CK_BUNDLE_MANIFEST);
+  ck_bundle_fmt(path, sizeof path, "%s/%s", o->out, CK_BUNDLE_MANIFEST);
   if ((rc = ck_store_replace(path, text.data, text.len, 0644, err))) goto out;
   int64_t bytes = 0;
   for (int i = 0; i < c.nfiles; i++) bytes += c.files[i].bytes;

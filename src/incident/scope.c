@@ -133,7 +133,7 @@ static int read_positions(scope_t *s, int64_t id, int node, bool to, part_t **pa
                           char *topic, size_t topic_cap) {
   const ck_json_t *files = ck_json_get(s->b.manifest, "files");
   char suffix[64];
-  snprintf(suffix, sizeof suffix, "/checkpoint-%lld.snap", (long long)id);
+  ck_bundle_fmt(suffix, sizeof suffix, "/checkpoint-%lld.snap", (long long)id);
   int read = 0;
   for (int i = 0; files && i < files->n; i++) {
     const char *p = ck_json_get_str(files->items[i], "path");
@@ -159,7 +159,7 @@ static int read_positions(scope_t *s, int64_t id, int node, bool to, part_t **pa
                       node, p, err.message);
           continue;
         }
-        snprintf(topic, topic_cap, "%.*s", (int)t.len, t.ptr);
+        ck_bundle_fmt(topic, topic_cap, "%.*s", (int)t.len, t.ptr);
         for (int q = 0; q < n; q++) {
           part_t *pt = NULL;
           for (int r = 0; r < *nparts && !pt; r++)
@@ -381,7 +381,7 @@ int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool js
       ck_buf_init(&caps);
       for (int k = 0; k < nchain; k++) {
         char rel[256];
-        snprintf(rel, sizeof rel, "%s/op-%d/subtask-%d/epoch-%lld.sink.json", CK_BUNDLE_CAPTURE,
+        ck_bundle_fmt(rel, sizeof rel, "%s/op-%d/subtask-%d/epoch-%lld.sink.json", CK_BUNDLE_CAPTURE,
                  n->id, st, (long long)chain[k]);
         const ck_json_t *e = load_json(&s, rel);
         const char *a = ck_json_get_str(e, "attempt");
@@ -409,7 +409,7 @@ int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool js
                       (long long)chain[k], state ? state : "not described");
         const char *file = ck_json_get_str(cap, "file");
         if (file) {
-          snprintf(rel, sizeof rel, "%s/op-%d/subtask-%d/%s", CK_BUNDLE_CAPTURE, n->id, st, file);
+          ck_bundle_fmt(rel, sizeof rel, "%s/op-%d/subtask-%d/%s", CK_BUNDLE_CAPTURE, n->id, st, file);
           if (ck_bundle_file_entry(&s.b, rel)) {
             if (caps.len) ck_buf_putc(&caps, ',');
             put_str(&caps, rel);

@@ -76,13 +76,13 @@ static void note(check_t *c, int status, const char *fmt, ...) {
 
 static void walk(verifier_t *v, const char *rel, check_t *c, int *extra) {
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s%s%s", v->b.dir, rel[0] ? "/" : "", rel);
+  ck_bundle_fmt(dir, sizeof dir, "%s%s%s", v->b.dir, rel[0] ? "/" : "", rel);
   char **names;
   int n = ck_bundle_list(dir, &v->b.arena, &names);
   for (int i = 0; i < n; i++) {
     char r[4096], full[8200];
-    snprintf(r, sizeof r, "%s%s%s", rel, rel[0] ? "/" : "", names[i]);
-    snprintf(full, sizeof full, "%s/%s", v->b.dir, r);
+    ck_bundle_fmt(r, sizeof r, "%s%s%s", rel, rel[0] ? "/" : "", names[i]);
+    ck_bundle_fmt(full, sizeof full, "%s/%s", v->b.dir, r);
     if (ck_bundle_is_dir(full)) {
       walk(v, r, c, extra);
     } else if (strcmp(r, CK_BUNDLE_MANIFEST) && !ck_bundle_file_entry(&v->b, r)) {
@@ -239,7 +239,7 @@ static void check_restore(verifier_t *v) {
 
 static int sink_parallelism(verifier_t *v, int64_t op) {
   char rel[128];
-  snprintf(rel, sizeof rel, "%s/op-%lld/op.json", CK_BUNDLE_CAPTURE, (long long)op);
+  ck_bundle_fmt(rel, sizeof rel, "%s/op-%lld/op.json", CK_BUNDLE_CAPTURE, (long long)op);
   ck_buf_t t;
   ck_buf_init(&t);
   ck_error_t err;
@@ -349,8 +349,8 @@ static void check_replay(verifier_t *v) {
     return;
   }
   char capdir[4096], ckdir[4096];
-  snprintf(capdir, sizeof capdir, "%s/%s", v->b.dir, CK_BUNDLE_CAPTURE);
-  snprintf(ckdir, sizeof ckdir, "%s/%s", v->b.dir, CK_BUNDLE_CHECKPOINTS);
+  ck_bundle_fmt(capdir, sizeof capdir, "%s/%s", v->b.dir, CK_BUNDLE_CAPTURE);
+  ck_bundle_fmt(ckdir, sizeof ckdir, "%s/%s", v->b.dir, CK_BUNDLE_CHECKPOINTS);
   const ck_json_t *files = ck_json_get(v->b.manifest, "files");
   int replayed = 0, passed = 0, skipped = 0;
   ck_buf_t data, msg;
@@ -365,7 +365,7 @@ static void check_replay(verifier_t *v) {
     size_t pl = strlen(p);
     if (pl < 4 || strcmp(p + pl - 4, ".cap")) continue;
     char opjson[128];
-    snprintf(opjson, sizeof opjson, "%s/op-%d/op.json", CK_BUNDLE_CAPTURE, op);
+    ck_bundle_fmt(opjson, sizeof opjson, "%s/op-%d/op.json", CK_BUNDLE_CAPTURE, op);
     ck_buf_reset(&data);
     ck_error_t err;
     ck_error_clear(&err);
@@ -400,7 +400,7 @@ static void check_replay(verifier_t *v) {
     if (h.from_checkpoint > 0) {
       char snap[128], rel[256];
       ck_snap_path(h.task, h.from_checkpoint, snap, sizeof snap);
-      snprintf(rel, sizeof rel, "%s/v1/%s", CK_BUNDLE_CHECKPOINTS, snap);
+      ck_bundle_fmt(rel, sizeof rel, "%s/v1/%s", CK_BUNDLE_CHECKPOINTS, snap);
       if (!ck_bundle_file_entry(&v->b, rel)) {
         note(c, UNAVAILABLE, "op %d subtask %d epoch %s starts from checkpoint %lld, whose "
              "snapshot '%s' is not in the bundle (pruned since the run, or collected without --include-state)", op, st, ep,
