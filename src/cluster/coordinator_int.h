@@ -88,6 +88,7 @@ typedef struct ck_co_job_opts {
 typedef struct job {
   int64_t id;
   char *name, *sql, *error, *guarantee;
+  char *manifest; /* the job manifest (job/job.h), written at every deployment */
   int parallelism;
   char *capture_dir;      /* ck_co_job_opts_t's, NULL: none */
   int64_t capture_records;
