@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/time.h"
 
 int ck_rdest_open(ck_rdest_t *d, const ck_rdest_conf_t *conf, ck_error_t *err) {
   memset(d, 0, sizeof *d);
@@ -55,7 +56,10 @@ int ck_rdest_query(ck_rdest_t *d, const char *sql, ck_ch_block_fn on_block, void
     return ck_error_set(err, CK_ECONNECT, "could not read the destination: the connection is "
                         "closed");
   d->statements++;
+  /* the client's own bound on the whole statement, not only on each read */
+  ck_ch_client_set_deadline(d->client, ck_mono_ms() + d->conf.receive_timeout_ms);
   int rc = ck_ch_query(d->client, sql, d->settings, d->nsettings, on_block, arg, err);
+  if (d->client) ck_ch_client_set_deadline(d->client, 0);
   if (rc && !ck_ch_client_ok(d->client)) ck_rdest_close(d); /* out of step: never reused */
   return rc;
 }
@@ -68,7 +72,7 @@ static int on_strings(void *arg, const ck_ch_block_t *b, ck_error_t *err) {
     return ck_error_set(err, CK_EPROTO, "a system table question answered %d columns, not %d",
                         b->ncols, r->ncols);
   for (int c = 0; c < b->ncols; c++)
-    if (b->cols[c].type.base != CK_CH_STRING || b->cols[c].type.nullable)
+    if (b->cols[c].type.base != CK_CH_STRING) /* Nullable(String) too: a scalar subquery's */
       return ck_error_set(err, CK_EPROTO, "a system table question answered a column of type %s",
                           b->cols[c].type_name);
   for (size_t i = 0; i < b->rows; i++) {
@@ -79,6 +83,7 @@ static int on_strings(void *arg, const ck_ch_block_t *b, ck_error_t *err) {
     for (int c = 0; c < b->ncols; c++) {
       size_t n;
       const char *v = ck_ch_col_str(&b->cols[c], i, &n);
+      if (ck_ch_col_is_null(&b->cols[c], i)) v = "", n = 0; /* NULL reads as "" */
       r->cells[r->nrows * r->ncols + c] = ck_strndup(v, n);
     }
     r->nrows++;
