@@ -445,6 +445,13 @@ static int64_t add_job(co_t *co, job_t *job) {
   job->life.ops = &ck_co_remote_ops;
   job->life.dep = job;
   job->life.job_id = job->id;
+  ck_buf_t jm;
+  ck_buf_init(&jm);
+  ck_job_manifest_json(&(ck_job_manifest_t){job->plan.graph, job->id, job->name,
+                                           job->parallelism, job->plan.ntasks,
+                                           job->plan.fingerprint, job->guarantee}, &jm);
+  job->manifest = ck_buf_detach(&jm);
+  job->life.manifest = job->manifest;
   co->jobs = ck_realloc(co->jobs, sizeof *co->jobs * (size_t)(co->njobs + 1));
   co->jobs[co->njobs++] = job;
   CK_LOG_INFO("coordinator.guarantee", "job_id=%lld job delivery guarantee: %s",
@@ -756,6 +763,7 @@ static void free_all(co_t *co) {
     ck_free(job->sql);
     ck_free(job->error);
     ck_free(job->guarantee);
+    ck_free(job->manifest);
     ck_free(job);
   }
   ck_free(co->jobs);

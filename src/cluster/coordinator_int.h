@@ -80,6 +80,7 @@ typedef struct part {
 typedef struct job {
   int64_t id;
   char *name, *sql, *error, *guarantee;
+  char *manifest; /* the job manifest (job/job.h), written at every deployment */
   int parallelism;
   job_status_t status;
   ck_job_t life;          /* the job module's state machine (job/job.h): restarts, the
