@@ -826,8 +826,9 @@ static void ident(rec_t *r, bool *first, const char *what, const char *recorded,
   if (!recorded || !seen) {
     ck_buf_printf(&r->identity, "%s{\"fact\":\"%s\",\"checked\":false,\"why\":", *first ? "" : ",",
                   what);
-    put_str(&r->identity, !recorded ? "the evidence does not record it" : "the server does not "
-            "have it");
+    put_str(&r->identity, !recorded && !seen ? "neither the evidence nor the server has it (none, "
+            "or the nil UUID)" : !recorded ? "the evidence does not record it" : "the server does "
+            "not have it");
     ck_buf_putc(&r->identity, '}');
     *first = false;
     return;
@@ -916,6 +917,14 @@ static int destination(rec_t *r, ck_error_t *err) {
   ck_buf_printf(&r->identity, "],\"server_by\":\"%s\",\"table\":[",
                 server_by_uuid ? "uuid" : "fallback: endpoint, version, host name");
   first = true;
+  if (differs) { /* another server: nothing about its tables is the evidence's */
+    ck_buf_puts(&r->identity, "]}");
+    facts_fini(&before);
+    ck_rdest_rows_fini(&srv);
+    ck_rdest_close(&d);
+    return refuse(r, err, "could not reconcile: the server is not the one the evidence names: %s",
+                  which);
+  }
   if (before.tb.nrows != 1) {
     ck_buf_puts(&r->identity, "]}");
     facts_fini(&before);

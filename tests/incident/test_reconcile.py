@@ -1,0 +1,217 @@
+"""clink incident reconcile (docs/incidents.md, "Reconcile") on small Kafka → ClickHouse jobs,
+against the real servers of both lines, for what the example (examples/destination-reconciliation)
+does not show:
+  (a) a key read differently twice: a loopback proxy between clink and the real server — the
+      sink writes through it too, so it is the endpoint the evidence names — rewrites one key
+      literal of the second read of the scope (same length), so the server really answers the
+      second read differently: unavailable (3); the same bundle through the proxy unarmed: 0;
+  (b) refusals (2): a --checkpoint the bundle does not hold as completed, a --key that is not a
+      written column, a --job for an embedded run's bundle, a --host/--port that is not the
+      endpoint the sink wrote to; and a missing --host is usage (2);
+  (c) a job whose source is not Kafka (datagen): unsupported, by name (3), never 0.
+The binary is $CLINK_BIN, or build/src/cli/clink. Topics and tables are named after a random id.
+"""
+
+import json
+import os
+import socket
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+from clickhouse_driver import Client
+
+from .conftest import run_clink
+
+LINES = {"18.16": "CLINK_CLICKHOUSE_PORT", "26.9": "CLINK_CLICKHOUSE26_PORT"}
+
+
+class RewriteProxy:
+    """Forwards every byte between clink and the server; when armed, the `nth` client packet
+    holding `marker` has `old` replaced by `new` (same length, so every length prefix holds)."""
+
+    def __init__(self, port):
+        self.target = ("127.0.0.1", port)
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.rule = None
+        self.seen = 0
+        self.rewrote = 0
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def arm(self, marker, nth, old, new):
+        assert len(old) == len(new)
+        with self.lock:
+            self.rule, self.seen = (marker, nth, old, new), 0
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.listener.accept()
+            except OSError:
+                return
+            s = socket.create_connection(self.target, timeout=30)
+            threading.Thread(target=self._pump, args=(c, s, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(s, c, False), daemon=True).start()
+
+    def _pump(self, src, dst, up):
+        try:
+            while True:
+                data = src.recv(1 << 16)
+                if not data:
+                    break
+                if up:
+                    with self.lock:
+                        if self.rule and self.rule[0] in data:
+                            self.seen += 1
+                            if self.seen == self.rule[1] and self.rule[2] in data:
+                                data = data.replace(self.rule[2], self.rule[3], 1)
+                                self.rewrote += 1
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for x in (src, dst):
+                try:
+                    x.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.listener.close()
+
+
+@pytest.fixture(scope="module", params=sorted(LINES))
+def line(request):
+    port = os.environ.get(LINES[request.param])
+    if not port or not os.environ.get("CLINK_KAFKA_BROKERS"):
+        pytest.fail("the services' settings are not exported: eval \"$(scripts/services.sh env)\" "
+                    "first", pytrace=False)
+    return {"line": request.param, "port": int(port)}
+
+
+@pytest.fixture
+def ch(line):
+    c = Client(host="127.0.0.1", port=line["port"], user="default", password="",
+               connect_timeout=5, send_receive_timeout=60)
+    yield c
+    c.disconnect()
+
+
+def make_table(ch, name):
+    ch.execute("DROP TABLE IF EXISTS default.%s" % name)
+    ch.execute("CREATE TABLE default.%s (id Int64, s String) ENGINE = MergeTree ORDER BY id" % name)
+
+
+def produce(topic, n):
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    from kafka_topic import create_topic
+    from confluent_kafka import Producer
+    create_topic(os.environ["CLINK_KAFKA_BROKERS"], topic, 1)
+    p = Producer({"bootstrap.servers": os.environ["CLINK_KAFKA_BROKERS"]})
+    for i in range(n):
+        p.produce(topic, json.dumps({"id": i, "s": "v%d" % i}).encode())
+    p.flush(30)
+
+
+def job(tmp, source, port, table):
+    sql = """
+    %s
+    CREATE TABLE snk (id BIGINT, s VARCHAR) WITH (connector = 'clickhouse', host = '127.0.0.1',
+      port = '%d', database = 'default', table = '%s', user = 'clink', password = 'clink');
+    INSERT INTO snk SELECT id, s FROM src WHERE id %% 7 <> 3;
+    """ % (source, port, table)
+    ckpt, cap, bundle = tmp / "ck", tmp / "cap", tmp / "bundle"
+    r = run_clink("run", "-e", sql, "--checkpoint-dir", ckpt, "--capture-dir", cap,
+                  "--checkpoint-interval-ms", "200", timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = run_clink("incident", "collect", "--checkpoint-dir", ckpt, "--capture-dir", cap,
+                  "--include-captures", "--include-state", "--out", bundle)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return bundle
+
+
+def reconcile(bundle, port, *extra):
+    rep = Path(str(bundle) + "-%s.json" % uuid.uuid4().hex[:6])
+    r = run_clink("incident", "reconcile", bundle, "--host", "127.0.0.1", "--port", port,
+                  "--user", "clink", "--pause-ms", "100", "--json", rep, *extra,
+                  extra_env={"CLINK_RECONCILE_PASSWORD": "clink"})
+    doc = json.loads(rep.read_text()) if rep.exists() else None
+    return r, doc
+
+
+def kafka_source(topic):
+    return ("CREATE TABLE src (id BIGINT, s VARCHAR) WITH (connector = 'kafka', format = 'json', "
+            "brokers = '%s', topic = '%s', auto_offset_reset = 'earliest', "
+            "'scan.bounded' = 'latest');" % (os.environ["CLINK_KAFKA_BROKERS"], topic))
+
+
+def test_a_key_read_differently_twice_is_unavailable(line, ch, tmp_path):
+    name = "rcn_twice_%s" % uuid.uuid4().hex[:10]
+    make_table(ch, name)
+    proxy = RewriteProxy(line["port"])
+    try:
+        produce(name, 40)
+        bundle = job(tmp_path, kafka_source(name), proxy.port, name)
+        r, doc = reconcile(bundle, proxy.port, "--key", "id")
+        assert r.returncode == 0, r.stderr
+        assert doc["verdict"] == "pass" and doc["rows"]["matched"] == 34, doc
+        # the second SELECT of the table's rows asks for key 9 where the first asked for key 1
+        proxy.arm(b"FROM `default`.`%s` WHERE" % name.encode(), 2, b"toInt64('1')",
+                  b"toInt64('9')")
+        r, doc = reconcile(bundle, proxy.port, "--key", "id")
+        assert proxy.rewrote == 1
+        assert r.returncode == 3, r.stderr
+        dest = [c for c in doc["checks"] if c["name"] == "reconcile.destination"][0]
+        assert dest["status"] == "unavailable" and "read differently twice" in dest["why"], dest
+        rows = [c for c in doc["checks"] if c["name"] == "reconcile.rows"][0]
+        assert rows["status"] == "not_run", rows
+    finally:
+        proxy.close()
+        ch.execute("DROP TABLE IF EXISTS default.%s" % name)
+
+
+def test_refusals(line, ch, tmp_path):
+    name = "rcn_refuse_%s" % uuid.uuid4().hex[:10]
+    make_table(ch, name)
+    try:
+        produce(name, 20)
+        bundle = job(tmp_path, kafka_source(name), line["port"], name)
+        r, doc = reconcile(bundle, line["port"], "--key", "id", "--checkpoint", "999")
+        assert r.returncode == 2 and "not a completed checkpoint" in r.stderr, r.stderr
+        r, doc = reconcile(bundle, line["port"], "--key", "nope")
+        assert r.returncode == 2 and "is not a column the sink wrote" in r.stderr, r.stderr
+        r, doc = reconcile(bundle, line["port"], "--key", "id", "--job", "4")
+        assert r.returncode == 2 and "--job 4" in r.stderr, r.stderr
+        r, doc = reconcile(bundle, line["port"], "--key", "id", "--database", "default",
+                           "--table", "other")
+        assert r.returncode == 2 and "does not fit the bundle" in r.stderr, r.stderr
+        other = 21300 if line["line"] == "18.16" else int(os.environ["CLINK_CLICKHOUSE_PORT"])
+        r, doc = reconcile(bundle, other, "--key", "id")
+        assert r.returncode == 2 and "is not the one the evidence names" in r.stderr, r.stderr
+        assert doc["verdict"] == "refused"
+        r = run_clink("incident", "reconcile", bundle, "--key", "id")
+        assert r.returncode == 2 and "--host" in r.stderr
+    finally:
+        ch.execute("DROP TABLE IF EXISTS default.%s" % name)
+
+
+def test_a_source_other_than_kafka_is_unsupported(line, ch, tmp_path):
+    name = "rcn_datagen_%s" % uuid.uuid4().hex[:10]
+    make_table(ch, name)
+    try:
+        src = ("CREATE TABLE src (id BIGINT, s VARCHAR) WITH (connector = 'datagen', rows = '30', "
+               "'fields.id.kind' = 'sequence');")
+        bundle = job(tmp_path, src, line["port"], name)
+        r, doc = reconcile(bundle, line["port"], "--key", "id")
+        assert r.returncode == 3, r.stderr
+        scope = [c for c in doc["checks"] if c["name"] == "reconcile.scope"][0]
+        assert scope["status"] == "unsupported" and "Kafka source only" in scope["why"], scope
+    finally:
+        ch.execute("DROP TABLE IF EXISTS default.%s" % name)
