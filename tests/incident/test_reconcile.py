@@ -8,7 +8,11 @@ does not show:
   (b) refusals (2): a --checkpoint the bundle does not hold as completed, a --key that is not a
       written column, a --job for an embedded run's bundle, a --host/--port that is not the
       endpoint the sink wrote to; and a missing --host is usage (2);
-  (c) a job whose source is not Kafka (datagen): unsupported, by name (3), never 0.
+  (c) a job whose source is not Kafka (datagen): unsupported, by name (3), never 0;
+  (d) an INSERT in doubt (the server's answer withheld, tests/integration/chproxy.py) resent into
+      a table with no deduplication log: every row twice, each duplicate explained by the
+      in-doubt resend (1), and the capture's truncation at the default --capture-records is
+      unavailable before that (the run records 100000).
 The binary is $CLINK_BIN, or build/src/cli/clink. Topics and tables are named after a random id.
 """
 
@@ -214,4 +218,57 @@ def test_a_source_other_than_kafka_is_unsupported(line, ch, tmp_path):
         scope = [c for c in doc["checks"] if c["name"] == "reconcile.scope"][0]
         assert scope["status"] == "unsupported" and "Kafka source only" in scope["why"], scope
     finally:
+        ch.execute("DROP TABLE IF EXISTS default.%s" % name)
+
+
+def test_duplicates_of_an_in_doubt_resend_are_explained(line, ch, tmp_path):
+    """The server's answer to the interval's one INSERT is withheld after the rows were
+    written (tests/integration/chproxy.py, which forwards whole again afterwards): the sink
+    resends it, the table keeps no deduplication log, and every row lands twice. The ledger
+    says the block was in doubt and its resend may_duplicate: each duplicate is explained by it
+    (still exit 1: the table does not hold the scope exactly once)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+    from chproxy import CutProxy
+    name = "rcn_doubt_%s" % uuid.uuid4().hex[:10]
+    make_table(ch, name)
+    proxy = CutProxy("127.0.0.1", line["port"])
+    try:
+        rows = 20000
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+        from kafka_topic import create_topic
+        from confluent_kafka import Producer
+        create_topic(os.environ["CLINK_KAFKA_BROKERS"], name, 1)
+        p = Producer({"bootstrap.servers": os.environ["CLINK_KAFKA_BROKERS"]})
+        for i in range(rows):
+            p.produce(name, json.dumps({"id": i, "s": "row-%d-padding-padding-padding" % i}).encode())
+            if i % 1000 == 0:
+                p.poll(0)
+        p.flush(60)
+        proxy.cut_answer_after(200000)
+        sql = """
+        %s
+        CREATE TABLE snk (id BIGINT, s VARCHAR) WITH (connector = 'clickhouse', host = '127.0.0.1',
+          port = '%d', database = 'default', table = '%s', user = 'clink', password = 'clink',
+          compression = 'none', retry_backoff_ms = '50', batch_rows = '1000000',
+          batch_interval_ms = '0');
+        INSERT INTO snk SELECT id, s FROM src;
+        """ % (kafka_source(name), proxy.port, name)
+        ckpt, cap, bundle = tmp_path / "ck", tmp_path / "cap", tmp_path / "bundle"
+        r = run_clink("run", "-e", sql, "--checkpoint-dir", ckpt, "--capture-dir", cap,
+                      "--checkpoint-interval-ms", "60000", "--capture-records", "100000",
+                      timeout=180)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert proxy.cuts == 1, "the proxy never cut an answer"
+        r = run_clink("incident", "collect", "--checkpoint-dir", ckpt, "--capture-dir", cap,
+                      "--include-captures", "--include-state", "--out", bundle)
+        assert r.returncode == 0, r.stderr[-2000:]
+        r, doc = reconcile(bundle, proxy.port, "--key", "id")
+        assert r.returncode == 1, r.stderr
+        d = doc["rows"]["duplicated"]
+        assert (d["count"], d["explained_by_resend"]) == (rows, rows), d
+        assert all(f["explained"].startswith("in_doubt_resend:") for f in d["first"]), d["first"]
+        assert doc["rows"]["missing"]["count"] == doc["rows"]["changed"]["count"] == 0
+    finally:
+        proxy.close()
         ch.execute("DROP TABLE IF EXISTS default.%s" % name)
