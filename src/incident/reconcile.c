@@ -944,15 +944,23 @@ static int destination(rec_t *r, ck_error_t *err) {
   bool table_by_uuid = rec_tuuid && tuuid;
   ident(r, &first, "engine", ck_json_get_str(r->dest, "engine"), ck_rdest_cell(&before.tb, 0, 0),
         &differs, which, sizeof which);
+  /* with both UUIDs the table is identified; its definition is then the form check's to judge
+   * (an ALTER is not a different table), and the fallbacks are only compared, not decisive */
+  bool dummy = false;
+  bool *dec = table_by_uuid ? &dummy : &differs;
+  char ignored[8];
   ident(r, &first, "engine_full", ck_json_get_str(r->dest, "engine_full"),
-        nz(ck_rdest_cell(&before.tb, 0, 1)), &differs, which, sizeof which);
+        nz(ck_rdest_cell(&before.tb, 0, 1)), dec, table_by_uuid ? ignored : which,
+        table_by_uuid ? sizeof ignored : sizeof which);
   ident(r, &first, "create_table_query", ck_json_get_str(r->dest, "create_table_query"),
-        nz(ck_rdest_cell(&before.tb, 0, 2)), &differs, which, sizeof which);
+        nz(ck_rdest_cell(&before.tb, 0, 2)), dec, table_by_uuid ? ignored : which,
+        table_by_uuid ? sizeof ignored : sizeof which);
   ident(r, &first, "metadata_modification_time",
-        ck_json_get_str(r->dest, "metadata_modification_time"), mtime, &differs, which,
-        sizeof which);
+        ck_json_get_str(r->dest, "metadata_modification_time"), mtime, dec,
+        table_by_uuid ? ignored : which, table_by_uuid ? sizeof ignored : sizeof which);
   ck_buf_printf(&r->identity, "],\"table_by\":\"%s\"}",
-                table_by_uuid ? "uuid" : "fallback: engine, engine_full, create_table_query, "
+                table_by_uuid ? "uuid (the definition's facts compared, judged by the form "
+                "check)" : "fallback: engine, engine_full, create_table_query, "
                 "metadata_modification_time where recorded");
   if (differs) {
     facts_fini(&before);

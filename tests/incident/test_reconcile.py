@@ -12,7 +12,10 @@ does not show:
   (d) an INSERT in doubt (the server's answer withheld, tests/integration/chproxy.py) resent into
       a table with no deduplication log: every row twice, each duplicate explained by the
       in-doubt resend (1), and the capture's truncation at the default --capture-records is
-      unavailable before that (the run records 100000).
+      unavailable before that (the run records 100000);
+  (e) a written column altered to another type: unavailable where the table has a UUID (26.9 in
+      an Atomic database: still the evidence's table), refused where the definition is the
+      identity (18.16).
 The binary is $CLINK_BIN, or build/src/cli/clink. Topics and tables are named after a random id.
 """
 
@@ -272,3 +275,45 @@ def test_duplicates_of_an_in_doubt_resend_are_explained(line, ch, tmp_path):
     finally:
         proxy.close()
         ch.execute("DROP TABLE IF EXISTS default.%s" % name)
+
+
+def test_a_written_column_of_another_type(line, ch, tmp_path):
+    """ALTER … MODIFY COLUMN after the run. Where the table has a UUID (26.9, an Atomic
+    database) it is still the evidence's table, and the form check finds the written column of
+    another type: unavailable (3). Where it has none (18.16) the definition is what identifies it,
+    and the changed definition is refused (2): never a pass either way."""
+    tag = uuid.uuid4().hex[:10]
+    db = "rcn_adb_%s" % tag if line["line"] == "26.9" else "default"
+    name = "rcn_alter_%s" % tag
+    if db != "default":
+        ch.execute("CREATE DATABASE %s ENGINE = Atomic" % db)
+    ch.execute("CREATE TABLE %s.%s (id Int64, s String) ENGINE = MergeTree ORDER BY id" % (db, name))
+    try:
+        produce(name, 20)
+        sql = """
+        %s
+        CREATE TABLE snk (id BIGINT, s VARCHAR) WITH (connector = 'clickhouse', host = '127.0.0.1',
+          port = '%d', database = '%s', table = '%s', user = 'clink', password = 'clink');
+        INSERT INTO snk SELECT id, s FROM src;
+        """ % (kafka_source(name), line["port"], db, name)
+        ckpt, cap, bundle = tmp_path / "ck", tmp_path / "cap", tmp_path / "bundle"
+        r = run_clink("run", "-e", sql, "--checkpoint-dir", ckpt, "--capture-dir", cap)
+        assert r.returncode == 0, r.stderr[-2000:]
+        r = run_clink("incident", "collect", "--checkpoint-dir", ckpt, "--capture-dir", cap,
+                      "--include-captures", "--out", bundle)
+        assert r.returncode == 0, r.stderr[-2000:]
+        r, doc = reconcile(bundle, line["port"], "--key", "id")
+        assert r.returncode == 0, r.stderr
+        ch.execute("ALTER TABLE %s.%s MODIFY COLUMN s LowCardinality(String)" % (db, name))
+        r, doc = reconcile(bundle, line["port"], "--key", "id")
+        if line["line"] == "26.9":
+            assert r.returncode == 3, r.stderr
+            dest = [c for c in doc["checks"] if c["name"] == "reconcile.destination"][0]
+            assert dest["status"] == "unavailable" and "is now LowCardinality(String)" in dest["why"]
+            assert doc["destination"]["identity"]["table_by"].startswith("uuid")
+        else:
+            assert r.returncode == 2 and "create_table_query" in r.stderr, r.stderr
+    finally:
+        ch.execute("DROP TABLE IF EXISTS %s.%s" % (db, name))
+        if db != "default":
+            ch.execute("DROP DATABASE IF EXISTS %s" % db)
