@@ -355,6 +355,7 @@ static void check_replay(verifier_t *v) {
     snprintf(opjson, sizeof opjson, "%s/op-%d/op.json", CK_BUNDLE_CAPTURE, op);
     ck_buf_reset(&data);
     ck_error_t err;
+    ck_error_clear(&err);
     ck_json_t *j = NULL;
     const char *kind = NULL;
     if (!ck_bundle_read_checked(&v->b, opjson, &data, &err) &&
@@ -370,9 +371,15 @@ static void check_replay(verifier_t *v) {
     if (!ck_capture_parse_epoch(ep, &epoch)) continue;
     ck_buf_reset(&data);
     ck_capture_reader_t *r = NULL;
-    if (ck_bundle_read_checked(&v->b, p, &data, &err) ||
-        ck_capture_reader_open(data.data, data.len, &r, &err)) {
-      note(c, FAIL, "'%s' is not a capture this clink reads: %s", p, err.message);
+    ck_error_clear(&err);
+    if (ck_bundle_read_checked(&v->b, p, &data, &err)) {
+      note(c, FAIL, "'%s' cannot be trusted (bundle.integrity): not replayed", p);
+      continue;
+    }
+    if (ck_capture_reader_open(data.data, data.len, &r, &err)) {
+      char msg[1024];
+      ck_error_format(&err, msg, sizeof msg);
+      note(c, FAIL, "'%s' is not a capture this clink reads: %s", p, msg);
       continue;
     }
     ck_capture_header_t h = *ck_capture_reader_header(r);
