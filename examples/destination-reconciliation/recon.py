@@ -13,6 +13,7 @@
   recon.py sql DB.TABLE STATEMENT        runs a statement as the admin, @T the table (scenarios)
   recon.py wait_mutations DB.TABLE       until every mutation of the table is done
   recon.py check REPORT EXIT [kind=N …] [explained=restore|resend|none] [absent=KEY] [why=TEXT]
+                [sources=TOPIC]
                                          the report's exit and counts of each kind of difference
 No clink code is used here: the reference is computed from the produced records alone.
 """
@@ -194,6 +195,12 @@ def check(report, want_exit, *expect):
             text = json.dumps(rows)
             if '"id": %s}' % v in text or '"id": %s,' % v in text:
                 print("key %s appears in the discrepancies" % v)
+                ok = False
+        elif k == "sources":   # the scope's Kafka ranges and the log they belong to
+            src = rep["scope"]["sources"] or []
+            if not (src and src[0]["topic"] == v and all(
+                    p["from"] is not None and p["to"] >= p["from"] for p in src[0]["partitions"])):
+                print("the scope's sources are not topic %s's ranges: %s" % (v, src))
                 ok = False
         elif k == "why":
             text = json.dumps(rep["checks"]) + json.dumps(rep.get("refused"))

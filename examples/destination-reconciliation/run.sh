@@ -120,7 +120,7 @@ scenario() { # scenario NAME EXIT CHECKS… -- reconcile options
   recon check "$work/$name.json" "$want" ${checks[@]+"${checks[@]}"}
 }
 
-scenario faithful 0 missing=0 changed=0 duplicated=0 unexpected=0 -- --checkpoint "$full"
+scenario faithful 0 missing=0 changed=0 duplicated=0 unexpected=0 sources="$topic" -- --checkpoint "$full"
 scenario restore 1 missing=0 changed=0 unexpected=0 explained=restore -- --checkpoint "$restore"
 recon sql "$db.$table" "ALTER TABLE @T DELETE WHERE id = $k1"
 recon wait_mutations "$db.$table"

@@ -1376,6 +1376,13 @@ int ck_reconcile_run(const ck_reconcile_opts_t *o, ck_buf_t *text, ck_error_t *e
     ck_json_t *doc;
     if ((s == CK_INCIDENT_PASS || s == CK_INCIDENT_PARTIAL) && sd.len &&
         ck_json_parse(sd.data, sd.len, &r->arena, &doc, &se) == 0 && ck_json_get(doc, "sources")) {
+      /* what the bundle's own scope lacks (a bounding snapshot, …) the reconciliation lacks too */
+      const char *status = ck_json_get_str(doc, "status");
+      const ck_json_t *why = ck_json_get(doc, "unavailable");
+      if (status && strcmp(status, "complete") != 0)
+        set_check(r, C_SCOPE, ST_UNAVAILABLE, "the bundle's scope of checkpoint %lld is %s: %s",
+                  (long long)r->checkpoint, status,
+                  ck_json_str(ck_json_at(why, 0)) ? ck_json_str(ck_json_at(why, 0)) : "no reason given");
       /* keep the sources member's text: re-render it */
       const char *p = strstr(sd.data, "\"sources\":");
       if (p) {

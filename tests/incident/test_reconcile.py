@@ -300,7 +300,7 @@ def test_a_written_column_of_another_type(line, ch, tmp_path):
         r = run_clink("run", "-e", sql, "--checkpoint-dir", ckpt, "--capture-dir", cap)
         assert r.returncode == 0, r.stderr[-2000:]
         r = run_clink("incident", "collect", "--checkpoint-dir", ckpt, "--capture-dir", cap,
-                      "--include-captures", "--out", bundle)
+                      "--include-captures", "--include-state", "--out", bundle)
         assert r.returncode == 0, r.stderr[-2000:]
         r, doc = reconcile(bundle, line["port"], "--key", "id")
         assert r.returncode == 0, r.stderr
