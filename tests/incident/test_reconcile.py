@@ -317,3 +317,25 @@ def test_a_written_column_of_another_type(line, ch, tmp_path):
         ch.execute("DROP TABLE IF EXISTS %s.%s" % (db, name))
         if db != "default":
             ch.execute("DROP DATABASE IF EXISTS %s" % db)
+
+
+def test_a_table_whose_rows_can_change_on_their_own_is_unsupported(line, ch, tmp_path):
+    """A ReplacingMergeTree (its merges rewrite rows) and, on 26.9, a MergeTree with a TTL (rows
+    expire; 18.16 has no TTL): the form check reports unsupported by name (3) though every row is
+    there."""
+    engines = ["ReplacingMergeTree ORDER BY id"]
+    if line["line"] == "26.9":
+        engines.append("MergeTree ORDER BY id TTL toDateTime(1700000000 + id) + INTERVAL 100 YEAR")
+    for i, engine in enumerate(engines):
+        name = "rcn_form_%s" % uuid.uuid4().hex[:10]
+        ch.execute("CREATE TABLE default.%s (id Int64, s String) ENGINE = %s" % (name, engine))
+        try:
+            produce(name, 20)
+            bundle = job(tmp_path / str(i), kafka_source(name), line["port"], name)
+            r, doc = reconcile(bundle, line["port"], "--key", "id")
+            assert r.returncode == 3, r.stderr
+            dest = [c for c in doc["checks"] if c["name"] == "reconcile.destination"][0]
+            want = "ReplacingMergeTree" if "Replacing" in engine else "TTL"
+            assert dest["status"] == "unsupported" and want in dest["why"], dest
+        finally:
+            ch.execute("DROP TABLE IF EXISTS default.%s" % name)
