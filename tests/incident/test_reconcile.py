@@ -339,3 +339,26 @@ def test_a_table_whose_rows_can_change_on_their_own_is_unsupported(line, ch, tmp
             assert dest["status"] == "unsupported" and want in dest["why"], dest
         finally:
             ch.execute("DROP TABLE IF EXISTS default.%s" % name)
+
+
+def test_a_key_the_job_writes_twice_is_unsupported(line, ch, tmp_path):
+    """The topic holds id 5 twice: the job writes that key twice in the scope, so the key does
+    not identify one row the job writes, and the comparison is unsupported (3), never decided."""
+    name = "rcn_twicekey_%s" % uuid.uuid4().hex[:10]
+    make_table(ch, name)
+    try:
+        produce(name, 20)
+        from confluent_kafka import Producer
+        p = Producer({"bootstrap.servers": os.environ["CLINK_KAFKA_BROKERS"]})
+        p.produce(name, json.dumps({"id": 5, "s": "again"}).encode())
+        p.flush(30)
+        bundle = job(tmp_path, kafka_source(name), line["port"], name)
+        r, doc = reconcile(bundle, line["port"], "--key", "id")
+        assert r.returncode == 3, r.stderr
+        scope = [c for c in doc["checks"] if c["name"] == "reconcile.scope"][0]
+        assert scope["status"] == "unsupported" and "more than once" in scope["why"], scope
+        # with (id, s) as the key every row is one again: a pass
+        r, doc = reconcile(bundle, line["port"], "--key", "id,s")
+        assert r.returncode == 0, r.stderr
+    finally:
+        ch.execute("DROP TABLE IF EXISTS default.%s" % name)
