@@ -35,7 +35,8 @@
  *                     given, "include_captures", "include_state": booleans}
  *   checkpoints      {"completed": [ids ascending], "confirmed": [ids], "run_base", "id_floor",
  *                     "clean_finish": bool, "fingerprint": the _meta/fingerprint text or null}
- *   runs             one per runner attempt the evidence shows, in checkpoint order:
+ *   runs             one per runner attempt the evidence shows (a cluster: one per worker's
+ *                     executor and deployment), in checkpoint order:
  *                     {"attempt", "restored_from" (0: fresh), "checkpoints": [ids]}
  *   intervals        one per sink subtask interval with evidence: {"op", "subtask",
  *                     "checkpoint", "previous_barrier", "attempt", "completed": bool,
@@ -53,7 +54,8 @@
  * `clink incident scope B --checkpoint N --json` prints and reconcile computes the same way:
  *   format, version, checkpoint (N)
  *   job              {"id": or null, "fingerprint": the plan fingerprint, 16 hex digits}
- *   attempt          the runner attempt that completed N
+ *   attempt          the runner attempt that completed N when every sink subtask's is the same
+ *                    (embedded); null on a cluster, where each worker's runner has its own
  *   intervals        the intervals N completed, newest first: N's, then each previous barrier's
  *                     whose checkpoint did not complete, until a completed checkpoint or the
  *                     run's start: [{"checkpoint", "previous_barrier", "completed": bool}]
@@ -67,7 +69,7 @@
  *                     in "absent", when the run started without state: no snapshot records
  *                     where a fresh source began), "absent": {field: reason}}
  *   sinks            one per sink node: {"op", "name", "table", "connector", "subtasks":
- *                     [{"subtask", "records" (the runner's count over the scope), "stored"
+ *                     [{"subtask", "attempt", "records" (the runner's count over the scope), "stored"
  *                     (what the captures hold), "truncated", "evidence": [bundle paths],
  *                     "captures": [bundle paths]}]}
  *   rows             the sink input rows over the scope (sum of records)

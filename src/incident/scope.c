@@ -217,11 +217,14 @@ int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool js
   /* the walk back */
   const ck_json_t *nivs[MAXIV];
   int nn = intervals_of(&s, checkpoint, NULL, nivs, MAXIV);
+  /* every sink subtask's runner has its own attempt (on a cluster, one per worker): the walk
+   * follows the first one's barriers, which every subtask shares, and each subtask's evidence
+   * must come from its own attempt of N */
   const char *att = nn ? ck_json_get_str(nivs[0], "attempt") : NULL;
+  bool one_attempt = true;
   for (int i = 1; i < nn; i++) {
     const char *a = ck_json_get_str(nivs[i], "attempt");
-    if (a && att && strcmp(a, att))
-      unavailable(&s, "checkpoint %lld's evidence comes from two attempts", (long long)checkpoint);
+    if (!a || !att || strcmp(a, att)) one_attempt = false;
   }
   int64_t chain[MAXIV], prevs[MAXIV];
   int nchain = 0;
@@ -229,9 +232,18 @@ int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool js
   if (!nn) unavailable(&s, "no sink evidence of checkpoint %lld in the bundle (collect with "
                        "--capture-dir and --include-captures)", (long long)checkpoint);
   const ck_json_t *runs = ck_json_get(s.b.manifest, "runs");
-  for (int i = 0; att && runs && i < runs->n; i++) {
-    const char *a = ck_json_get_str(runs->items[i], "attempt");
-    if (a && strcmp(a, att) == 0) restored_from = ck_json_get_int(runs->items[i], "restored_from", 0);
+  for (int k = 0; k < nn; k++) {
+    const char *ak = ck_json_get_str(nivs[k], "attempt");
+    for (int i = 0; ak && runs && i < runs->n; i++) {
+      const char *a = ck_json_get_str(runs->items[i], "attempt");
+      int64_t r = ck_json_get_int(runs->items[i], "restored_from", 0);
+      if (!a || strcmp(a, ak)) continue;
+      if (k == 0) restored_from = r;
+      else if (r != restored_from)
+        unavailable(&s, "checkpoint %lld's sink evidence comes from two runs (restored from "
+                    "%lld and %lld)", (long long)checkpoint, (long long)restored_from,
+                    (long long)r);
+    }
   }
   while (nn && nchain < MAXIV) {
     const ck_json_t *v[MAXIV];
@@ -270,7 +282,7 @@ int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool js
   else ck_buf_puts(&doc, "null");
   const char *fp = ck_json_get_str(ck_json_get(s.b.manifest, "checkpoints"), "fingerprint");
   ck_buf_printf(&doc, ",\"fingerprint\":\"%.16s\"},\"attempt\":", fp ? fp : "");
-  put_str(&doc, att);
+  put_str(&doc, one_attempt ? att : NULL);
   ck_buf_puts(&doc, ",\"intervals\":[");
   for (int i = 0; i < nchain; i++)
     ck_buf_printf(&doc, "%s{\"checkpoint\":%lld,\"previous_barrier\":%lld,\"completed\":%s}",
@@ -358,6 +370,11 @@ int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool js
     ck_buf_puts(&doc, ",\"subtasks\":[");
     for (int st = 0; st < n->parallelism; st++) {
       int64_t records = 0, stored = 0;
+      const char *satt = NULL; /* this subtask's attempt of N */
+      for (int k = 0; k < nn; k++)
+        if (ck_json_get_int(nivs[k], "op", -1) == n->id &&
+            ck_json_get_int(nivs[k], "subtask", -1) == st)
+          satt = ck_json_get_str(nivs[k], "attempt");
       bool truncated = false;
       ck_buf_t ev, caps;
       ck_buf_init(&ev);
@@ -373,7 +390,7 @@ int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool js
                       (long long)chain[k]);
           continue;
         }
-        if (!a || !att || strcmp(a, att))
+        if (!a || !satt || strcmp(a, satt))
           unavailable(&s, "sink '%s' subtask %d's evidence of checkpoint %lld is of another "
                       "attempt", c->table, st, (long long)chain[k]);
         if (ev.len) ck_buf_putc(&ev, ',');
@@ -402,9 +419,10 @@ int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool js
         }
       }
       rows += records;
-      ck_buf_printf(&doc, "%s{\"subtask\":%d,\"records\":%lld,\"stored\":%lld,\"truncated\":%s,"
-                    "\"evidence\":[", st ? "," : "", st, (long long)records, (long long)stored,
-                    truncated ? "true" : "false");
+      ck_buf_printf(&doc, "%s{\"subtask\":%d,\"attempt\":", st ? "," : "", st);
+      put_str(&doc, satt);
+      ck_buf_printf(&doc, ",\"records\":%lld,\"stored\":%lld,\"truncated\":%s,\"evidence\":[",
+                    (long long)records, (long long)stored, truncated ? "true" : "false");
       ck_buf_append(&doc, ev.data ? ev.data : "", ev.len);
       ck_buf_puts(&doc, "],\"captures\":[");
       ck_buf_append(&doc, caps.data ? caps.data : "", caps.len);

@@ -9,12 +9,15 @@
  *   bundle.integrity       every listed file has its size and SHA-256; no unlisted file
  *   bundle.completeness    nothing the collector looked for is missing
  *   bundle.markers         every confirmed checkpoint completed
- *   bundle.restore         each run restored a completed checkpoint, the newest an earlier run
- *                          completed, and its first intervals start from it
+ *   bundle.restore         each run of a sink subtask restored a completed checkpoint (the
+ *                          newest its earlier runs completed) or none, and its first interval
+ *                          starts from it
  *   bundle.participants    every completed checkpoint with evidence has it from every sink
- *                          subtask, of one attempt
- *   bundle.checkpoint_ids  ids never reused across runs; each run above the ones before; each
- *                          run's barriers increase
+ *                          subtask, all of one run
+ *   bundle.checkpoint_ids  along each sink subtask: barriers increase, and no run numbers an id
+ *                          after another run began (never reused across restores)
+ * A run is one runner attempt; on a cluster each worker's executor has its own, so these rules
+ * hold per sink subtask.
  *   replay.epochs          every captured epoch of every calc and aggregate replays with
  *                          --verify (sinks' captures are not replayed)
  * Threads: the command's one thread.
@@ -131,13 +134,6 @@ static int64_t min_id(const ck_json_t *ids) {
   return m;
 }
 
-static int64_t max_id(const ck_json_t *ids) {
-  int64_t m = 0, x;
-  for (int i = 0; ids && i < ids->n; i++)
-    if (ck_json_int(ids->items[i], &x) && x > m) m = x;
-  return m;
-}
-
 static void check_completeness(verifier_t *v) {
   check_t *c = begin(v, "bundle.completeness");
   const ck_json_t *m = arr(v, "missing", NULL);
@@ -168,60 +164,79 @@ static int completed(const verifier_t *v, int64_t id) {
   return 0;
 }
 
-static void check_restore(verifier_t *v) {
-  check_t *c = begin(v, "bundle.restore");
-  const ck_json_t *runs = arr(v, "runs", NULL), *ivs = arr(v, "intervals", NULL);
-  for (int r = 0; runs && r < runs->n; r++) {
-    const ck_json_t *run = runs->items[r];
-    const char *att = ck_json_get_str(run, "attempt");
-    int64_t from = ck_json_get_int(run, "restored_from", 0);
-    if (from > 0) {
-      int k = completed(v, from);
-      if (k == 0) note(c, FAIL, "run %s restored checkpoint %lld, which never completed", att,
-                       (long long)from);
-      else if (k < 0) note(c, UNAVAILABLE, "run %s restored checkpoint %lld, whose marker "
-                           "retention pruned", att, (long long)from);
-      /* the newest completed checkpoint an earlier run left */
-      for (int e = 0; e < r; e++) {
-        const ck_json_t *ids = ck_json_get(runs->items[e], "checkpoints");
-        for (int i = 0; ids && i < ids->n; i++) {
-          int64_t id;
-          if (ck_json_int(ids->items[i], &id) && id > from && completed(v, id) == 1)
-            note(c, UNAVAILABLE, "run %s restored checkpoint %lld although checkpoint %lld had "
-                 "completed: the fallback the restore rule takes when a snapshot is damaged, "
-                 "which the bundle cannot tell", att, (long long)from, (long long)id);
-        }
-      }
-    }
-    /* every sink subtask's first interval of the run starts at its restore point */
-    for (int i = 0; ivs && i < ivs->n; i++) {
-      const ck_json_t *iv = ivs->items[i];
-      const char *a = ck_json_get_str(iv, "attempt");
-      if (!a || !att || strcmp(a, att)) continue;
-      int64_t ck = ck_json_get_int(iv, "checkpoint", 0), op = ck_json_get_int(iv, "op", -1),
-              st = ck_json_get_int(iv, "subtask", -1);
-      bool first = true;
-      for (int j = 0; ivs && j < ivs->n && first; j++) {
-        const ck_json_t *w = ivs->items[j];
-        const char *b = ck_json_get_str(w, "attempt");
-        first = !(b && strcmp(b, att) == 0 && ck_json_get_int(w, "op", -2) == op &&
-                  ck_json_get_int(w, "subtask", -2) == st &&
-                  ck_json_get_int(w, "checkpoint", 0) < ck);
-      }
-      int64_t prev = ck_json_get_int(iv, "previous_barrier", -1);
-      if (first && prev != from && !(r == 0 && prev > from))
-        note(c, FAIL, "run %s restored checkpoint %lld, and sink op %lld subtask %lld's first "
-             "interval (checkpoint %lld) starts at barrier %lld", att, (long long)from,
-             (long long)op, (long long)st, (long long)ck, (long long)prev);
-    }
-  }
-  if (!runs || !runs->n) note(c, UNAVAILABLE, "no sink evidence: no run to check");
-  if (c->status == PASS)
-    note(c, PASS, "%d run(s); each started from a completed checkpoint or fresh, its first "
-         "intervals at its restore point", runs->n);
+/* One sink subtask's interval, from the manifest, with its run's restore point. */
+typedef struct siv {
+  int64_t op, subtask, ckpt, prev, restored;
+  const char *attempt;
+} siv_t;
+
+static int cmp_siv(const void *a, const void *b) {
+  const siv_t *x = a, *y = b;
+  if (x->op != y->op) return x->op < y->op ? -1 : 1;
+  if (x->subtask != y->subtask) return x->subtask < y->subtask ? -1 : 1;
+  return x->ckpt < y->ckpt ? -1 : x->ckpt > y->ckpt;
 }
 
-/* The parallelism of a sink op from its op.json (0: not a sink, or unreadable). */
+/* The manifest's intervals sorted by sink subtask, then checkpoint: *out (ck_free it). An
+ * attempt is one runner's execution — on a cluster, each worker's executor has its own, so the
+ * rules below hold per sink subtask, along its own attempts. */
+static int load_sivs(verifier_t *v, siv_t **out) {
+  const ck_json_t *ivs = arr(v, "intervals", NULL), *runs = arr(v, "runs", NULL);
+  int n = ivs ? ivs->n : 0;
+  siv_t *x = ck_calloc((size_t)(n ? n : 1), sizeof *x);
+  for (int i = 0; i < n; i++) {
+    const ck_json_t *iv = ivs->items[i];
+    x[i] = (siv_t){ck_json_get_int(iv, "op", -1), ck_json_get_int(iv, "subtask", -1),
+                   ck_json_get_int(iv, "checkpoint", 0), ck_json_get_int(iv, "previous_barrier", 0),
+                   0, ck_json_get_str(iv, "attempt")};
+    if (!x[i].attempt) x[i].attempt = "";
+    for (int r = 0; runs && r < runs->n; r++) {
+      const char *a = ck_json_get_str(runs->items[r], "attempt");
+      if (a && strcmp(a, x[i].attempt) == 0)
+        x[i].restored = ck_json_get_int(runs->items[r], "restored_from", 0);
+    }
+  }
+  if (n) qsort(x, (size_t)n, sizeof *x, cmp_siv);
+  *out = x;
+  return n;
+}
+
+static void check_restore(verifier_t *v) {
+  check_t *c = begin(v, "bundle.restore");
+  siv_t *x;
+  int n = load_sivs(v, &x), runs = 0;
+  for (int i = 0; i < n; i++) {
+    bool first_of_subtask = i == 0 || x[i].op != x[i - 1].op || x[i].subtask != x[i - 1].subtask;
+    if (!first_of_subtask && strcmp(x[i].attempt, x[i - 1].attempt) == 0) continue;
+    runs++; /* x[i] is an attempt's first interval on this subtask */
+    int64_t from = x[i].restored;
+    if (from > 0) {
+      int k = completed(v, from);
+      if (k == 0) note(c, FAIL, "run %s restored checkpoint %lld, which never completed",
+                       x[i].attempt, (long long)from);
+      else if (k < 0) note(c, UNAVAILABLE, "run %s restored checkpoint %lld, whose marker "
+                           "retention pruned", x[i].attempt, (long long)from);
+    }
+    if (x[i].prev != from && !(first_of_subtask && x[i].prev > from))
+      note(c, FAIL, "run %s restored checkpoint %lld, and sink op %lld subtask %lld's first "
+           "interval (checkpoint %lld) starts at barrier %lld", x[i].attempt, (long long)from,
+           (long long)x[i].op, (long long)x[i].subtask, (long long)x[i].ckpt, (long long)x[i].prev);
+    /* the newest completed checkpoint the earlier attempts of this subtask reached */
+    for (int j = i - 1; j >= 0 && x[j].op == x[i].op && x[j].subtask == x[i].subtask; j--)
+      if (x[j].ckpt > from && completed(v, x[j].ckpt) == 1) {
+        note(c, UNAVAILABLE, "run %s restored checkpoint %lld although checkpoint %lld had "
+             "completed: the fallback the restore rule takes when a snapshot is damaged, which "
+             "the bundle cannot tell", x[i].attempt, (long long)from, (long long)x[j].ckpt);
+        break;
+      }
+  }
+  if (!n) note(c, UNAVAILABLE, "no sink evidence: no run to check");
+  if (c->status == PASS)
+    note(c, PASS, "%d run(s) of sink subtasks; each started from a completed checkpoint or "
+         "fresh, its first interval at its restore point", runs);
+  ck_free(x);
+}
+
 static int sink_parallelism(verifier_t *v, int64_t op) {
   char rel[128];
   snprintf(rel, sizeof rel, "%s/op-%lld/op.json", CK_BUNDLE_CAPTURE, (long long)op);
@@ -241,24 +256,21 @@ static int sink_parallelism(verifier_t *v, int64_t op) {
 
 static void check_participants(verifier_t *v) {
   check_t *c = begin(v, "bundle.participants");
-  const ck_json_t *ivs = arr(v, "intervals", NULL), *done = arr(v, "checkpoints", "completed");
+  const ck_json_t *done = arr(v, "checkpoints", "completed");
+  siv_t *x;
+  int n = load_sivs(v, &x), checked = 0;
   int64_t ops[64];
-  int nops = 0, checked = 0;
-  for (int i = 0; ivs && i < ivs->n; i++) {
-    int64_t op = ck_json_get_int(ivs->items[i], "op", -1);
-    bool seen = false;
-    for (int k = 0; k < nops; k++) seen |= ops[k] == op;
-    if (!seen && nops < 64) ops[nops++] = op;
-  }
+  int nops = 0;
+  for (int i = 0; i < n; i++)
+    if ((!nops || ops[nops - 1] != x[i].op) && nops < 64) ops[nops++] = x[i].op;
   for (int d = 0; done && d < done->n; d++) {
-    int64_t n;
-    if (!ck_json_int(done->items[d], &n)) continue;
-    bool any = false;
-    for (int i = 0; ivs && i < ivs->n && !any; i++)
-      any = ck_json_get_int(ivs->items[i], "checkpoint", 0) == n;
+    int64_t id;
+    if (!ck_json_int(done->items[d], &id)) continue;
+    const siv_t *any = NULL;
+    for (int i = 0; i < n && !any; i++)
+      if (x[i].ckpt == id) any = &x[i];
     if (!any) continue; /* no evidence of it at all: before the recorder, or not collected */
     checked++;
-    const char *att = NULL;
     for (int k = 0; k < nops; k++) {
       int par = sink_parallelism(v, ops[k]);
       if (par <= 0) {
@@ -266,64 +278,65 @@ static void check_participants(verifier_t *v) {
         continue;
       }
       for (int s = 0; s < par; s++) {
-        const ck_json_t *iv = NULL;
-        for (int i = 0; ivs && i < ivs->n && !iv; i++)
-          if (ck_json_get_int(ivs->items[i], "checkpoint", 0) == n &&
-              ck_json_get_int(ivs->items[i], "op", -1) == ops[k] &&
-              ck_json_get_int(ivs->items[i], "subtask", -1) == s)
-            iv = ivs->items[i];
-        if (!iv) {
+        const siv_t *iv = NULL;
+        for (int i = 0; i < n && !iv; i++)
+          if (x[i].ckpt == id && x[i].op == ops[k] && x[i].subtask == s) iv = &x[i];
+        if (!iv)
           note(c, UNAVAILABLE, "checkpoint %lld completed and sink op %lld subtask %d has no "
-               "evidence of it", (long long)n, (long long)ops[k], s);
-          continue;
-        }
-        const char *a = ck_json_get_str(iv, "attempt");
-        if (!att) att = a;
-        else if (a && strcmp(a, att))
-          note(c, FAIL, "checkpoint %lld's evidence comes from two attempts (%s and %s)",
-               (long long)n, att, a);
+               "evidence of it", (long long)id, (long long)ops[k], s);
+        else if (iv->restored != any->restored || iv->prev != any->prev)
+          note(c, FAIL, "checkpoint %lld's evidence comes from two runs: sink op %lld subtask "
+               "%lld restored %lld with the barrier before it %lld, sink op %lld subtask %d "
+               "restored %lld with %lld", (long long)id, (long long)any->op,
+               (long long)any->subtask, (long long)any->restored, (long long)any->prev,
+               (long long)ops[k], s, (long long)iv->restored, (long long)iv->prev);
       }
     }
   }
   if (!checked && c->status == PASS)
     note(c, UNAVAILABLE, "no completed checkpoint has sink evidence in the bundle");
   if (c->status == PASS)
-    note(c, PASS, "%d completed checkpoint(s): evidence from every sink subtask, one attempt each",
+    note(c, PASS, "%d completed checkpoint(s): evidence from every sink subtask, of one run",
          checked);
+  ck_free(x);
 }
 
 static void check_ids(verifier_t *v) {
   check_t *c = begin(v, "bundle.checkpoint_ids");
-  const ck_json_t *ivs = arr(v, "intervals", NULL), *runs = arr(v, "runs", NULL);
-  for (int i = 0; ivs && i < ivs->n; i++) {
-    const ck_json_t *a = ivs->items[i];
-    int64_t n = ck_json_get_int(a, "checkpoint", 0), prev = ck_json_get_int(a, "previous_barrier", 0);
-    if (prev >= n)
+  siv_t *x;
+  int n = load_sivs(v, &x), subtasks = 0;
+  for (int i = 0; i < n; i++) {
+    bool first = i == 0 || x[i].op != x[i - 1].op || x[i].subtask != x[i - 1].subtask;
+    subtasks += first;
+    if (x[i].prev >= x[i].ckpt)
       note(c, FAIL, "sink op %lld subtask %lld: checkpoint %lld's previous barrier is %lld, not "
-           "below it", (long long)ck_json_get_int(a, "op", -1),
-           (long long)ck_json_get_int(a, "subtask", -1), (long long)n, (long long)prev);
-    for (int j = i + 1; ivs && j < ivs->n; j++) {
-      const ck_json_t *b = ivs->items[j];
-      const char *x = ck_json_get_str(a, "attempt"), *y = ck_json_get_str(b, "attempt");
-      if (ck_json_get_int(b, "checkpoint", -1) == n && x && y && strcmp(x, y))
-        note(c, FAIL, "checkpoint id %lld was used by two runs (attempts %s and %s)",
-             (long long)n, x, y);
+           "below it", (long long)x[i].op, (long long)x[i].subtask, (long long)x[i].ckpt,
+           (long long)x[i].prev);
+    if (first) continue;
+    if (strcmp(x[i].attempt, x[i - 1].attempt) == 0) {
+      if (x[i].prev < x[i - 1].ckpt)
+        note(c, FAIL, "sink op %lld subtask %lld: checkpoint %lld's previous barrier %lld is "
+             "below the run's checkpoint %lld before it", (long long)x[i].op,
+             (long long)x[i].subtask, (long long)x[i].ckpt, (long long)x[i].prev,
+             (long long)x[i - 1].ckpt);
+      continue;
     }
+    /* a run begins on this subtask: in checkpoint order it must not be one seen before (its
+     * ids would then interleave with another run's: an id at or below one already used) */
+    for (int k = i - 2; k >= 0 && x[k].op == x[i].op && x[k].subtask == x[i].subtask; k--)
+      if (strcmp(x[k].attempt, x[i].attempt) == 0) {
+        note(c, FAIL, "sink op %lld subtask %lld: run %s numbered checkpoint %lld, and run %s "
+             "had numbered %lld in between: ids reused across a restore", (long long)x[i].op,
+             (long long)x[i].subtask, x[i].attempt, (long long)x[k].ckpt, x[i - 1].attempt,
+             (long long)x[i - 1].ckpt);
+        break;
+      }
   }
-  for (int r = 1; runs && r < runs->n; r++) {
-    int64_t lo = min_id(ck_json_get(runs->items[r], "checkpoints"));
-    for (int e = 0; e < r; e++) {
-      int64_t hi = max_id(ck_json_get(runs->items[e], "checkpoints"));
-      if (lo <= hi)
-        note(c, FAIL, "run %s numbered checkpoint %lld, at or below run %s's %lld",
-             ck_json_get_str(runs->items[r], "attempt"), (long long)lo,
-             ck_json_get_str(runs->items[e], "attempt"), (long long)hi);
-    }
-  }
-  if (!runs || !runs->n) note(c, UNAVAILABLE, "no sink evidence: no checkpoint id to check");
+  if (!n) note(c, UNAVAILABLE, "no sink evidence: no checkpoint id to check");
   if (c->status == PASS)
-    note(c, PASS, "%d interval(s) of %d run(s): no id reused, each run above the ones before",
-         ivs ? ivs->n : 0, runs ? runs->n : 0);
+    note(c, PASS, "%d interval(s) of %d sink subtask(s): no id reused, each run above the ones "
+         "before, barriers increasing", n, subtasks);
+  ck_free(x);
 }
 
 /* ---------------------------------------------------------------- replay */
