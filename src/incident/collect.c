@@ -231,7 +231,8 @@ static int collect_subtask(collector_t *c, int op, bool sink, int subtask, const
   int nepochs = 0, nevid = 0, rc = 0;
   for (int i = 0; i < n && !rc; i++) {
     char src[4096], rel[512];
-    snprintf(src, sizeof src, "%s/%s", dir, names[i]);
+    int w = snprintf(src, sizeof src, "%s/%s", dir, names[i]);
+    if (w < 0 || (size_t)w >= sizeof src) continue; /* a path this long is no file of ours */
     snprintf(rel, sizeof rel, "%s/op-%d/subtask-%d/%s", CK_BUNDLE_CAPTURE, op, subtask, names[i]);
     if (strstr(names[i], ".tmp") || !ck_bundle_is_file(src)) continue;
     int64_t id;
