@@ -7,8 +7,7 @@
  * are generated from it, and each row is an ordinary command (ck_cli_cmd_t, its own options
  * table) named "incident <sub>", so its --help and --options-markdown come from the shared
  * parser. The work is in src/incident/ (bundle.h); this file parses and prints.
- * `reconcile` is the reconcile half's (src/incident/reconcile*.c): until it is built, its row
- * points at a stub that says so (exit 2).
+ * `reconcile` is the reconcile half's (cli/cmd_incident_reconcile.c, src/incident/reconcile*.c).
  *
  * Exit status: 0 pass, 1 a check failed, 3 partial (none failed, one unavailable), 2 bad
  * usage or a refused request.
@@ -226,27 +225,10 @@ static int scope_main(int argc, char **argv) {
   return rc;
 }
 
-/* ---------------------------------------------------------------- reconcile (stub) */
+/* ---------------------------------------------------------------- reconcile */
 
-/* The reconcile half replaces this row (and deletes the stub) with its command. */
-static const ck_cli_opt_t reconcile_stub_opts[] = {
-    {NULL, NULL, NULL, 0, 0, 0, false},
-};
-
-static int reconcile_stub_main(int argc, char **argv);
-static const ck_cli_cmd_t incident_reconcile_stub = {
-    "incident reconcile", "read one destination, read-only and bounded, and compare it with a "
-    "completed checkpoint's scope (not built yet)",
-    "BUNDLE --host H --key COL[,COL…] [options]", reconcile_stub_opts, reconcile_stub_main};
-
-static int reconcile_stub_main(int argc, char **argv) {
-  const ck_cli_cmd_t *cmd = &incident_reconcile_stub;
-  ck_cli_args_t args;
-  int rc = ck_cli_parse(cmd, argc, argv, &args);
-  if (rc) return rc < 0 ? 0 : rc;
-  fprintf(stderr, "clink incident reconcile: not built yet\n");
-  return CK_INCIDENT_USAGE;
-}
+/* The reconcile half's row: cli/cmd_incident_reconcile.c, the work in src/incident/reconcile.c. */
+extern const ck_cli_cmd_t ck_cli_incident_reconcile;
 
 /* ---------------------------------------------------------------- the table */
 
@@ -255,7 +237,7 @@ static const ck_cli_cmd_t *const subcommands[] = {
     &incident_collect,
     &incident_verify,
     &incident_scope,
-    &incident_reconcile_stub,
+    &ck_cli_incident_reconcile,
 };
 #define NSUB (sizeof subcommands / sizeof subcommands[0])
 
