@@ -114,6 +114,14 @@ enum {
   /* any other negative number is one of the engine's own codes: clink_last_error says it */
 };
 
+/* ---- row kinds: the "__op" column of an update stream (see clink_collect) */
+typedef enum clink_row_kind {
+  CLINK_ROW_INSERT = 0,        /* "+I" */
+  CLINK_ROW_UPDATE_BEFORE = 1, /* "-U": the row's value before an update (retraction) */
+  CLINK_ROW_UPDATE_AFTER = 2,  /* "+U": the row's new value */
+  CLINK_ROW_DELETE = 3,        /* "-D": the row is gone (retraction) */
+} clink_row_kind_t;
+
 /* ---- logging */
 typedef enum clink_log_level {
   CLINK_LOG_OFF = 0,
@@ -181,7 +189,21 @@ CLINK_API int clink_query(clink_engine_t *e, const char *sql, struct ArrowArrayS
                           clink_job_t **job);
 /* Reads a collect table: its rows, batch by batch as its job produces them, through out.
  * One reader per table; an unread stream makes the job wait (nothing is dropped); the
- * stream ends when the job writing the table ends (an error if it failed). */
+ * stream ends when the job writing the table ends (an error if it failed).
+ *
+ * Row kinds. An append-only result (a projection, a filter, a windowed aggregate) keeps the
+ * table's columns exactly: no extra column. An update stream (a GROUP BY without a window:
+ * each group's row is inserted, then updated, and deleted when a HAVING stops holding) leads
+ * with one more column, "__op", before the table's: the row's kind as an Arrow int8
+ * dictionary-encoded column over the strings "+I", "-U", "+U", "-D" — the int8 codes are
+ * clink_row_kind_t (the batch's own array, not copied), the strings Flink's RowKind short
+ * names. Its schema's metadata then has "clink.upsert_key": the JSON array of the columns
+ * whose values name the row an update or delete replaces (the GROUP BY keys; [] for a global
+ * aggregate), absent when the table does not carry every key column. The final table is
+ * the changelog applied in order: +I and +U set the row of their key, -U and -D remove it.
+ * Which shape a stream has is fixed by the job that writes the table (clink_exec before
+ * clink_collect); a stream whose schema was read before any job wrote its table is
+ * append-only, and a later job writing an update stream into it is refused. */
 CLINK_API int clink_collect(clink_engine_t *e, const char *table, struct ArrowArrayStream *out);
 /* Waits up to timeout_ms (< 0: for ever) until get_next on s, a stream of clink_query or
  * clink_collect that has not been moved, would return without blocking (a batch, the end or
@@ -197,6 +219,22 @@ CLINK_API int clink_push(clink_engine_t *e, const char *table, struct ArrowArray
                          struct ArrowSchema *schema);
 /* Ends a push table's input: its source ends once its job took every batch. */
 CLINK_API int clink_push_close(clink_engine_t *e, const char *table);
+
+/* What a push or collect table's queue holds and has passed: for a collect table, batches its
+ * job produced that the reader has not taken (queued), and how many of the job's sink
+ * subtasks wait for room (blocked: the job is held by its reader); for a push table, batches
+ * pushed that the job has not taken, and clink_push calls waiting for room. Set size (to
+ * sizeof(clink_table_stats_t)) before the call: the struct grows at its end; the library
+ * fills what both know and sets size to that. */
+typedef struct clink_table_stats {
+  size_t size;
+  int capacity;                 /* batches the queue holds (collect_batches) */
+  int queued;                   /* batches in the queue now */
+  int blocked;                  /* writers waiting for room now */
+  int64_t batches_in, batches_out; /* batches put and taken so far */
+  int64_t rows_in, rows_out;
+} clink_table_stats_t;
+CLINK_API int clink_table_stats(clink_engine_t *e, const char *table, clink_table_stats_t *out);
 
 /* ---- jobs */
 typedef enum clink_job_status {

@@ -25,6 +25,7 @@
 #include "clink/clink.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +65,8 @@ typedef struct jqueue {
   const char *table;
   ck_hostq_t *q;
   bool sink;
+  int mode;        /* sink: CK_HOSTQ_APPEND or CK_HOSTQ_CHANGELOG, from the plan */
+  char *key;       /* sink, changelog: its upsert key as JSON, or NULL when the rows lost it */
 } jqueue_t;
 
 struct clink_job {
@@ -271,10 +274,11 @@ static ck_hostq_t *job_queue(ck_host_t *h, const char *table, bool sink) {
   return NULL;
 }
 
-static void job_add_queue(clink_job_t *j, const char *table, ck_hostq_t *q, bool sink) {
+static jqueue_t *job_add_queue(clink_job_t *j, const char *table, ck_hostq_t *q, bool sink) {
   j->queues = ck_realloc(j->queues, sizeof *j->queues * (size_t)(j->nqueues + 1));
   ck_hostq_ref(q);
-  j->queues[j->nqueues++] = (jqueue_t){table, q, sink};
+  j->queues[j->nqueues] = (jqueue_t){table, q, sink, CK_HOSTQ_APPEND, NULL};
+  return &j->queues[j->nqueues++];
 }
 
 /* the local deployment, with the executor guarded against a concurrent cancel */
@@ -344,8 +348,17 @@ static void *job_main(void *arg) {
     text = ck_strdup(b.data);
     ck_buf_fini(&b);
   }
+  /* closing the engine marks the job stopping and fails its tables in one hold of e->mu: a
+   * job that ends because of the mark leaves the tables' "the engine was closed" in place */
+  ck_mutex_lock(&j->e->mu);
+  bool closing = j->e->closing;
+  ck_mutex_unlock(&j->e->mu);
   for (int i = 0; i < j->nqueues; i++) {
     jqueue_t *q = &j->queues[i];
+    if (closing) { /* a query's own queue is not one of the engine's tables: fail it alike */
+      ck_hostq_abort(q->q, CK_EIO, "the engine was closed");
+      continue;
+    }
     if (!q->sink) { /* nobody takes the host's batches any more */
       ck_hostq_abort(q->q, CK_ECANCELLED, "the job reading this table ended");
       continue;
@@ -372,7 +385,10 @@ static void *job_main(void *arg) {
 }
 
 static void job_free(clink_job_t *j) {
-  for (int i = 0; i < j->nqueues; i++) ck_hostq_unref(j->queues[i].q);
+  for (int i = 0; i < j->nqueues; i++) {
+    ck_hostq_unref(j->queues[i].q);
+    ck_free(j->queues[i].key);
+  }
   ck_free(j->queues);
   ck_free(j->error);
   ck_buf_fini(&j->desc);
@@ -445,9 +461,96 @@ static int job_start(clink_engine_t *e, clink_job_t *j) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- update streams */
+
+/* The agg key a column of node id's output carries through calcs (a column or a cast of one),
+ * or -1; *agg receives the aggregation it comes from. */
+static int key_origin(const ck_graph_t *g, int id, int col, const ck_node_t **agg) {
+  for (;;) {
+    const ck_node_t *n = &g->nodes[id];
+    if (n->kind == CK_NODE_AGG) {
+      *agg = n;
+      return col < n->u.agg.nkeys ? col : -1;
+    }
+    if (n->kind != CK_NODE_CALC || col < 0 || col >= n->u.calc.nexprs || n->input < 0) return -1;
+    const ck_expr_t *x = n->u.calc.exprs[col];
+    while (x->kind == CK_EX_CAST && x->nargs == 1) x = x->args[0];
+    if (x->kind != CK_EX_COLUMN) return -1;
+    col = x->column;
+    id = n->input;
+  }
+}
+
+static void json_str(ck_buf_t *b, const char *s) {
+  ck_buf_puts(b, "\"");
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') ck_buf_printf(b, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) ck_buf_printf(b, "\\u%04x", (unsigned char)*s);
+    else ck_buf_printf(b, "%c", *s);
+  }
+  ck_buf_puts(b, "\"");
+}
+
+/* The upsert key of an update stream's sink: the names of the sink columns that carry every
+ * GROUP BY key of the aggregation producing the changes, as a JSON array in key order ("[]"
+ * for a global aggregate), or NULL when the rows do not carry the whole key (then a host
+ * cannot tell which row an update replaces). */
+static char *upsert_key(const ck_graph_t *g, const ck_node_t *sink) {
+  const ck_node_t *agg = NULL;
+  int ncols = sink->u.conn.schema.ncols, *of_key = ck_calloc((size_t)ncols + 1, sizeof *of_key);
+  for (int c = 0; c < ncols; c++) {
+    int in = sink->u.conn.col_map ? sink->u.conn.col_map[c] : c;
+    of_key[c] = in < 0 || sink->input < 0 ? -1 : key_origin(g, sink->input, in, &agg);
+  }
+  char *out = NULL;
+  if (agg) {
+    ck_buf_t b;
+    ck_buf_init(&b);
+    ck_buf_puts(&b, "[");
+    bool whole = true;
+    for (int k = 0; k < agg->u.agg.nkeys && whole; k++) {
+      int c = 0;
+      while (c < ncols && of_key[c] != k) c++;
+      if (c == ncols) whole = false;
+      else {
+        if (k) ck_buf_puts(&b, ", ");
+        json_str(&b, sink->u.conn.schema.names[c]);
+      }
+    }
+    ck_buf_puts(&b, "]");
+    if (whole) out = ck_strdup(b.data);
+    ck_buf_fini(&b);
+  }
+  ck_free(of_key);
+  return out;
+}
+
+/* Fixes the stream shape of every collect table j writes (it was checked by bind_tables). */
+static void fix_modes(clink_job_t *j) {
+  for (int i = 0; i < j->nqueues; i++)
+    if (j->queues[i].sink) ck_hostq_mode(j->queues[i].q, j->queues[i].mode, j->queues[i].key, NULL);
+}
+
 /* The push and collect tables j's graph reads and writes: bound to j and marked taken, or an
- * error (a table another job has). Under e->mu. */
+ * error (a table another job has, a collect table already read as an append-only stream
+ * that this job would write an update stream into). Under e->mu. */
+static int check_mode(clink_engine_t *e, const char *table, const ck_schema_t *s, ck_hostq_t *q,
+                      int mode) {
+  if (mode == CK_HOSTQ_CHANGELOG && ck_schema_find(s, CK_ARROW_OP) >= 0)
+    return set_last(e, CLINK_EINVAL, 0, 0, "could not start the job: collect table '%s' has a "
+                    "column named '%s', the name its update stream gives the row kinds; rename "
+                    "the column", table, CK_ARROW_OP);
+  int fixed = ck_hostq_mode(q, CK_HOSTQ_UNSET, NULL, NULL);
+  if (fixed != CK_HOSTQ_UNSET && fixed != mode)
+    return set_last(e, CLINK_EINVAL, 0, 0, "could not start the job: it writes an update stream "
+                    "(row kinds) into collect table '%s', whose reader already took its schema "
+                    "as append-only rows; call clink_collect (or read the stream's schema) after "
+                    "starting the job that writes the table", table);
+  return 0;
+}
+
 static int bind_tables(clink_engine_t *e, clink_job_t *j) {
+  int rc;
   for (int i = 0; i < j->graph->nnodes; i++) {
     const ck_node_t *n = &j->graph->nodes[i];
     if (n->kind != CK_NODE_SOURCE && n->kind != CK_NODE_SINK) continue;
@@ -465,9 +568,13 @@ static int bind_tables(clink_engine_t *e, clink_job_t *j) {
     if (!sink && t->closed)
       return set_last(e, CLINK_ECLOSED, 0, 0, "could not start the job: push table '%s' "
                       "is closed", t->name);
+    int mode = sink && n->changelog ? CK_HOSTQ_CHANGELOG : CK_HOSTQ_APPEND;
+    if (sink && (rc = check_mode(e, t->name, &n->u.conn.schema, t->q, mode))) return rc;
     if (sink) t->writer = true;
     else t->reader = true;
-    job_add_queue(j, t->name, t->q, sink);
+    jqueue_t *jq = job_add_queue(j, t->name, t->q, sink);
+    jq->mode = mode;
+    if (mode == CK_HOSTQ_CHANGELOG) jq->key = upsert_key(j->graph, n);
   }
   return 0;
 }
@@ -612,6 +719,7 @@ int clink_exec(clink_engine_t *e, const char *sql, clink_job_t **jobs, int max_j
       job_free(made[i]);
     }
   } else {
+    for (int i = 0; i < p.n; i++) fix_modes(made[i]);
     for (int i = 0; i < p.n; i++) {
       if ((rc = job_start(e, made[i]))) {
         set_last(e, rc, 0, 0, "could not start a thread for the job");
@@ -639,9 +747,13 @@ typedef struct lstream {
   char error[CK_ERR_MSG + 2 * CK_ERR_TEXT + 32];
 } lstream_t;
 
+/* The stream's shape: the job writing its table fixed it; before any does, asking fixes it as
+ * append-only (hostio.h, ck_hostq_mode). */
 static int st_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
   lstream_t *l = s->private_data;
-  ck_arrow_schema_export(&l->schema, out);
+  const char *key = NULL;
+  int mode = ck_hostq_mode(l->q, CK_HOSTQ_APPEND, NULL, &key);
+  ck_arrow_schema_export(&l->schema, mode == CK_HOSTQ_CHANGELOG, key, out);
   return 0;
 }
 
@@ -651,8 +763,9 @@ static int st_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
   ck_error_clear(&err);
   ck_batch_t *b = NULL;
   int rc = ck_hostq_get(l->q, &b, -1, NULL, &err);
-  if (rc == 1) {
-    ck_arrow_batch_export(b, out);
+  if (rc == 1) { /* a batch: its writer fixed the shape before it ran */
+    ck_arrow_batch_export(b, ck_hostq_mode(l->q, CK_HOSTQ_UNSET, NULL, NULL) == CK_HOSTQ_CHANGELOG,
+                          out);
     return 0;
   }
   if (rc == 3) {
@@ -746,13 +859,17 @@ int clink_query(clink_engine_t *e, const char *sql, struct ArrowArrayStream *out
   ck_hostq_t *q = ck_hostq_new(e->o.collect_batches);
   sink->u.conn.connector = &ck_collect_connector;
   sink->u.conn.table = ck_arena_printf(&j->arena, "query-%lld", (long long)e->next_id);
-  job_add_queue(j, sink->u.conn.table, q, true);
-  if ((rc = bind_tables(e, j))) {
+  jqueue_t *jq = job_add_queue(j, sink->u.conn.table, q, true);
+  jq->mode = sink->changelog ? CK_HOSTQ_CHANGELOG : CK_HOSTQ_APPEND;
+  if (sink->changelog) jq->key = upsert_key(j->graph, sink);
+  if ((rc = check_mode(e, "(the query's result)", &sink->u.conn.schema, q, jq->mode)) ||
+      (rc = bind_tables(e, j))) {
     unbind_tables(e, j);
     job_free(j);
     ck_hostq_unref(q);
     goto out;
   }
+  fix_modes(j);
   stream_init(out, q, &sink->u.conn.schema);
   ck_hostq_unref(q);
   if ((rc = job_start(e, j))) {
@@ -766,6 +883,33 @@ int clink_query(clink_engine_t *e, const char *sql, struct ArrowArrayStream *out
 out:
   ck_mutex_unlock(&e->mu);
   return rc;
+}
+
+int clink_table_stats(clink_engine_t *e, const char *table, clink_table_stats_t *out) {
+  if (!e || !table || !out || out->size < offsetof(clink_table_stats_t, rows_out) + sizeof(int64_t))
+    return set_last(e, CLINK_EINVAL, 0, 0, "clink_table_stats: a NULL argument or a stats "
+                    "struct without its size");
+  ck_mutex_lock(&e->mu);
+  int rc = 0;
+  ltable_t *t = find_table(e, table);
+  ck_hostq_t *q = t ? t->q : NULL;
+  if (!t) rc = set_last(e, CLINK_ENOTFOUND, 0, 0, "could not read the statistics of table '%s': "
+                        "no such table", table);
+  else if (!q)
+    rc = set_last(e, CLINK_EINVAL, 0, 0, "could not read the statistics of table '%s': its "
+                  "connector is neither 'push' nor 'collect'", table);
+  else ck_hostq_ref(q);
+  ck_mutex_unlock(&e->mu);
+  if (rc) return rc;
+  ck_hostq_stats_t st;
+  ck_hostq_stats(q, &st);
+  ck_hostq_unref(q);
+  size_t size = out->size < sizeof *out ? out->size : sizeof *out;
+  clink_table_stats_t full = {sizeof *out, st.capacity, st.queued, st.blocked, st.batches_in,
+                              st.batches_out, st.rows_in, st.rows_out};
+  memcpy(out, &full, size);
+  out->size = size;
+  return 0;
 }
 
 /* ---------------------------------------------------------------- push */
