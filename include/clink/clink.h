@@ -111,6 +111,8 @@ enum {
   CLINK_ECANCELLED = -14,  /* the job was cancelled */
   CLINK_ECLOSED = -100,    /* the push table was closed, its job ended, or the engine is
                               closing (the library's own code, outside the engine's range) */
+  CLINK_EJOBTIMEOUT = -101, /* the job failed on a timeout of its own (a checkpoint not
+                               complete in time): CLINK_ETIMEOUT always means "still running" */
   /* any other negative number is one of the engine's own codes: clink_last_error says it */
 };
 
@@ -152,10 +154,35 @@ typedef struct clink_options {
   int64_t max_memory;            /* bytes a job may hold (0: no limit) */
   int collect_batches;           /* batches a collect table holds before its job waits for
                                     the reader (default 16) */
+  /* ---- the fields above are the first layout (0.1); these came with 0.2 */
+  const char *script_name;       /* what SQL errors name the script ("<sql>": NULL) and, with
+                                    one_job, the job's name */
+  int one_job;                   /* clink_exec runs a whole script as ONE job, the way
+                                    `clink run` does: every INSERT of it, and a bare SELECT
+                                    printing to standard output, in one job graph that
+                                    checkpoints into checkpoint_dir itself (not a
+                                    <dir>/job-<id> per job); push and collect tables are
+                                    refused there (nothing feeds or reads them); with a
+                                    checkpoint_dir, one engine per script */
+  int fresh;                     /* ignore the checkpoints in checkpoint_dir: start over */
+  int64_t checkpoint_timeout_ms; /* abandon a checkpoint not complete this long after its
+                                    trigger (0: the engine's default) */
+  int checkpoints_retained;      /* completed checkpoints kept (0: 3) */
+  int max_restarts;              /* restarts a job may use before it fails (< 0: the
+                                    engine's default) */
+  const char *capture_dir;       /* NULL; else record what every operator subtask consumes
+                                    per checkpoint interval under it (clink replay) */
+  int64_t capture_records;       /* records each subtask keeps per interval (0: 10000) */
+  int64_t progress_interval_ms;  /* log a progress line this often (0: never) */
 } clink_options_t;
 
-/* Fills o with the defaults. */
-CLINK_API void clink_options_init(clink_options_t *o);
+/* Fills o with the defaults and sets o->size. It is a macro over clink_options_init_size,
+ * so a program fills exactly the struct of the header it was built with; the function
+ * clink_options_init itself fills the first layout only (the one programs built against
+ * 0.1 have). */
+CLINK_API void clink_options_init_size(clink_options_t *o, size_t size);
+CLINK_API void(clink_options_init)(clink_options_t *o);
+#define clink_options_init(o) clink_options_init_size((o), sizeof *(o))
 /* The library's ABI version (CLINK_ABI_VERSION of the library, not of the header you built
  * with) and its release ("0.1.0"). */
 CLINK_API int clink_abi_version(void);
@@ -182,6 +209,10 @@ CLINK_API const char *clink_last_error(clink_engine_t *e, int *line, int *column
  * here: use clink_query. */
 CLINK_API int clink_exec(clink_engine_t *e, const char *sql, clink_job_t **jobs, int max_jobs,
                          int *njobs);
+/* clink_exec of the len bytes at sql (not NUL-terminated; a NUL byte inside is a syntax error
+ * at its position, as any byte that is not SQL). */
+CLINK_API int clink_exec_len(clink_engine_t *e, const char *sql, size_t len, clink_job_t **jobs,
+                             int max_jobs, int *njobs);
 /* Runs one bare SELECT as a job whose rows come out of out (an Arrow C stream; released by the
  * caller). *job (may be NULL) receives the job's handle. The stream ends when the job does:
  * its input ended, or it was cancelled (then get_next fails with "cancelled"). */
@@ -253,6 +284,11 @@ CLINK_API int clink_job_wait(clink_job_t *j, int64_t timeout_ms);
 /* Stops the job: its sources stop, its collect streams fail with "cancelled", and it ends
  * soon after (clink_job_wait). Nothing happens to a job that already ended. */
 CLINK_API void clink_job_cancel(clink_job_t *j);
+/* Stops the job gracefully: its sources stop reading, what is in flight drains into the
+ * sinks (a final checkpoint, when it checkpoints), and it ends FINISHED — Ctrl-C in
+ * `clink run`. Call it from a thread, not a signal handler (it takes a lock). Nothing happens
+ * to a job that already ended. */
+CLINK_API void clink_job_stop(clink_job_t *j);
 /* Why the job failed (NULL unless it did); *line, *column as for clink_last_error. */
 CLINK_API const char *clink_job_error(clink_job_t *j, int *line, int *column);
 /* Records read and written so far. */

@@ -755,6 +755,91 @@ static void test_released_stream_fails_its_job(void **state) {
   clink_engine_close(e);
 }
 
+/* ---------------------------------------------------------------- one_job (`clink run`) */
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* options.one_job runs a script the way `clink run` does: one job for the whole script,
+ * errors naming the script, checkpoints in the directory itself, clink_job_stop draining to
+ * FINISHED; push/collect tables have no host there. And clink_options_init, the function,
+ * fills only the first layout (a program built against 0.1 has no room for more). */
+static void test_one_job_is_clink_run(void **state) {
+  clink_options_t o;
+  (clink_options_init)(&o);
+  assert_int_equal(o.size, offsetof(clink_options_t, script_name));
+  clink_options_init(&o);
+  assert_int_equal(o.size, sizeof o);
+  assert_int_equal(o.max_restarts, -1);
+  char dir[] = "/tmp/clink-lib-onejob-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  o.one_job = 1;
+  o.script_name = "p.sql";
+  o.checkpoint_dir = dir;
+  o.checkpoint_interval_ms = 50;
+  o.log_level = CLINK_LOG_ERROR;
+  clink_engine_t *e = NULL;
+  char err[256];
+  assert_int_equal(clink_engine_open(&o, &e, err, sizeof err), 0);
+  int line = 0, col = 0;
+  assert_int_equal(clink_exec(e, "CREATE TABLE g (x BIGINT) WITH (connector = 'datagen');\n"
+                                 "INSERTT INTO b SELECT x FROM g;", NULL, 0, NULL), CLINK_ESYNTAX);
+  const char *msg = clink_last_error(e, &line, &col);
+  assert_int_equal(line, 2);
+  assert_true(strncmp(msg, "p.sql:2:1: error: ", 18) == 0);
+  /* a NUL byte is SQL's business at its position, not the end of the text */
+  assert_int_equal(clink_exec_len(e, "CREATE TABLE g (x BIGINT) WITH (connector = 'datagen');\n"
+                                     "INSERT INTO b\0", 70, NULL, 0, NULL), CLINK_ESYNTAX);
+  clink_last_error(e, &line, &col);
+  assert_int_equal(line, 2);
+  /* two INSERTs, one job; an unbounded source stopped by the host drains and FINISHES */
+  clink_job_t *job = NULL;
+  int nj = 0;
+  assert_int_equal(clink_exec(e, "CREATE TABLE g (x BIGINT) WITH (connector = 'datagen', "
+                                 "rows_per_second = '2000');\n"
+                                 "CREATE TABLE b1 (x BIGINT) WITH (connector = 'blackhole');\n"
+                                 "CREATE TABLE b2 (x BIGINT) WITH (connector = 'blackhole');\n"
+                                 "INSERT INTO b1 SELECT x FROM g;\n"
+                                 "INSERT INTO b2 SELECT x FROM g WHERE x > 10;", &job, 2, &nj), 0);
+  assert_int_equal(nj, 1);
+  char v1[300];
+  snprintf(v1, sizeof v1, "%s/v1", dir);
+  struct stat sb;
+  int waited = 0;
+  for (; waited < DEADLINE_MS && stat(v1, &sb) != 0; waited += 10) { /* its first checkpoint */
+    struct timespec d = {0, 10 * 1000000L};
+    nanosleep(&d, NULL);
+  }
+  assert_int_equal(stat(v1, &sb), 0); /* <dir>/v1, not <dir>/job-1/v1 */
+  assert_int_equal(clink_job_wait(job, 0), CLINK_ETIMEOUT);
+  int64_t read = 0, written = 0;
+  for (waited = 0; waited < DEADLINE_MS && written < 100; waited += 10) { /* rows flow */
+    clink_job_counts(job, &read, &written);
+    struct timespec d = {0, 10 * 1000000L};
+    nanosleep(&d, NULL);
+  }
+  clink_job_stop(job);
+  assert_int_equal(clink_job_wait(job, DEADLINE_MS), 0);
+  assert_int_equal(clink_job_status(job), CLINK_JOB_FINISHED);
+  clink_job_counts(job, &read, &written);
+  assert_true(read >= 100 && written >= 100); /* it ran, and stopping it ended it FINISHED */
+  clink_engine_close(e);
+  /* push and collect tables have no host in this mode: the job fails saying so */
+  o.checkpoint_dir = NULL;
+  o.max_restarts = 0;
+  assert_int_equal(clink_engine_open(&o, &e, err, sizeof err), 0);
+  clink_job_t *j2 = NULL;
+  assert_int_equal(clink_exec(e, "CREATE TABLE g (x BIGINT) WITH (connector = 'datagen');\n"
+                                 "CREATE TABLE c (x BIGINT) WITH (connector = 'collect');\n"
+                                 "INSERT INTO c SELECT x FROM g;", &j2, 1, NULL), 0);
+  assert_int_not_equal(clink_job_wait(j2, DEADLINE_MS), 0);
+  assert_non_null(strstr(clink_job_error(j2, NULL, NULL), "embeds clink"));
+  clink_engine_close(e);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_push_tumble_collect),
@@ -767,6 +852,7 @@ int main(void) {
       cmocka_unit_test(test_released_stream_fails_its_job),
       cmocka_unit_test(test_group_by_changelog),
       cmocka_unit_test(test_changelog_after_append_schema_refused),
+      cmocka_unit_test(test_one_job_is_clink_run),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
