@@ -638,12 +638,31 @@ static ck_ast_t *parse_call(parser_t *ps, const char *name, ck_pos_t pos) {
     ck_error_hint(ps->err, "group by TUMBLE, HOP, SESSION or CUMULATE instead");
     return NULL;
   }
+  /* agg(x) FILTER (WHERE p) is agg(CASE WHEN p THEN x END), as every aggregate skips NULLs;
+   * COUNT(*) FILTER (WHERE p) counts CASE WHEN p THEN 1 END */
   if (is_kw(&ps->tok, "FILTER") && peek_char(ps) == '(') {
-    ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
-                    "an aggregate's FILTER (WHERE …) is not supported");
-    ck_error_hint(ps->err, "put the condition into the argument: SUM(CASE WHEN p THEN x END), "
-                           "COUNT(CASE WHEN p THEN 1 END)");
-    return NULL;
+    tok_t f = ps->tok;
+    next(ps);
+    next(ps);
+    if (expect_kw(ps, "WHERE")) return NULL;
+    ck_ast_t *p = parse_expr(ps);
+    if (!p || expect(ps, T_RPAREN, "')'")) return NULL;
+    if (args.n != 1) {
+      ck_error_set_at(ps->err, CK_EBIND, f.pos.line, f.pos.column,
+                      "FILTER (WHERE …) needs an aggregate of one argument");
+      return NULL;
+    }
+    ck_ast_t *x = args.items[0];
+    if (x->kind == CK_AST_STAR) {
+      x = node(ps, CK_AST_INT, x->pos);
+      x->text = "1";
+    }
+    ck_ast_t *c = node(ps, CK_AST_CASE, f.pos);
+    c->nargs = 2;
+    c->args = ck_arena_alloc(ps->arena, sizeof(ck_ast_t *) * 2);
+    c->args[0] = p, c->args[1] = x;
+    args.items[0] = c;
+    n->filtered = true;
   }
   if (is_kw(&ps->tok, "WITHIN") && peek_word(ps, "GROUP")) {
     ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
