@@ -639,14 +639,14 @@ static bool ty_time_unit(callb_t *c, ck_type_t *rt) {
       if (!want_ts(c, 1)) return false;
       *rt = CK_TYPE(CK_T_INT64);
       return true;
-    case CK_FN_DATE_TRUNC:
+    case CK_FN_DATE_TRUNC: /* of the argument's TIMESTAMP type (its precision, LTZ or not) */
       if (!want_ts(c, 1)) return false;
-      *rt = CK_TYPE(CK_T_TIMESTAMP);
+      *rt = c->a[1]->type;
       return true;
     case CK_FN_TIMESTAMPADD:
       if (!want_integer(c, 1) || !coerce_arg(c, 1, CK_TYPE(CK_T_INT64)) || !want_ts(c, 2))
         return false;
-      *rt = CK_TYPE(CK_T_TIMESTAMP);
+      *rt = c->a[2]->type;
       return true;
     default: /* TIMESTAMPDIFF */
       if (!want_ts(c, 1) || !want_ts(c, 2)) return false;
@@ -672,6 +672,21 @@ static bool ty_date_format(callb_t *c, ck_type_t *rt) {
     }
   }
   *rt = to_ts ? CK_TYPE(CK_T_TIMESTAMP) : CK_TYPE(CK_T_STRING);
+  return true;
+}
+
+/* JSON_VALUE, JSON_QUERY, JSON_EXISTS (json, path): a literal path is checked here. */
+static bool ty_json(callb_t *c, ck_type_t *rt) {
+  if (!want(c, 0, CK_T_STRING) || !want(c, 1, CK_T_STRING)) return false;
+  const ck_expr_t *p = c->a[1];
+  char why[160];
+  if (p->kind == CK_EX_LITERAL && !p->literal.is_null &&
+      ck_json_path_check(p->literal.v.s.ptr, p->literal.v.s.len, why, sizeof why)) {
+    type_error(c->err, "function %s cannot use the path '%.*s': %s", ck_fn_name(c->fn),
+               (int)(p->literal.v.s.len > 60 ? 60 : p->literal.v.s.len), p->literal.v.s.ptr, why);
+    return false;
+  }
+  *rt = c->fn == CK_FN_JSON_EXISTS ? CK_TYPE(CK_T_BOOL) : CK_TYPE(CK_T_STRING);
   return true;
 }
 

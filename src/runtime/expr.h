@@ -229,7 +229,15 @@ typedef enum ck_expr_kind {
   X(TO_TIMESTAMP, "TO_TIMESTAMP", 1, 2, ty_date_format, k_time, "TO_TIMESTAMP", 0,                 \
     "TO_TIMESTAMP(s[, format])",                                                                   \
     "the TIMESTAMP text s gives in format (`yyyy-MM-dd HH:mm:ss` by default); NULL when it does "  \
-    "not parse")
+    "not parse")                                                                                   \
+  X(JSON_VALUE, "JSON_VALUE", 2, 2, ty_json, k_json, "JSON_VALUE", 0, "JSON_VALUE(json, path)",    \
+    "the scalar at path in the JSON text json, as a VARCHAR (a string unquoted); NULL when json "  \
+    "is not JSON, or the path names nothing, a null, an object or an array")                       \
+  X(JSON_QUERY, "JSON_QUERY", 2, 2, ty_json, k_json, "JSON_QUERY", 0, "JSON_QUERY(json, path)",    \
+    "the object or array at path, as compact JSON text; NULL for anything else")                   \
+  X(JSON_EXISTS, "JSON_EXISTS", 2, 2, ty_json, k_json, "JSON_EXISTS", 0,                           \
+    "JSON_EXISTS(json, path)",                                                                     \
+    "TRUE when path names a value in json (FALSE also when json is not JSON)")
 
 typedef enum ck_fn {
 #define CK_X_FN(id, name, min, max, typing, kernel, call, alias, sig, doc) CK_FN_##id,
@@ -308,6 +316,8 @@ int ck_date_pattern_check(const char *pattern, size_t n, char *why, size_t cap);
 /* The time unit called `name` (case-insensitive), or -1; the fields DOW, DOY and EPOCH only
  * when `extract`. */
 int ck_time_unit_lookup(const char *name, size_t n, bool extract);
+/* A JSON_VALUE / JSON_QUERY / JSON_EXISTS path. */
+int ck_json_path_check(const char *path, size_t n, char *why, size_t cap);
 /* Code points in n bytes of UTF-8. */
 size_t ck_utf8_chars(const char *s, size_t n);
 

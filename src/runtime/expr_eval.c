@@ -31,6 +31,7 @@
  * Memory: temporaries are ck_malloc'd and released before returning; the output column is
  * the caller's. Threads: re-entrant and lock-free; many subtasks may share one tree.
  */
+#include <ctype.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +43,7 @@
 #include <unicode/uregex.h>
 #include <unicode/utext.h>
 #include <unicode/ucasemap.h>
+#include <unicode/utf16.h>
 #include <unicode/utf8.h>
 
 #include "base/alloc.h"
@@ -2373,6 +2375,315 @@ static int k_time(kc_t *c) {
     }
     if (rt.id == CK_T_INT32) ((int32_t *)o->values)[i] = (int32_t)r;
     else ((int64_t *)o->values)[i] = r;
+  }
+  return 0;
+}
+
+
+/* ---- JSON_VALUE, JSON_QUERY, JSON_EXISTS: a path into JSON text, without building a tree ---
+ *
+ * The text is checked whole (a scanner that skips values), then the path's steps are followed
+ * by skipping what they do not name. Paths: an optional `lax` (the default; `strict` is
+ * refused), `$`, then `.key`, `."key"` and `[index]` steps. */
+
+#define JS_MAX_DEPTH 200
+#define JS_BAD SIZE_MAX
+
+static size_t js_ws(const char *s, size_t n, size_t i) {
+  while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+  return i;
+}
+
+/* The end of the string whose opening quote is at i, or JS_BAD. */
+static size_t js_string_end(const char *s, size_t n, size_t i) {
+  for (i++; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '"') return i + 1;
+    if (ch < 0x20) return JS_BAD;
+    if (ch == '\\') {
+      if (++i >= n) return JS_BAD;
+      if (s[i] == 'u') {
+        for (int k = 1; k <= 4; k++)
+          if (i + k >= n || !isxdigit((unsigned char)s[i + k])) return JS_BAD;
+        i += 4;
+      } else if (!strchr("\"\\/bfnrt", s[i])) {
+        return JS_BAD;
+      }
+    }
+  }
+  return JS_BAD;
+}
+
+/* The end of the value at i (no leading blanks), or JS_BAD when it is not JSON. */
+static size_t js_skip(const char *s, size_t n, size_t i, int depth) {
+  if (i >= n || depth > JS_MAX_DEPTH) return JS_BAD;
+  char ch = s[i];
+  if (ch == '"') return js_string_end(s, n, i);
+  if (ch == '{' || ch == '[') {
+    char close = ch == '{' ? '}' : ']';
+    i = js_ws(s, n, i + 1);
+    if (i < n && s[i] == close) return i + 1;
+    for (;;) {
+      if (ch == '{') {
+        if (i >= n || s[i] != '"' || (i = js_string_end(s, n, i)) == JS_BAD) return JS_BAD;
+        i = js_ws(s, n, i);
+        if (i >= n || s[i] != ':') return JS_BAD;
+        i = js_ws(s, n, i + 1);
+      }
+      if ((i = js_skip(s, n, i, depth + 1)) == JS_BAD) return JS_BAD;
+      i = js_ws(s, n, i);
+      if (i < n && s[i] == ',') {
+        i = js_ws(s, n, i + 1);
+        continue;
+      }
+      return i < n && s[i] == close ? i + 1 : JS_BAD;
+    }
+  }
+  static const char *const words[] = {"true", "false", "null"};
+  for (size_t w = 0; w < 3; w++) {
+    size_t len = strlen(words[w]);
+    if (n - i >= len && memcmp(s + i, words[w], len) == 0) return i + len;
+  }
+  /* a number: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)? */
+  size_t j = i;
+  if (j < n && s[j] == '-') j++;
+  if (j >= n || !isdigit((unsigned char)s[j])) return JS_BAD;
+  if (s[j] == '0') j++;
+  else
+    while (j < n && isdigit((unsigned char)s[j])) j++;
+  if (j < n && s[j] == '.') {
+    if (++j >= n || !isdigit((unsigned char)s[j])) return JS_BAD;
+    while (j < n && isdigit((unsigned char)s[j])) j++;
+  }
+  if (j < n && (s[j] == 'e' || s[j] == 'E')) {
+    j++;
+    if (j < n && (s[j] == '+' || s[j] == '-')) j++;
+    if (j >= n || !isdigit((unsigned char)s[j])) return JS_BAD;
+    while (j < n && isdigit((unsigned char)s[j])) j++;
+  }
+  return j;
+}
+
+static unsigned js_hex4(const char *p) {
+  unsigned v = 0;
+  for (int k = 0; k < 4; k++) {
+    char c = p[k];
+    v = v * 16 + (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+  }
+  return v;
+}
+
+/* Appends the text of the (checked) string token [b, e) with its escapes undone. */
+static void js_unescape(const char *s, size_t b, size_t e, ck_col_t *o, size_t *at) {
+  for (size_t i = b + 1; i + 1 < e; i++) {
+    if (s[i] != '\\') {
+      str_put(o, at, s + i, 1);
+      continue;
+    }
+    char c = s[++i];
+    if (c != 'u') {
+      char out = c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r'
+                 : c == 't' ? '\t' : c;
+      str_put(o, at, &out, 1);
+      continue;
+    }
+    UChar32 cp = (UChar32)js_hex4(s + i + 1);
+    i += 4;
+    if (U16_IS_LEAD(cp) && i + 6 < e && s[i + 1] == '\\' && s[i + 2] == 'u' &&
+        U16_IS_TRAIL(js_hex4(s + i + 3))) {
+      cp = U16_GET_SUPPLEMENTARY(cp, (UChar32)js_hex4(s + i + 3));
+      i += 6;
+    } else if (U_IS_SURROGATE(cp)) {
+      cp = 0xFFFD;
+    }
+    char buf[4];
+    int32_t len = 0;
+    U8_APPEND_UNSAFE(buf, len, cp);
+    str_put(o, at, buf, (size_t)len);
+  }
+}
+
+/* True when the string token [b, e) of s says `key` (escapes undone). */
+static bool js_key_is(const char *s, size_t b, size_t e, const char *key, size_t kn) {
+  if (!memchr(s + b, '\\', e - b)) return e - b - 2 == kn && memcmp(s + b + 1, key, kn) == 0;
+  ck_col_t tmp;
+  ck_col_init(&tmp, CK_TYPE(CK_T_STRING), 1);
+  size_t at = 0;
+  js_unescape(s, b, e, &tmp, &at);
+  bool eq = at == kn && memcmp(tmp.data ? tmp.data : "", key, kn) == 0;
+  ck_col_fini(&tmp);
+  return eq;
+}
+
+typedef struct jstep {
+  const char *key; /* NULL: an index step */
+  size_t kn;
+  int64_t index;
+} jstep_t;
+
+/* Parses a path into steps (at most cap); -1 with why when it is not one clink reads. */
+static int js_path(const char *p, size_t n, jstep_t *steps, int cap, int *nsteps, char *why,
+                   size_t wcap) {
+  size_t i = 0;
+  while (i < n && p[i] == ' ') i++;
+  if (n - i >= 6 && strncasecmp(p + i, "strict", 6) == 0) {
+    snprintf(why, wcap, "strict mode is not supported (paths are lax)");
+    return -1;
+  }
+  if (n - i >= 3 && strncasecmp(p + i, "lax", 3) == 0) i += 3;
+  while (i < n && p[i] == ' ') i++;
+  if (i >= n || p[i] != '$') {
+    snprintf(why, wcap, "a path starts with $");
+    return -1;
+  }
+  i++;
+  int k = 0;
+  while (i < n) {
+    if (k == cap) {
+      snprintf(why, wcap, "more than %d steps", cap);
+      return -1;
+    }
+    jstep_t *st = &steps[k];
+    if (p[i] == '.') {
+      i++;
+      if (i < n && p[i] == '"') {
+        size_t b = ++i;
+        while (i < n && p[i] != '"') i++;
+        if (i >= n) {
+          snprintf(why, wcap, "a quoted key is not closed");
+          return -1;
+        }
+        st->key = p + b, st->kn = i - b;
+        i++;
+      } else {
+        size_t b = i;
+        while (i < n && (isalnum((unsigned char)p[i]) || p[i] == '_' || p[i] == '$' ||
+                         (unsigned char)p[i] >= 0x80))
+          i++;
+        if (i == b) {
+          snprintf(why, wcap, "'.' is followed by no key at character %zu", i + 1);
+          return -1;
+        }
+        st->key = p + b, st->kn = i - b;
+      }
+    } else if (p[i] == '[') {
+      size_t b = ++i;
+      int64_t v = 0;
+      while (i < n && isdigit((unsigned char)p[i]) && v < INT32_MAX) v = v * 10 + (p[i++] - '0');
+      if (i == b || i >= n || p[i] != ']') {
+        snprintf(why, wcap, "only [index] with a number is supported at character %zu", b);
+        return -1;
+      }
+      i++;
+      st->key = NULL, st->index = v;
+    } else {
+      snprintf(why, wcap, "unexpected '%c' at character %zu", p[i], i + 1);
+      return -1;
+    }
+    k++;
+  }
+  *nsteps = k;
+  return 0;
+}
+
+#define JS_MAX_STEPS 32
+
+int ck_json_path_check(const char *path, size_t n, char *why, size_t cap) {
+  jstep_t steps[JS_MAX_STEPS];
+  int k;
+  return js_path(path, n, steps, JS_MAX_STEPS, &k, why, cap);
+}
+
+/* Finds the value the path names: its [*b, *e) in s. 1 found, 0 absent, -1 not JSON. */
+static int js_find(const char *s, size_t n, const jstep_t *steps, int k, size_t *b, size_t *e) {
+  size_t i = js_ws(s, n, 0), end = js_skip(s, n, i, 0);
+  if (end == JS_BAD || js_ws(s, n, end) != n) return -1;
+  for (int st = 0; st < k; st++) {
+    char open = s[i];
+    if (steps[st].key ? open != '{' : open != '[') return 0;
+    i = js_ws(s, n, i + 1);
+    if (s[i] == (open == '{' ? '}' : ']')) return 0;
+    bool found = false;
+    for (int64_t idx = 0;; idx++) {
+      if (open == '{') {
+        size_t kb = i, ke = js_string_end(s, n, i);
+        i = js_ws(s, n, js_ws(s, n, ke) + 1); /* past ':' */
+        if (js_key_is(s, kb, ke, steps[st].key, steps[st].kn)) {
+          found = true;
+          break;
+        }
+      } else if (idx == steps[st].index) {
+        found = true;
+        break;
+      }
+      i = js_ws(s, n, js_skip(s, n, i, 0));
+      if (s[i] != ',') break;
+      i = js_ws(s, n, i + 1);
+    }
+    if (!found) return 0;
+  }
+  *b = i;
+  *e = js_skip(s, n, i, 0);
+  return 1;
+}
+
+/* The value [b, e) without the blanks between its tokens (Flink writes JSON_QUERY's result
+ * compactly). */
+static void js_compact(const char *s, size_t b, size_t e, ck_col_t *o, size_t *at) {
+  for (size_t i = b; i < e;) {
+    if (s[i] == '"') {
+      size_t j = js_string_end(s, e, i);
+      str_put(o, at, s + i, j - i);
+      i = j;
+    } else if (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+      i++;
+    } else {
+      str_put(o, at, s + i, 1);
+      i++;
+    }
+  }
+}
+
+static int k_json(kc_t *c) {
+  ck_fn_t fn = c->e->fn;
+  bool exists = fn == CK_FN_JSON_EXISTS;
+  ck_col_t *o = exists ? out_init(c->out, CK_TYPE(CK_T_BOOL), c->n)
+                       : out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  if (exists)
+    for (int j = 0; j < c->nk; j++) and_valid(o, &c->k[j]);
+  jstep_t steps[JS_MAX_STEPS];
+  int k = 0;
+  const char *last_path = NULL;
+  size_t last_pn = 0;
+  bool path_ok = false;
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      if (!exists) ck_col_append_null(o);
+      continue;
+    }
+    size_t n, pn, b = 0, e = 0;
+    const char *s = vstr(&c->k[0], i, &n), *p = vstr(&c->k[1], i, &pn);
+    if (p != last_path || pn != last_pn) {
+      char why[120];
+      path_ok = js_path(p, pn, steps, JS_MAX_STEPS, &k, why, sizeof why) == 0;
+      last_path = p, last_pn = pn;
+    }
+    int found = path_ok ? js_find(s, n, steps, k, &b, &e) : -1;
+    if (exists) {
+      ((uint8_t *)o->values)[i] = found == 1;
+      continue;
+    }
+    char first = found == 1 ? s[b] : 0;
+    bool container = first == '{' || first == '[';
+    if (found != 1 || first == 'n' || (fn == CK_FN_JSON_VALUE) == container) {
+      ck_col_append_null(o); /* absent, null, or not the kind of value asked for */
+      continue;
+    }
+    size_t at = 0;
+    if (fn == CK_FN_JSON_QUERY) js_compact(s, b, e, o, &at);
+    else if (first == '"') js_unescape(s, b, e, o, &at);
+    else str_put(o, &at, s + b, e - b);
+    str_commit(o, at);
   }
   return 0;
 }

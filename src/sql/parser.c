@@ -575,6 +575,16 @@ static int parse_special_args(parser_t *ps, ck_ast_t *n, vec_t *args) {
 }
 
 static ck_ast_t *parse_call(parser_t *ps, const char *name, ck_pos_t pos) {
+  /* constructors with a syntax of their own (KEY … VALUE …, ABSENT ON NULL): refused whole */
+  static const char *const not_parsed[] = {"JSON_OBJECT", "JSON_ARRAY", "JSON_OBJECTAGG",
+                                           "JSON_ARRAYAGG"};
+  for (size_t i = 0; i < CK_ARRAY_LEN(not_parsed); i++)
+    if (ck_streq_i(name, not_parsed[i])) {
+      ck_error_set_at(ps->err, CK_EUNSUPPORTED, pos.line, pos.column,
+                      "function %s is not supported", not_parsed[i]);
+      ck_error_hint(ps->err, "build the JSON text with CONCAT or ||");
+      return NULL;
+    }
   ck_ast_t *n = node(ps, CK_AST_CALL, pos);
   n->text = name;
   vec_t args = {0};
@@ -624,6 +634,19 @@ static ck_ast_t *parse_call(parser_t *ps, const char *name, ck_pos_t pos) {
       }
       if (!accept(ps, T_COMMA)) break;
     }
+  }
+  if (strncasecmp(n->text, "JSON_", 5) == 0 && ps->tok.kind == T_IDENT) {
+    static const char *const clauses[] = {"RETURNING", "NULL",  "ERROR", "DEFAULT", "EMPTY",
+                                          "TRUE",      "FALSE", "UNKNOWN", "WITH", "WITHOUT"};
+    for (size_t i = 0; i < CK_ARRAY_LEN(clauses); i++)
+      if (is_kw(&ps->tok, clauses[i])) {
+        ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
+                        "the RETURNING, WRAPPER and ON EMPTY / ON ERROR clauses of %s are not "
+                        "supported", n->text);
+        ck_error_hint(ps->err, "the result is a VARCHAR, NULL when the path names nothing; "
+                               "CAST it, or COALESCE it for a default");
+        return NULL;
+      }
   }
   if (expect(ps, T_RPAREN, "')' or ','")) return NULL;
   /* TIMESTAMPADD(DAY, …): the unit is a keyword, read as its name */

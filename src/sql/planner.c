@@ -556,11 +556,6 @@ static const struct {
     {"APPROX_COUNT_DISTINCT", "aggregate function", "COUNT(DISTINCT x) counts exactly"},
     {"GROUPING", "function", "GROUPING SETS, ROLLUP and CUBE are not supported either"},
     {"GROUPING_ID", "function", "GROUPING SETS, ROLLUP and CUBE are not supported either"},
-    {"JSON_VALUE", "function", NULL},
-    {"JSON_QUERY", "function", NULL},
-    {"JSON_EXISTS", "function", NULL},
-    {"JSON_OBJECT", "function", NULL},
-    {"JSON_ARRAY", "function", NULL},
     {"TO_DATE", "function", "clink has no DATE type yet: TO_TIMESTAMP(s, 'yyyy-MM-dd') reads a "
                             "date as the TIMESTAMP of its midnight"},
 };

@@ -311,8 +311,8 @@ DUCK_FUNCTION_QUERIES = [
       "th", "dg", "rd", "sg", "pf", "e"]),
     ("SELECT id, EXTRACT(YEAR FROM ts) AS y, EXTRACT(MONTH FROM ts) AS mo, EXTRACT(DAY FROM ts) AS d, "
      "EXTRACT(HOUR FROM ts) AS h, EXTRACT(QUARTER FROM ts) AS q, EXTRACT(DOY FROM ts) AS doy, "
-     "EXTRACT(WEEK FROM ts) AS w, DATE_TRUNC(MONTH, ts) AS tm, FLOOR(ts TO HOUR) AS th, "
-     "DATE_TRUNC('WEEK', ts) AS tw, DATE_TRUNC(YEAR, ts) AS ty FROM t",
+     "EXTRACT(WEEK FROM ts) AS w, CAST(DATE_TRUNC(MONTH, ts) AS BIGINT) AS tm, CAST(FLOOR(ts TO HOUR) AS BIGINT) AS th, "
+     "CAST(DATE_TRUNC('WEEK', ts) AS BIGINT) AS tw, CAST(DATE_TRUNC(YEAR, ts) AS BIGINT) AS ty FROM t",
      "SELECT id, year(x) AS y, month(x) AS mo, day(x) AS d, hour(x) AS h, quarter(x) AS q, "
      "dayofyear(x) AS doy, weekofyear(x) AS w, epoch_ms(date_trunc('month', x)) AS tm, "
      "epoch_ms(date_trunc('hour', x)) AS th, epoch_ms(date_trunc('week', x)) AS tw, "
@@ -483,8 +483,10 @@ def test_text_functions_match_python(text_data):
                               f"extra {list(have - want)[:3]}")
 
 
-# Time: TIMESTAMP is epoch milliseconds read as UTC. DuckDB's date_diff counts boundaries crossed
-# and its DOW starts at 0; Flink counts whole units and numbers Sunday 1, so Python it is.
+# Time: TIMESTAMP is epoch milliseconds read as UTC (results are CAST to BIGINT, so the test
+# reads numbers whatever text a sink writes a TIMESTAMP as). DuckDB's date_diff counts
+# boundaries crossed and its DOW starts at 0; Flink counts whole units and numbers Sunday 1, so
+# Python it is.
 
 def civil(ms):
     return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
@@ -551,10 +553,11 @@ def expect_time(r):
 
 
 SQL_TIME = ("SELECT id, EXTRACT(DOW FROM ts) AS dow, EXTRACT(MILLISECOND FROM ts) AS ms, "
-            "EXTRACT(EPOCH FROM ts) AS ep, TIMESTAMPADD(MONTH, n, ts) AS am, TIMESTAMPADD(YEAR, n, ts) AS ay, "
-            "TIMESTAMPADD(DAY, n, ts) AS ad, TIMESTAMPADD(HOUR, -n, ts) AS ah, "
+            "EXTRACT(EPOCH FROM ts) AS ep, CAST(TIMESTAMPADD(MONTH, n, ts) AS BIGINT) AS am, "
+            "CAST(TIMESTAMPADD(YEAR, n, ts) AS BIGINT) AS ay, CAST(TIMESTAMPADD(DAY, n, ts) AS BIGINT) AS ad, "
+            "CAST(TIMESTAMPADD(HOUR, -n, ts) AS BIGINT) AS ah, "
             "DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss.SSS') AS df, DATE_FORMAT(ts, 'd/M/yy H''h''') AS dfs, "
-            "TO_TIMESTAMP(DATE_FORMAT(ts, 'yyyyMMddHHmmssSSS'), 'yyyyMMddHHmmssSSS') AS rt, "
+            "CAST(TO_TIMESTAMP(DATE_FORMAT(ts, 'yyyyMMddHHmmssSSS'), 'yyyyMMddHHmmssSSS') AS BIGINT) AS rt, "
             "TIMESTAMPDIFF(DAY, ts, ts2) AS dd, TIMESTAMPDIFF(HOUR, ts, ts2) AS dh, "
             "TIMESTAMPDIFF(MONTH, ts, ts2) AS dmo, TIMESTAMPDIFF(QUARTER, ts, ts2) AS dq, "
             "TIMESTAMPDIFF(YEAR, ts, ts2) AS dy, TIMESTAMPDIFF(MINUTE, ts, ts2) AS dms FROM t")
@@ -696,3 +699,103 @@ def test_reduced_aggregates_in_merging_windows_match_python(data, kind):
     for p in (1, 4):
         close_rows(run_clink(sql, p), want, ["k", "window_start", "window_end"], AGG_COLS,
                    f"{kind} at parallelism {p}")
+
+
+# ---- JSON_VALUE, JSON_QUERY, JSON_EXISTS, in Python: lax paths of keys and indexes -------------
+
+JSON_PATHS = ["$.a", "$.b.c", "$.arr[1]", "$.arr[9]", "$", "lax $.\"k y\"", "$.b", "$.s", "$.arr",
+              "$.n", "$.b.arr[0].z"]
+
+
+def make_json_rows(seed):
+    rnd = random.Random(seed)
+
+    def scalar():
+        return rnd.choice([rnd.randint(-1000, 1000), round(rnd.uniform(-5, 5), 3), True, False, None,
+                           "plain", "é😀 \"quoted\" \\ back", "", "line\nbreak"])
+
+    def value(depth):
+        r = rnd.random()
+        if depth > 2 or r < 0.5:
+            return scalar()
+        if r < 0.75:
+            return [value(depth + 1) for _ in range(rnd.randint(0, 4))]
+        return {k: value(depth + 1) for k in rnd.sample(["a", "c", "z", "arr", "k y"], rnd.randint(0, 3))}
+
+    rows = []
+    for i in range(1500):
+        doc = {k: value(0) for k in rnd.sample(["a", "b", "arr", "s", "n", "k y"], rnd.randint(0, 6))}
+        if rnd.random() < 0.3:
+            doc["b"] = {"c": scalar(), "arr": [{"z": scalar()}, 1]}
+        text = json.dumps(doc, ensure_ascii=False)
+        r = rnd.random()
+        if r < 0.05:
+            text = text[:-1]  # not JSON
+        elif r < 0.08:
+            text = None
+        elif r < 0.1:
+            text = json.dumps(scalar())
+        rows.append({"id": i, "j": text, "p": rnd.choice(JSON_PATHS)})
+    return rows
+
+
+def py_json_find(text, path):
+    """(found, value) for a lax path; None when text is not JSON."""
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return None
+    p = path.strip()
+    if p.startswith("lax"):
+        p = p[3:].strip()
+    p = p[1:]
+    steps = re.findall(r'\.("([^"]*)"|[A-Za-z0-9_$]+)|\[(\d+)\]', p)
+    for whole, quoted, index in steps:
+        if index:
+            if not isinstance(v, list) or int(index) >= len(v):
+                return (False, None)
+            v = v[int(index)]
+        else:
+            key = quoted if whole.startswith('"') else whole
+            if not isinstance(v, dict) or key not in v:
+                return (False, None)
+            v = v[key]
+    return (True, v)
+
+
+def py_json(text, path):
+    if text is None:
+        return {"v": None, "q": None, "e": None}
+    r = py_json_find(text, path)
+    if r is None or not r[0]:
+        return {"v": None, "q": None, "e": bool(r and r[0])}
+    v = r[1]
+    container = isinstance(v, (dict, list))
+    jv = None if v is None or container else (v if isinstance(v, str) else json.dumps(v))
+    jq = json.dumps(v, ensure_ascii=False, separators=(",", ":")) if container else None
+    return {"v": jv, "q": jq, "e": True}
+
+
+def test_json_functions_match_python(tmp_path):
+    rows = make_json_rows(20261201)
+    with open(tmp_path / "docs.json", "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    sql = (f"CREATE TABLE t (id INT, j VARCHAR, p VARCHAR) WITH (connector = 'file', "
+           f"path = '{tmp_path}/docs.json', format = 'json');\n"
+           "SELECT id, JSON_VALUE(j, p) AS v, JSON_QUERY(j, p) AS q, JSON_EXISTS(j, p) AS e, "
+           "JSON_VALUE(j, '$.b.c') AS bc, JSON_QUERY(j, 'lax $.arr') AS arr, "
+           "JSON_EXISTS(j, '$.a') AS ea FROM t;")
+    want = []
+    for r in rows:
+        w = dict(id=r["id"], **py_json(r["j"], r["p"]))
+        w["bc"] = py_json(r["j"], "$.b.c")["v"]
+        w["arr"] = py_json(r["j"], "$.arr")["q"]
+        w["ea"] = py_json(r["j"], "$.a")["e"]
+        want.append(w)
+    cols = ["id", "v", "q", "e", "bc", "arr", "ea"]
+    assert any(w["v"] for w in want) and any(w["q"] for w in want), "a vacuous test"
+    for p in (1, 4):
+        got = as_multiset(run_clink(sql, p), cols)
+        exp = as_multiset(want, cols)
+        assert got == exp, f"parallelism {p}: missing {list(exp - got)[:3]} extra {list(got - exp)[:3]}"
