@@ -50,7 +50,7 @@ int ck_fn_lookup(const char *name) {
 }
 
 /* Operators are written between or before their operands; the rest are called by name. */
-static bool fn_is_operator(ck_fn_t fn) { return fn <= CK_FN_LIKE; }
+static bool fn_is_operator(ck_fn_t fn) { return fn <= CK_FN_SIMILAR; }
 
 static const char *fn_kind(ck_fn_t fn) { return fn_is_operator(fn) ? "operator" : "function"; }
 
@@ -461,12 +461,26 @@ static bool ty_like(callb_t *c, ck_type_t *rt) {
   if (c->a[0]->type.id != CK_T_STRING && c->a[0]->type.id != CK_T_NULL) return binary_error(c);
   if (c->a[1]->type.id != CK_T_STRING && c->a[1]->type.id != CK_T_NULL) return binary_error(c);
   if (!want(c, 0, CK_T_STRING) || !want(c, 1, CK_T_STRING)) return false;
+  const ck_expr_t *pat = c->a[1], *esc = c->n > 2 ? c->a[2] : NULL;
+  if (c->fn == CK_FN_SIMILAR && pat->kind == CK_EX_LITERAL && !pat->literal.is_null &&
+      (!esc || (esc->kind == CK_EX_LITERAL && !esc->literal.is_null &&
+                esc->type.id == CK_T_STRING))) {
+    char why[160];
+    if (ck_similar_check(pat->literal.v.s.ptr, pat->literal.v.s.len,
+                         esc ? esc->literal.v.s.ptr : NULL, esc ? esc->literal.v.s.len : 0, why,
+                         sizeof why)) {
+      type_error(c->err, "operator SIMILAR TO cannot use the pattern '%.*s': %s",
+                 (int)(pat->literal.v.s.len > 60 ? 60 : pat->literal.v.s.len),
+                 pat->literal.v.s.ptr, why);
+      return false;
+    }
+  }
   if (c->n > 2) {
     if (!want(c, 2, CK_T_STRING)) return false;
     const ck_expr_t *e = c->a[2];
     if (e->kind == CK_EX_LITERAL && !e->literal.is_null &&
         ck_utf8_chars(e->literal.v.s.ptr, e->literal.v.s.len) != 1) {
-      type_error(c->err, "the ESCAPE of LIKE must be one character, not '%.*s'",
+      type_error(c->err, "the ESCAPE of %s must be one character, not '%.*s'", ck_fn_name(c->fn),
                  (int)(e->literal.v.s.len > 20 ? 20 : e->literal.v.s.len), e->literal.v.s.ptr);
       return false;
     }
@@ -846,7 +860,7 @@ static void node_prefix(const ck_expr_t *e, ck_buf_t *out) {
     case CK_FN_NEG: ck_buf_puts(out, "(- "); return;
     case CK_FN_NOT: ck_buf_puts(out, "(NOT "); return;
     case CK_FN_IS_NULL: case CK_FN_IS_NOT_NULL: case CK_FN_IS_TRUE: case CK_FN_IS_FALSE:
-    case CK_FN_LIKE: ck_buf_putc(out, '('); return;
+    case CK_FN_LIKE: case CK_FN_SIMILAR: ck_buf_putc(out, '('); return;
     default:
       if (is_infix(e->fn)) ck_buf_putc(out, '(');
       else ck_buf_printf(out, "%s(", ck_fn_name(e->fn));
@@ -887,7 +901,10 @@ static void node_suffix(const ck_expr_t *e, ck_buf_t *out) {
       ck_buf_printf(out, " %s)", ck_fn_name(e->fn));
       return;
     case CK_FN_LIKE:
-      ck_buf_puts(out, e->negated ? " NOT LIKE " : " LIKE ");
+    case CK_FN_SIMILAR:
+      ck_buf_puts(out, e->negated ? " NOT " : " ");
+      ck_buf_puts(out, ck_fn_name(e->fn));
+      ck_buf_putc(out, ' ');
       ck_expr_to_string(e->args[1], out);
       if (e->nargs > 2) {
         ck_buf_puts(out, " ESCAPE ");

@@ -57,7 +57,7 @@ typedef enum ck_expr_kind {
  *   typing rule, kernel (0: evaluated by expr_eval.c's own code: AND/OR short-circuit, the
  *   NULL tests, COALESCE, NULLIF), the SQL name and an alias it is called by (0: reached by
  *   operator syntax only), and for a called function its signature and a one-line doc.
- * Operators come first, up to LIKE (fn_is_operator). A call whose kernel is 0 and is not one of
+ * Operators come first, up to SIMILAR TO (fn_is_operator). A call whose kernel is 0 and is not one of
  * those is rewritten by ck_expr_call (IF becomes a CASE). */
 #define CK_FN_TABLE(X)                                                                             \
   X(ADD, "+", 2, 2, ty_arith, k_arith, 0, 0, 0, 0)                                                 \
@@ -81,6 +81,7 @@ typedef enum ck_expr_kind {
   X(IS_TRUE, "IS TRUE", 1, 1, ty_bools, 0, 0, 0, 0, 0)                                             \
   X(IS_FALSE, "IS FALSE", 1, 1, ty_bools, 0, 0, 0, 0, 0)                                           \
   X(LIKE, "LIKE", 2, 3, ty_like, k_like, 0, 0, 0, 0)                                               \
+  X(SIMILAR, "SIMILAR TO", 2, 3, ty_like, k_similar, 0, 0, 0, 0)                                    \
   X(COALESCE, "COALESCE", 1, -1, ty_unify, 0, "COALESCE", 0, "COALESCE(x, ...)",                   \
     "the first argument that is not NULL (all coerced to their common type)")                      \
   X(NULLIF, "NULLIF", 2, 2, ty_unify, 0, "NULLIF", 0, "NULLIF(a, b)",                              \
@@ -316,6 +317,9 @@ int ck_date_pattern_check(const char *pattern, size_t n, char *why, size_t cap);
 /* The time unit called `name` (case-insensitive), or -1; the fields DOW, DOY and EPOCH only
  * when `extract`. */
 int ck_time_unit_lookup(const char *name, size_t n, bool extract);
+/* A SIMILAR TO pattern with its ESCAPE (esc NULL: none). */
+int ck_similar_check(const char *pattern, size_t n, const char *esc, size_t en, char *why,
+                     size_t cap);
 /* A JSON_VALUE / JSON_QUERY / JSON_EXISTS path. */
 int ck_json_path_check(const char *path, size_t n, char *why, size_t cap);
 /* Code points in n bytes of UTF-8. */

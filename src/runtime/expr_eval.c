@@ -2688,6 +2688,170 @@ static int k_json(kc_t *c) {
   return 0;
 }
 
+
+/* ---- SIMILAR TO: the SQL standard's regular expressions, as ICU patterns -------------------
+ *
+ * `%` is any text and `_` any character; `|`, `*`, `+`, `?`, `{m,n}`, `(…)` and `[…]` are
+ * regular-expression syntax; every other character (`.`, `^`, `$`, `\` among them) stands for
+ * itself, as does the character after the ESCAPE one. The whole text must match. */
+
+static void similar_literal(ck_buf_t *out, const char *p, size_t cl) {
+  if (cl == 1 && !isalnum((unsigned char)p[0]) && (unsigned char)p[0] < 0x80) ck_buf_putc(out, '\\');
+  ck_buf_append(out, p, cl);
+}
+
+static int similar_translate(const char *p, size_t n, const char *esc, size_t en, ck_buf_t *out,
+                             char *why, size_t cap) {
+  ck_buf_puts(out, "(?:");
+  for (size_t i = 0; i < n;) {
+    size_t cl = u8len((unsigned char)p[i]);
+    if (i + cl > n) cl = n - i;
+    if (en && i + en <= n && memcmp(p + i, esc, en) == 0) {
+      i += en;
+      if (i >= n) {
+        snprintf(why, cap, "it ends with its ESCAPE character");
+        return -1;
+      }
+      size_t c2 = u8len((unsigned char)p[i]);
+      if (i + c2 > n) c2 = n - i;
+      similar_literal(out, p + i, c2);
+      i += c2;
+      continue;
+    }
+    char ch = p[i];
+    if (ch == '%') {
+      ck_buf_puts(out, ".*");
+    } else if (ch == '_') {
+      ck_buf_putc(out, '.');
+    } else if (ch == '{') { /* {m}, {m,}, {m,n} as they are */
+      size_t j = i + 1;
+      while (j < n && (isdigit((unsigned char)p[j]) || p[j] == ',')) j++;
+      if (j >= n || p[j] != '}') {
+        snprintf(why, cap, "a '{' at character %zu is not a repetition {m,n}",
+                 ck_utf8_chars(p, i) + 1);
+        return -1;
+      }
+      ck_buf_append(out, p + i, j + 1 - i);
+      cl = j + 1 - i;
+    } else if (strchr("|*+?()", ch)) {
+      ck_buf_putc(out, ch);
+    } else if (ch == '[') {
+      size_t j = i + 1;
+      if (j < n && p[j] == '^') j++;
+      if (j < n && p[j] == ']') j++;
+      while (j < n && p[j] != ']') {
+        if (p[j] == '[' && j + 1 < n && p[j + 1] == ':') { /* [:alpha:] */
+          const char *end = memmem(p + j, n - j, ":]", 2);
+          if (end) j = (size_t)(end - p) + 1;
+        }
+        j++;
+      }
+      if (j >= n) {
+        snprintf(why, cap, "a '[' at character %zu is not closed", ck_utf8_chars(p, i) + 1);
+        return -1;
+      }
+      /* ICU's sets give '[', '&' and '\\' meanings of their own: those stand for themselves,
+       * except a [:class:] */
+      ck_buf_putc(out, '[');
+      for (size_t k = i + 1; k < j; k++) {
+        if (p[k] == '[' && k + 1 < j && p[k + 1] == ':') {
+          const char *end = memmem(p + k, j + 1 - k, ":]", 2);
+          size_t e = end ? (size_t)(end - p) + 2 : j;
+          ck_buf_append(out, p + k, e - k);
+          k = e - 1;
+          continue;
+        }
+        if (p[k] == '[' || p[k] == ']' || p[k] == '&' || p[k] == '\\') ck_buf_putc(out, '\\');
+        ck_buf_putc(out, p[k]);
+      }
+      ck_buf_putc(out, ']');
+      cl = j + 1 - i;
+    } else {
+      similar_literal(out, p + i, cl);
+    }
+    i += cl;
+  }
+  ck_buf_putc(out, ')');
+  return 0;
+}
+
+static URegularExpression *similar_compile(const char *p, size_t n, const char *esc, size_t en,
+                                           char *why, size_t cap) {
+  ck_buf_t rx;
+  ck_buf_init(&rx);
+  URegularExpression *re = NULL;
+  if (similar_translate(p, n, esc, en, &rx, why, cap) == 0) {
+    UParseError pe;
+    UErrorCode st = U_ZERO_ERROR;
+    UText *ut = utext_openUTF8(NULL, rx.data, (int64_t)rx.len, &st);
+    if (!U_FAILURE(st)) re = uregex_openUText(ut, UREGEX_DOTALL, &pe, &st);
+    if (ut) utext_close(ut);
+    if (U_FAILURE(st)) {
+      if (re) uregex_close(re);
+      re = NULL;
+      snprintf(why, cap, "%s", u_errorName(st));
+    }
+  }
+  ck_buf_fini(&rx);
+  return re;
+}
+
+int ck_similar_check(const char *pattern, size_t n, const char *esc, size_t en, char *why,
+                     size_t cap) {
+  if (esc && ck_utf8_chars(esc, en) != 1) {
+    snprintf(why, cap, "its ESCAPE must be one character");
+    return -1;
+  }
+  URegularExpression *re = similar_compile(pattern, n, esc, en, why, cap);
+  if (!re) return -1;
+  uregex_close(re);
+  return 0;
+}
+
+static int k_similar(kc_t *c) {
+  const vec_t *A = &c->k[0], *P = &c->k[1], *E = c->nk > 2 ? &c->k[2] : NULL;
+  bool neg = c->e->negated;
+  ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_BOOL), c->n);
+  for (int j = 0; j < c->nk; j++) and_valid(o, &c->k[j]);
+  uint8_t *r = o->values;
+  URegularExpression *re = NULL;
+  UText *text = NULL;
+  ck_buf_t key; /* the pattern and escape re was compiled from */
+  ck_buf_init(&key);
+  int rc = 0;
+  for (size_t i = 0; i < c->n && !rc; i++) {
+    if (!counts(c, i)) continue;
+    size_t sn, pn, en = 0;
+    const char *s = vstr(A, i, &sn), *p = vstr(P, i, &pn), *esc = E ? vstr(E, i, &en) : NULL;
+    if (!re || key.len != pn + en + 1 || memcmp(key.data, p, pn) != 0 ||
+        memcmp(key.data + pn + 1, esc ? esc : "", en) != 0) {
+      char why[160];
+      if (re) uregex_close(re);
+      re = NULL;
+      if (esc && ck_utf8_chars(esc, en) != 1) snprintf(why, sizeof why, "its ESCAPE must be one character");
+      else re = similar_compile(p, pn, esc, en, why, sizeof why);
+      if (!re) {
+        rc = ck_error_set(c->ev->err, CK_EEVAL, "could not compute SIMILAR TO with the pattern "
+                          "'%.*s': %s", (int)(pn > 60 ? 60 : pn), p, why);
+        break;
+      }
+      ck_buf_reset(&key);
+      ck_buf_append(&key, p, pn);
+      ck_buf_putc(&key, 0);
+      ck_buf_append(&key, esc ? esc : "", en);
+    }
+    UErrorCode st = U_ZERO_ERROR;
+    text = utext_openUTF8(text, s, (int64_t)sn, &st);
+    uregex_setUText(re, text, &st);
+    bool m = !U_FAILURE(st) && uregex_matches64(re, 0, &st) && !U_FAILURE(st);
+    r[i] = m != neg;
+  }
+  if (re) uregex_close(re);
+  if (text) utext_close(text);
+  ck_buf_fini(&key);
+  return rc;
+}
+
 /* ---- CAST ------------------------------------------------------------------------------- */
 
 static int cast_fail(const ck_value_t *v, ck_type_t to, const char *why, ck_error_t *err) {

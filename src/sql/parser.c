@@ -948,13 +948,23 @@ static ck_ast_t *parse_predicate_chain(parser_t *ps, int *wraps) {
       a = like;
       continue;
     }
-    if (is_kw(&ps->tok, "SIMILAR")) {
-      ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
-                      "SIMILAR TO is not supported");
-      ck_error_hint(ps->err, "use REGEXP(s, '^(…)$') for a regular expression, or LIKE");
-      return NULL;
+    if (accept_kw(ps, "SIMILAR")) {
+      if (expect_kw(ps, "TO") || !enter(ps)) return NULL;
+      ++*wraps;
+      ck_ast_t *b = parse_add(ps), *esc = NULL;
+      if (!b) return NULL;
+      if (accept_kw(ps, "ESCAPE") && !(esc = parse_add(ps))) return NULL;
+      ck_ast_t *sim = node(ps, CK_AST_LIKE, t.pos);
+      sim->text = "SIMILAR TO";
+      sim->nargs = esc ? 3 : 2;
+      sim->args = ck_arena_alloc(ps->arena, sizeof(ck_ast_t *) * 3);
+      sim->args[0] = a, sim->args[1] = b, sim->args[2] = esc;
+      sim->negated = negated;
+      a = sim;
+      continue;
     }
-    if (negated) return fail_at(ps, &ps->tok, "expected %s", "IN, BETWEEN or LIKE after NOT"), NULL;
+    if (negated)
+      return fail_at(ps, &ps->tok, "expected %s", "IN, BETWEEN, LIKE or SIMILAR TO after NOT"), NULL;
     return a;
   }
 }

@@ -718,12 +718,13 @@ static ck_expr_t *bind_node(scope_t *sc, const ck_ast_t *a) {
       ck_expr_t *x = bind(sc, a->args[0]), *y = x ? bind(sc, a->args[1]) : NULL;
       if (!y) return NULL;
       ck_expr_t *e;
-      if (a->nargs == 3) { /* LIKE … ESCAPE */
+      ck_fn_t fn = strcmp(a->text, "SIMILAR TO") == 0 ? CK_FN_SIMILAR : CK_FN_LIKE;
+      if (a->nargs == 3) { /* … ESCAPE e */
         ck_expr_t *args[3] = {x, y, bind(sc, a->args[2])};
         if (!args[2]) return NULL;
-        e = call(sc, a->pos, CK_FN_LIKE, args, 3);
+        e = call(sc, a->pos, fn, args, 3);
       } else {
-        e = call2(sc, a->pos, CK_FN_LIKE, x, y);
+        e = call2(sc, a->pos, fn, x, y);
       }
       if (e) e->negated = a->negated;
       return e;
