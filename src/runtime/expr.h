@@ -100,7 +100,7 @@ typedef enum ck_expr_kind {
     "the strings joined, as the concatenation operator does; NULL when any is NULL")               \
   X(TRIM, "TRIM", 1, 2, ty_strings, k_trim, "TRIM", 0, "TRIM(s[, chars])",                         \
     "s without leading and trailing characters that are in chars (a space by default); also "      \
-    "`TRIM([BOTH|LEADING|TRAILING] [chars] FROM s)`")                                              \
+    "`TRIM(BOTH chars FROM s)`, and LEADING or TRAILING for one end")                              \
   X(LTRIM, "LTRIM", 1, 2, ty_strings, k_trim, "LTRIM", 0, "LTRIM(s[, chars])",                     \
     "s without leading characters that are in chars (a space by default)")                         \
   X(RTRIM, "RTRIM", 1, 2, ty_strings, k_trim, "RTRIM", 0, "RTRIM(s[, chars])",                     \
