@@ -81,8 +81,6 @@ typedef struct ck_arrow_batch {
 void ck_arrow_batch_init(ck_arrow_batch_t *batch, const ck_arrow_field_t *fields, int nfields);
 void ck_arrow_batch_fini(ck_arrow_batch_t *batch);
 void ck_arrow_batch_reset(ck_arrow_batch_t *batch); /* no rows; memory kept */
-/* One value of the current row into column col (of the matching type); then ck_arrow_batch_row
- * when every column has its value. Inline: a snapshot writes millions of rows. */
 /* memcpy for the short variable-length copies of a row loop: inline, no call up to 32 bytes
  * (d and s do not overlap). */
 static inline void ck_arrow_copy_short(void *d, const void *s, size_t n) {
@@ -113,6 +111,8 @@ static inline void ck_arrow_copy_short(void *d, const void *s, size_t n) {
     dp[0] = a, dp[n / 2] = b, dp[n - 1] = c;
   }
 }
+/* One value of the current row into column col (of the matching type); then ck_arrow_batch_row
+ * when every column has its value. Inline: a snapshot writes millions of rows. */
 static inline void ck_arrow_col_put_(ck_buf_t *b, const void *p, size_t n) {
   if (b->len + n >= b->cap) ck_buf_reserve(b, n);
   ck_arrow_copy_short(b->data + b->len, p, n);

@@ -13,7 +13,12 @@
  * its key (user_key), and ck_agg_snap_joiner puts the record back together from the three
  * columns: the key parsed back from its JSON by the key types of the header. A key whose JSON
  * would not give its bytes back (a float that is NaN or infinite, a decimal the text does not
- * round-trip) makes the writer keep the whole encoding as one row instead.
+ * round-trip) makes the writer keep the whole encoding as one row instead. Millions of records
+ * go through here, so the common shape has its own paths both ways: windowed records with
+ * fixed-width accumulators and integer keys are cut without a parse of their accumulators,
+ * their keys printed two digits a step; and restore takes a run of rows at once
+ * (ck_snap_joiner.rows), one integer key parsed and each record written straight into the
+ * output, every other shape a row at a time (join_row).
  * Decoded (JSON): the header gives window kind and sizes, key and call types, maximum
  * parallelism, watermark and the number of entries; a record its window bounds, key and each
  * accumulator (COUNT's count; SUM's sum; AVG's sum, count and average; MIN/MAX's value; the
