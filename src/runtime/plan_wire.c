@@ -431,7 +431,7 @@ static ck_expr_t *get_expr(rd_t *r, int ncols) {
     ck_expr_t *e = ck_arena_zalloc(r->arena, sizeof *e);
     *slot = e;
     uint8_t kind = get_u8(r);
-    if (kind > CK_EX_IN) bad(r, "an expression kind is out of range");
+    if (kind > CK_EX_WATERMARK) bad(r, "an expression kind is out of range");
     e->kind = (ck_expr_kind_t)kind;
     e->type = get_type(r);
     e->column = get_i32(r);

@@ -562,6 +562,43 @@ static ck_expr_t *bind_ident(scope_t *sc, const ck_ast_t *a) {
 
 static bool is_proctime_call(const ck_ast_t *a);
 
+/* CURRENT_WATERMARK(time column), Flink's: the watermark the row arrived under, NULL before
+ * the first one, of the column's type. Over the rows of a table only (WHERE, a SELECT without
+ * GROUP BY, GROUP BY keys and aggregate arguments), where each row has arrived under one. */
+static ck_expr_t *bind_current_watermark(scope_t *sc, const ck_ast_t *a) {
+  planner_t *pl = sc->pl;
+  const table_t *t = sc->tbl;
+  const char *etc = ck_options_get(&t->options, "event_time_column");
+  if (a->nargs != 1 || a->args[0]->kind != CK_AST_IDENT) {
+    fail(pl, a->pos, CK_EBIND, "CURRENT_WATERMARK takes one argument, the time column");
+    if (etc) ck_error_hint(pl->err, "CURRENT_WATERMARK(%s)", etc);
+    return NULL;
+  }
+  const ck_ast_t *c = a->args[0];
+  if (sc->agg || !strcmp(sc->clause, "a computed column")) {
+    fail(pl, a->pos, CK_EUNSUPPORTED, "CURRENT_WATERMARK is not allowed in %s",
+         sc->agg ? sc->clause : "a computed column");
+    ck_error_detail(pl->err, "it is the watermark a row of the table arrived under, so it is "
+                    "read where the table's rows are: WHERE, a SELECT without GROUP BY, the "
+                    "GROUP BY keys and aggregate arguments");
+    return NULL;
+  }
+  if (!etc || !ck_streq_i(etc, c->text)) {
+    if (names_get(&t->cols, c->text) < 0) return bind_ident(sc, c);
+    fail(pl, c->pos, CK_EBIND, "CURRENT_WATERMARK(%s): '%s' is not the event time of table "
+         "'%s'%s", c->text, c->text, t->st->table, etc ? "" : ", which has none");
+    if (etc) ck_error_hint(pl->err, "CURRENT_WATERMARK(%s)", etc);
+    else ck_error_hint(pl->err, "declare WATERMARK FOR %s AS %s - INTERVAL '…' SECOND in the "
+                       "table", c->text, c->text);
+    return NULL;
+  }
+  int col = names_get(&t->cols, etc);
+  ck_type_t type = t->schema.types[col];
+  if (type.id != CK_T_TIMESTAMP) type = ck_type_timestamp(3, CK_TS_EPOCH);
+  else type.scale &= (uint8_t)~CK_TS_EPOCH;
+  return ck_expr_watermark(pl->arena, type);
+}
+
 static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
   planner_t *pl = sc->pl;
   if (is_agg_call(a)) {
@@ -574,6 +611,7 @@ static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
     ck_error_hint(pl->err, "GROUP BY %s(…), … and select window_start / window_end", a->text);
     return NULL;
   }
+  if (ck_streq_i(a->text, "CURRENT_WATERMARK")) return bind_current_watermark(sc, a);
   if (is_proctime_call(a)) {
     fail(pl, a->pos, CK_EUNSUPPORTED, "PROCTIME() is only allowed as a computed column of a "
          "table");
