@@ -276,7 +276,17 @@ ck_expr_t *ck_expr_coerce(ck_arena_t *arena, ck_expr_t *e, ck_type_t to, ck_erro
 }
 
 ck_expr_t *ck_expr_cast(ck_arena_t *arena, ck_expr_t *arg, ck_type_t to, ck_error_t *err) {
-  if (ck_type_eq(arg->type, to)) return arg;
+  if (ck_type_eq(arg->type, to)) {
+    if (to.id != CK_T_TIMESTAMP || (arg->type.precision == to.precision && arg->type.scale == to.scale))
+      return arg;
+    /* TIMESTAMP to TIMESTAMP_LTZ and back (or another precision): the same milliseconds
+     * under the other presentation (types.h), a relabelled copy of the node */
+    ck_expr_t *e = ck_arena_alloc(arena, sizeof *e);
+    *e = *arg;
+    e->type = to;
+    if (e->kind == CK_EX_LITERAL) e->literal.type = to;
+    return e;
+  }
   if (!castable(arg->type, to))
     return type_error(err, "cannot cast %s to %s", TNAME(arg->type), TNAME(to));
   if (arg->kind == CK_EX_LITERAL && (arg->literal.is_null || arg->type.id == CK_T_NULL)) {
