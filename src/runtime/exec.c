@@ -9,7 +9,10 @@
  * Watermarks: a source subtask tracks the largest event time per partition; its watermark is
  * the least over partitions (an idle partition does not count; a subtask whose partitions are
  * all idle sends IDLE). A receiving subtask takes the least over its senders, ignoring idle
- * ones and counting ended ones as done. Watermarks only move forward.
+ * ones and counting ended ones as done. Watermarks only move forward. A table's computed
+ * columns (DDL `name AS expr`, PROCTIME()) are added to each polled batch by its source subtask
+ * (compute_columns) before rows without event time are dropped and watermarks are read, so a
+ * computed column can be the event time; the connector only ever sees the physical columns.
  *
  * Checkpoints (DESIGN §4): an in-process coordinator thread (or, in a worker, the coordinator's
  * TRIGGER frame through ck_exec_trigger) triggers checkpoint N with a MSG_TRIGGER to each source

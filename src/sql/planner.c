@@ -15,6 +15,13 @@
  * exponentially), and a windowed query CK_SQL_MAX_WINDOWS_PER_RECORD windows per record. Name
  * lookups (columns, output names, sink columns) go through hash maps: planning is linear in
  * the width of the query and of its tables.
+ *
+ * Time in DDL (declare_time): a computed column (`name AS expr`) is bound against the table's
+ * physical columns and travels in the source spec, which evaluates it before event time is
+ * read; `proc AS PROCTIME()` is the one clock read, allowed nowhere else; WATERMARK FOR c AS
+ * c - INTERVAL is rewritten into the event_time_column and watermark_lag_ms options, so one
+ * rule (the sources') makes watermarks whichever way a table says it. Window bounds take the
+ * time column's type (TIMESTAMP(3), or epoch-ms presentation over a BIGINT: types.h).
  */
 #include "sql/planner.h"
 
