@@ -199,7 +199,8 @@ const char *ck_format_expected(ck_type_t type) {
     case CK_T_FLOAT32:
     case CK_T_FLOAT64:
     case CK_T_DECIMAL: return "expected a number";
-    case CK_T_TIMESTAMP: return "expected an integer (epoch milliseconds)";
+    case CK_T_TIMESTAMP:
+      return "expected a timestamp (text or integer epoch milliseconds)";
     case CK_T_STRING: return "expected a string";
     case CK_T_NULL: return "expected null";
   }

@@ -19,7 +19,8 @@
  *         fields are ignored;
  *         a repeated field takes its last value. Types: integers into INT/BIGINT (no fraction,
  *         no overflow), numbers into FLOAT/DOUBLE and DECIMAL (exactly, from the text),
- *         integer epoch milliseconds into TIMESTAMP, true/false into BOOLEAN, strings (full
+ *         integer epoch milliseconds or timestamp text (ck_timestamp_parse_iso: ISO 8601 with
+ *         an optional zone, 'yyyy-MM-dd HH:mm:ss[.SSS]') into TIMESTAMP, true/false into BOOLEAN, strings (full
  *         escapes, \u surrogate pairs) into VARCHAR; a VARCHAR column also takes any other JSON
  *         value as its JSON text. A string where a number is expected is an error, never a
  *         coercion.
@@ -34,7 +35,9 @@
  *
  * Encoders: json writes one object per row, keys sorted by column name (byte order), NULL as
  * null, doubles in their shortest round-trip form (no value is ever NaN or infinite: expr.h), decimals at
- * their scale, TIMESTAMP as epoch milliseconds; rows of a changelog batch (batch->kinds set)
+ * their scale, TIMESTAMP as Flink's SQL text "yyyy-MM-dd HH:mm:ss.SSS" (TIMESTAMP_LTZ with a
+ * trailing 'Z'; window bounds over a BIGINT event time as epoch milliseconds, CK_TS_EPOCH) —
+ * csv likewise, and a csv TIMESTAMP field reads the same text or an epoch number; rows of a changelog batch (batch->kinds set)
  * carry "op": insert | update_before | update | delete. csv writes the columns in schema
  * order, NULL as an empty field, the empty string as "", and quotes a field that holds a
  * comma, quote or line break; changelog rows get a trailing op field.

@@ -166,9 +166,25 @@ static int field_into(csv_dec_t *dec, int c, const csv_field_t *f, ck_col_t *col
         ck_col_append_bool(col, false);
       else return bad_value(schema, c, raw, rawn, ck_format_expected(type), err);
       return 0;
-    case CK_T_INT32:
-    case CK_T_INT64:
     case CK_T_TIMESTAMP: {
+      /* text (ISO 8601, 'yyyy-MM-dd HH:mm:ss[.SSS]') or integer epoch milliseconds */
+      ck_num_t num;
+      int64_t v;
+      if (n && s[0] != '-' && (s[0] < '0' || s[0] > '9' || memchr(s, '-', n) || memchr(s, ':', n))) {
+        if (!ck_timestamp_parse_iso(s, n, &v))
+          return bad_value(schema, c, raw, rawn, "not a timestamp (expected 'yyyy-MM-dd "
+                           "HH:mm:ss[.SSS]' or ISO 8601, or epoch milliseconds)", err);
+        ck_col_append_i64(col, v);
+        return 0;
+      }
+      int st = scan_whole(s, n, &num) ? ck_format_num_int(&num, CK_T_INT64, &v) : -1;
+      if (st == -1) return bad_value(schema, c, raw, rawn, ck_format_expected(type), err);
+      if (st == -2) return bad_value(schema, c, raw, rawn, "out of range for TIMESTAMP", err);
+      ck_col_append_i64(col, v);
+      return 0;
+    }
+    case CK_T_INT32:
+    case CK_T_INT64: {
       ck_num_t num;
       int64_t v;
       int st = scan_whole(s, n, &num) ? ck_format_num_int(&num, type.id, &v) : -1;
@@ -329,14 +345,18 @@ static void put_text(ck_buf_t *out, const char *s, size_t n) {
   ck_buf_putc(out, '"');
 }
 
-static void csv_value(const ck_col_t *col, size_t i, ck_buf_t *out) {
+/* type: the column's type in the encoder's schema (a TIMESTAMP's presentation is there). */
+static void csv_value(const ck_col_t *col, ck_type_t type, size_t i, ck_buf_t *out) {
   if (!ck_col_valid(col, i)) return;
   switch (col->type.id) {
     case CK_T_NULL: break;
     case CK_T_BOOL: ck_buf_puts(out, ck_col_bool(col, i) ? "true" : "false"); break;
     case CK_T_INT32: ck_format_put_i64(out, ck_col_i32(col, i)); break;
-    case CK_T_INT64:
-    case CK_T_TIMESTAMP: ck_format_put_i64(out, ck_col_i64(col, i)); break;
+    case CK_T_INT64: ck_format_put_i64(out, ck_col_i64(col, i)); break;
+    case CK_T_TIMESTAMP:
+      if (ck_type_ts_epoch(type)) ck_format_put_i64(out, ck_col_i64(col, i));
+      else ck_timestamp_format_typed(type, ck_col_i64(col, i), out);
+      break;
     case CK_T_FLOAT32: ck_format_put_float(out, ck_col_f32(col, i)); break;
     case CK_T_FLOAT64: ck_double_format(ck_col_f64(col, i), out); break;
     case CK_T_DECIMAL: ck_decimal_format(ck_col_dec(col, i), col->type.scale, out); break;
@@ -352,7 +372,8 @@ static void csv_value(const ck_col_t *col, size_t i, ck_buf_t *out) {
 static void csv_row(ck_encoder_t *enc, const ck_batch_t *batch, size_t i, ck_buf_t *out) {
   for (int c = 0; c < batch->ncols; c++) {
     if (c) ck_buf_putc(out, ',');
-    csv_value(&batch->cols[c], i, out);
+    csv_value(&batch->cols[c],
+              c < enc->schema->ncols ? enc->schema->types[c] : batch->cols[c].type, i, out);
   }
   if (batch->kinds) {
     static const char *ops[] = {"insert", "update_before", "update", "delete"};

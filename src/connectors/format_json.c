@@ -56,6 +56,7 @@ typedef struct json_dec {
   ck_buf_t str;    /* unescaped string values */
   ck_buf_t key;    /* unescaped field names */
   ck_buf_t num;    /* number text for strtod / decimal normalisation */
+  ck_col_t text;   /* a string read for a TIMESTAMP column */
 } json_dec_t;
 
 /* Parser state for one record. */
@@ -544,6 +545,28 @@ digits_done:
   return true;
 }
 
+/* A string into a TIMESTAMP column: ISO 8601 or SQL text (ck_timestamp_parse_iso); the
+ * error quotes it. jp->p is at the opening quote. */
+static int timestamp_into(jp_t *jp, int c, ck_col_t *col) {
+  json_dec_t *dec = jp->dec;
+  jp->p++;
+  ck_col_clear(&dec->text);
+  int rc = string_into(jp, &dec->text);
+  if (rc) return rc;
+  size_t n;
+  const char *s = ck_col_str(&dec->text, 0, &n);
+  int64_t ms;
+  if (ck_timestamp_parse_iso(s, n, &ms)) {
+    ck_col_append_i64(col, ms);
+    return 0;
+  }
+  char tok[64], reason[160];
+  ck_format_token(s, n, tok, sizeof tok);
+  snprintf(reason, sizeof reason, "'%s' is not a timestamp (expected 'yyyy-MM-dd HH:mm:ss[.SSS]' "
+           "or ISO 8601, or epoch milliseconds)", tok);
+  return field_error(jp, c, reason);
+}
+
 /* Parses the value at jp->p into column c. */
 static int value_into(jp_t *jp, int c, ck_col_t *col) {
   json_dec_t *dec = jp->dec;
@@ -553,6 +576,7 @@ static int value_into(jp_t *jp, int c, ck_col_t *col) {
   int rc;
   switch (ch) {
     case '"': {
+      if (type.id == CK_T_TIMESTAMP) return timestamp_into(jp, c, col);
       if (type.id != CK_T_STRING) {
         char reason[96];
         snprintf(reason, sizeof reason, "%s, found string", ck_format_expected(type));
@@ -742,6 +766,7 @@ static void json_dec_free(ck_decoder_t *base) {
   ck_buf_fini(&dec->str);
   ck_buf_fini(&dec->key);
   ck_buf_fini(&dec->num);
+  ck_col_fini(&dec->text);
   ck_free(dec->cols);
   ck_free(dec->seen);
   ck_free(dec->after);
@@ -756,6 +781,7 @@ ck_decoder_t *ck_format_json_decoder_new(const ck_schema_t *schema) {
   dec->base.checks_utf8 = true;
   dec->base.schema = schema;
   dec->ncols = schema->ncols;
+  ck_col_init(&dec->text, CK_TYPE(CK_T_STRING), 1);
   size_t n = (size_t)(schema->ncols ? schema->ncols : 1);
   dec->cols = ck_calloc(n, sizeof *dec->cols);
   dec->seen = ck_calloc(n, sizeof *dec->seen);
@@ -797,7 +823,8 @@ static void put_double(ck_buf_t *out, double d) {
   else ck_double_format(d, out);
 }
 
-static void json_value(const ck_col_t *col, size_t i, ck_buf_t *out) {
+/* type: the column's type in the encoder's schema (a TIMESTAMP's presentation is there). */
+static void json_value(const ck_col_t *col, ck_type_t type, size_t i, ck_buf_t *out) {
   if (!ck_col_valid(col, i)) {
     ck_buf_append(out, "null", 4);
     return;
@@ -809,8 +836,16 @@ static void json_value(const ck_col_t *col, size_t i, ck_buf_t *out) {
       else ck_buf_append(out, "false", 5);
       break;
     case CK_T_INT32: ck_format_put_i64(out, ck_col_i32(col, i)); break;
-    case CK_T_INT64:
-    case CK_T_TIMESTAMP: ck_format_put_i64(out, ck_col_i64(col, i)); break;
+    case CK_T_INT64: ck_format_put_i64(out, ck_col_i64(col, i)); break;
+    case CK_T_TIMESTAMP:
+      if (ck_type_ts_epoch(type)) {
+        ck_format_put_i64(out, ck_col_i64(col, i));
+      } else {
+        ck_buf_putc(out, '"');
+        ck_timestamp_format_typed(type, ck_col_i64(col, i), out);
+        ck_buf_putc(out, '"');
+      }
+      break;
     case CK_T_FLOAT32: {
       float f = ck_col_f32(col, i);
       if (isnan(f) || isinf(f)) ck_buf_append(out, "null", 4);
@@ -855,7 +890,8 @@ static void json_row(ck_encoder_t *base, const ck_batch_t *batch, size_t i, ck_b
     if (!first) ck_buf_putc(out, ',');
     first = false;
     ck_buf_append(out, enc->keys[c], enc->keylens[c]);
-    json_value(&batch->cols[c], i, out);
+    json_value(&batch->cols[c], c < enc->base.schema->ncols ? enc->base.schema->types[c]
+                                                             : batch->cols[c].type, i, out);
   }
   ck_buf_putc(out, '}');
 }

@@ -757,6 +757,16 @@ static int64_t floor_to(int64_t ts, int64_t size) {
   return __builtin_sub_overflow(ts, m, &r) ? INT64_MIN : r;
 }
 
+/* The start of the window of `size` holding ts when windows start at offset + k * size
+ * (Flink's window offset: ts - (ts - offset) mod size). */
+static int64_t floor_off(int64_t ts, int64_t size, int64_t offset) {
+  if (!offset) return floor_to(ts, size);
+  int64_t m = (ts % size - offset % size) % size;
+  if (m < 0) m += size;
+  int64_t r;
+  return __builtin_sub_overflow(ts, m, &r) ? INT64_MIN : r;
+}
+
 static bool is_late(const ck_agg_t *agg, int64_t end) {
   return ck_agg_sat_add(end, agg->lateness) <= agg->wm;
 }
@@ -811,14 +821,15 @@ static int process_windows(ck_agg_t *agg, const ck_batch_t *b, ck_error_t *err) 
     uint64_t kh = ck_key_hash(b, agg->spec->key_cols, agg->nkeys, row);
     bool any = false;
     if (agg->kind == CK_WIN_TUMBLE) {
-      int64_t start = floor_to(ts, ws->size), end = ck_agg_sat_add(start, ws->size);
+      int64_t start = floor_off(ts, ws->size, ws->offset), end = ck_agg_sat_add(start, ws->size);
       if (!is_late(agg, end)) {
         any = true;
         rc = add_to_window(agg, kh, start, end, b, row, err);
       }
     } else if (agg->kind == CK_WIN_HOP) {
       int64_t lo = ck_agg_sat_add(ts, -ws->size);
-      for (int64_t start = floor_to(ts, ws->slide); start > lo && !rc; start -= ws->slide) {
+      for (int64_t start = floor_off(ts, ws->slide, ws->offset); start > lo && !rc;
+           start -= ws->slide) {
         int64_t end = ck_agg_sat_add(start, ws->size);
         if (is_late(agg, end)) break; /* earlier starts end earlier still */
         any = true;
@@ -826,7 +837,7 @@ static int process_windows(ck_agg_t *agg, const ck_batch_t *b, ck_error_t *err) 
         if ((uint64_t)start - (uint64_t)INT64_MIN < (uint64_t)ws->slide) break;
       }
     } else { /* CUMULATE */
-      int64_t s = floor_to(ts, ws->size), last = ck_agg_sat_add(s, ws->size);
+      int64_t s = floor_off(ts, ws->size, ws->offset), last = ck_agg_sat_add(s, ws->size);
       for (int64_t k = (ts - s) / ws->step + 1; !rc; k++) {
         int64_t end = k > (last - s) / ws->step ? last : s + k * ws->step;
         if (end > ts && !is_late(agg, end)) {

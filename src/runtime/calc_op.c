@@ -18,6 +18,8 @@
 #include "runtime/op.h"
 
 typedef struct calc {
+  bool reads_wm;   /* a tree has CURRENT_WATERMARK: every batch gets its row watermarks */
+  int64_t wm;      /* the last watermark received (CK_WATERMARK_MIN before the first) */
   int ncols;       /* input columns `need` was computed for; -1 before the first filtered batch */
   bool *need;      /* input columns the computed (not bare-column) projections read */
   bool any_need;   /* some projection is computed: the filtered batch is needed */
@@ -65,8 +67,23 @@ static void scratch_reserve(calc_t *calc, size_t rows) {
   calc->cap = rows;
 }
 
+/* Whether a tree reads the row watermark (CURRENT_WATERMARK); the walk is mark_columns'. */
+static bool reads_watermark(const ck_expr_t *e) {
+  for (; e; e = e->nargs ? e->args[0] : NULL) {
+    if (e->kind == CK_EX_WATERMARK) return true;
+    for (int i = 1; i < e->nargs; i++)
+      if (reads_watermark(e->args[i])) return true;
+  }
+  return false;
+}
+
 static int calc_open(ck_op_t *op, ck_error_t *err) {
   calc_t *calc = ck_calloc(1, sizeof *calc);
+  const ck_calc_spec_t *spec = &op->node->u.calc;
+  calc->wm = CK_WATERMARK_MIN;
+  calc->reads_wm = spec->filter && reads_watermark(spec->filter);
+  for (int i = 0; i < spec->nexprs && !calc->reads_wm; i++)
+    calc->reads_wm = reads_watermark(spec->exprs[i]);
   calc->ncols = -1;
   scratch_reserve(calc, CK_BATCH_ROWS);
   op->impl = calc;
@@ -110,7 +127,22 @@ static int project(ck_op_t *op, const ck_batch_t *batch, const ck_run_t *runs, s
   return ck_op_emit(op, out, err);
 }
 
+static int calc_filter_project(ck_op_t *op, const ck_batch_t *batch, ck_error_t *err);
+
+/* A batch without row watermarks arrived wholly under the last one received: for
+ * CURRENT_WATERMARK the rows are given it (the array then travels on, as any batch's does). */
 static int calc_process(ck_op_t *op, const ck_batch_t *batch, ck_error_t *err) {
+  calc_t *calc = op->impl;
+  if (!calc->reads_wm || batch->wms || !batch->nrows) return calc_filter_project(op, batch, err);
+  ck_batch_t view = *batch;
+  view.wms = ck_malloc(batch->nrows * sizeof *view.wms);
+  for (size_t i = 0; i < batch->nrows; i++) view.wms[i] = calc->wm;
+  int rc = calc_filter_project(op, &view, err);
+  ck_free(view.wms);
+  return rc;
+}
+
+static int calc_filter_project(ck_op_t *op, const ck_batch_t *batch, ck_error_t *err) {
   calc_t *calc = op->impl;
   const ck_calc_spec_t *spec = &op->node->u.calc;
   size_t n = batch->nrows;
@@ -128,6 +160,8 @@ static int calc_process(ck_op_t *op, const ck_batch_t *batch, ck_error_t *err) {
 
 static int calc_watermark(ck_op_t *op, int64_t wm, ck_error_t *err) {
   op->metrics.watermark = wm;
+  calc_t *calc = op->impl;
+  if (calc && wm > calc->wm) calc->wm = wm;
   return ck_op_emit_watermark(op, wm, err);
 }
 

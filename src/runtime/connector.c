@@ -32,7 +32,9 @@ const ck_opt_def_t ck_source_common_options[] = {
      "leading zeros; csv allows blanks around a field); a number past its column's type (1e999 "
      "for DOUBLE) is a decode error"},
     {"event_time_column", CK_OPT_STRING, NULL, NULL, false,
-     "column holding event time in epoch milliseconds; enables watermarks and windows"},
+     "column holding event time (BIGINT epoch milliseconds, TIMESTAMP(3) or TIMESTAMP_LTZ(3)); "
+     "enables watermarks and windows. WATERMARK FOR c AS c - INTERVAL … in CREATE TABLE sets "
+     "it and watermark_lag_ms"},
     {"watermark_lag_ms", CK_OPT_INT, "0", NULL, false,
      "how far out of order events may be: the watermark trails the largest event time by this"},
     {"allowed_lateness_ms", CK_OPT_INT, "0", NULL, false,

@@ -9,7 +9,10 @@
  * Watermarks: a source subtask tracks the largest event time per partition; its watermark is
  * the least over partitions (an idle partition does not count; a subtask whose partitions are
  * all idle sends IDLE). A receiving subtask takes the least over its senders, ignoring idle
- * ones and counting ended ones as done. Watermarks only move forward.
+ * ones and counting ended ones as done. Watermarks only move forward. A table's computed
+ * columns (DDL `name AS expr`, PROCTIME()) are added to each polled batch by its source subtask
+ * (compute_columns) before rows without event time are dropped and watermarks are read, so a
+ * computed column can be the event time; the connector only ever sees the physical columns.
  *
  * Checkpoints (DESIGN §4): an in-process coordinator thread (or, in a worker, the coordinator's
  * TRIGGER frame through ck_exec_trigger) triggers checkpoint N with a MSG_TRIGGER to each source
@@ -892,7 +895,11 @@ static int open_task(task_t *t, ck_error_t *err) {
   for (int i = 0; i < t->nstages; i++) {
     const ck_node_t *n = stage_node(t, i);
     t->cap[i] = ck_capture_rec_new(t->ex->capture, n, t->subtask, t->index);
-    ck_conn_ctx_t ctx = {n->u.conn.table, &n->u.conn.schema, &n->u.conn.options, t->subtask,
+    /* a source with computed columns hands its connector the physical ones alone */
+    const ck_schema_t *schema = n->kind == CK_NODE_SOURCE && n->u.conn.ncomputed
+                                    ? &n->u.conn.phys
+                                    : &n->u.conn.schema;
+    ck_conn_ctx_t ctx = {n->u.conn.table, schema, &n->u.conn.options, t->subtask,
                          t->seg->parallelism, t->ex->opts.job_name,
                          n->kind == CK_NODE_SOURCE && t->in.wake_fd >= 0 ? &t->in.wake_fd : NULL,
                          t->ex->opts.host};
@@ -1007,6 +1014,40 @@ static int drop_rows_without_time(task_t *t, const ck_conn_spec_t *spec, int par
   return 0;
 }
 
+/* A source's computed columns (DDL `name AS expr`, `proc AS PROCTIME()`): the polled batch of
+ * physical columns becomes one of the table's columns, the expressions evaluated over it and
+ * the processing-time column set to the clock now, before event time is read from it. Source
+ * thread. */
+static int compute_columns(const ck_conn_spec_t *spec, ck_batch_t **batch, ck_error_t *err) {
+  ck_batch_t *phys = *batch;
+  ck_batch_t *full = ck_batch_new(spec->schema.ncols, spec->schema.types, phys->nrows);
+  int rc = 0;
+  for (int c = 0; c < spec->schema.ncols && !rc; c++) {
+    if (spec->computed[c]) {
+      ck_col_fini(&full->cols[c]);
+      rc = ck_expr_eval(spec->computed[c], phys, &full->cols[c], err);
+      if (rc) ck_col_init(&full->cols[c], spec->schema.types[c], 0);
+    } else if (c == spec->proctime_col) {
+      int64_t now = ck_wall_ms();
+      for (size_t i = 0; i < phys->nrows; i++) ck_col_append_i64(&full->cols[c], now);
+    }
+  }
+  if (rc) {
+    ck_error_detail(err, "in a computed column of table '%s'", spec->table);
+    ck_batch_free(full);
+    return rc;
+  }
+  for (int p = 0; p < spec->phys.ncols; p++) { /* the physical columns move over */
+    ck_col_t tmp = full->cols[spec->phys_col[p]];
+    full->cols[spec->phys_col[p]] = phys->cols[p];
+    phys->cols[p] = tmp;
+  }
+  full->nrows = phys->nrows;
+  ck_batch_free(phys);
+  *batch = full;
+  return 0;
+}
+
 /* Every source subtask of this process says what it has (one without partitions its IDLE)
  * before any of them polls: a receiver hears an empty sender's idleness before the first row
  * of the others, so a row's watermark does not depend on which thread started first. A job's
@@ -1071,10 +1112,12 @@ static int run_source(task_t *t, ck_error_t *err) {
   for (int p = 0; p < nparts; p++) part_max[p] = CK_WATERMARK_MIN, part_seen[p] = now;
   bool idle_sent = false;
   int rc = 0;
-  ck_type_t *types = spec->schema.types;
+  /* the connector fills the physical columns (all of them unless some are computed) */
+  const ck_schema_t *polled = spec->ncomputed ? &spec->phys : &spec->schema;
+  ck_type_t *types = polled->types;
   /* string bytes the last batch held per column: the next batch starts with that much room,
    * instead of growing from nothing by doubling (a realloc and a copy each time) */
-  int ncols = spec->schema.ncols;
+  int ncols = polled->ncols;
   size_t *str_room = ck_calloc((size_t)(ncols ? ncols : 1), sizeof *str_room);
   bool event_time = spec->event_time_col >= 0;
   const char *null_policy = ck_opt_str(&spec->options, ck_source_common_options, "event_time_null");
@@ -1103,7 +1146,7 @@ static int run_source(task_t *t, ck_error_t *err) {
     while (!rc && (rc = chan_pop(ex, &t->in, &m, false)) == 0) rc = handle_ctl(t, m, err);
     if (rc == CK_ETIMEOUT) rc = 0;
     if (rc) break;
-    ck_batch_t *batch = ck_batch_new(spec->schema.ncols, types, CK_BATCH_ROWS);
+    ck_batch_t *batch = ck_batch_new(ncols, types, CK_BATCH_ROWS);
     for (int c = 0; c < ncols; c++)
       if (str_room[c]) (void)ck_col_str_reserve(&batch->cols[c], str_room[c]);
     int part = 0;
@@ -1120,6 +1163,10 @@ static int run_source(task_t *t, ck_error_t *err) {
     }
     now = ck_mono_ms();
     publish_source_counts(t);
+    if (r == CK_SRC_DATA && spec->ncomputed && (rc = compute_columns(spec, &batch, err))) {
+      ck_batch_free(batch);
+      break;
+    }
     if (r == CK_SRC_DATA && event_time &&
         (rc = drop_rows_without_time(t, spec, part, skip_no_time, &batch, err))) {
       ck_batch_free(batch);
@@ -1128,7 +1175,7 @@ static int run_source(task_t *t, ck_error_t *err) {
     if (r == CK_SRC_DATA) {
       ck_batch_seal(batch);
       t->source_records += (int64_t)batch->nrows;
-      for (int c = 0; c < ncols; c++)
+      for (int c = 0; c < ncols && !spec->ncomputed; c++)
         if (types[c].id == CK_T_STRING)
           str_room[c] = batch->cols[c].data_len + batch->cols[c].data_len / 8;
       if (event_time && part >= 0 && part < nparts) {

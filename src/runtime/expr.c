@@ -81,7 +81,7 @@ static ck_expr_t *node_new(ck_arena_t *arena, ck_expr_kind_t kind, ck_type_t typ
 
 /* Sets what a node derives from its finished arguments: constant, size. */
 static ck_expr_t *finish(ck_expr_t *e) {
-  e->constant = e->kind != CK_EX_COLUMN;
+  e->constant = e->kind != CK_EX_COLUMN && e->kind != CK_EX_WATERMARK;
   uint64_t size = 1;
   for (int i = 0; i < e->nargs; i++) {
     e->constant = e->constant && e->args[i]->constant;
@@ -94,6 +94,12 @@ static ck_expr_t *finish(ck_expr_t *e) {
 ck_expr_t *ck_expr_column(ck_arena_t *arena, int column, ck_type_t type) {
   ck_expr_t *e = node_new(arena, CK_EX_COLUMN, type, 0);
   e->column = column;
+  return e;
+}
+
+ck_expr_t *ck_expr_watermark(ck_arena_t *arena, ck_type_t type) {
+  ck_expr_t *e = node_new(arena, CK_EX_WATERMARK, type, 0);
+  e->constant = false;
   return e;
 }
 
@@ -270,7 +276,17 @@ ck_expr_t *ck_expr_coerce(ck_arena_t *arena, ck_expr_t *e, ck_type_t to, ck_erro
 }
 
 ck_expr_t *ck_expr_cast(ck_arena_t *arena, ck_expr_t *arg, ck_type_t to, ck_error_t *err) {
-  if (ck_type_eq(arg->type, to)) return arg;
+  if (ck_type_eq(arg->type, to)) {
+    if (to.id != CK_T_TIMESTAMP || (arg->type.precision == to.precision && arg->type.scale == to.scale))
+      return arg;
+    /* TIMESTAMP to TIMESTAMP_LTZ and back (or another precision): the same milliseconds
+     * under the other presentation (types.h), a relabelled copy of the node */
+    ck_expr_t *e = ck_arena_alloc(arena, sizeof *e);
+    *e = *arg;
+    e->type = to;
+    if (e->kind == CK_EX_LITERAL) e->literal.type = to;
+    return e;
+  }
   if (!castable(arg->type, to))
     return type_error(err, "cannot cast %s to %s", TNAME(arg->type), TNAME(to));
   if (arg->kind == CK_EX_LITERAL && (arg->literal.is_null || arg->type.id == CK_T_NULL)) {
@@ -945,6 +961,7 @@ void ck_expr_to_string(const ck_expr_t *e, ck_buf_t *out) {
     node_prefix(e, out);
   }
   if (e->kind == CK_EX_COLUMN) ck_buf_printf(out, "$%d", e->column);
+  else if (e->kind == CK_EX_WATERMARK) ck_buf_puts(out, "CURRENT_WATERMARK()");
   else if (e->kind == CK_EX_LITERAL) literal_to_string(&e->literal, out);
   else ck_buf_printf(out, "%s()", ck_fn_name(e->fn));
   while (n) node_suffix(chain[--n], out);

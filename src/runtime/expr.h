@@ -47,6 +47,8 @@ typedef enum ck_expr_kind {
   CK_EX_CAST,    /* args[0] cast to `type` */
   CK_EX_CASE,    /* args = when1, then1, when2, then2, …, [else] (has_else) — searched CASE */
   CK_EX_IN,      /* args[0] IN (args[1..]) ; negated for NOT IN */
+  CK_EX_WATERMARK, /* CURRENT_WATERMARK(time column): the watermark the row arrived under
+                    * (batch wms), NULL before the first; of `type`, a TIMESTAMP */
 } ck_expr_kind_t;
 
 /* Functions and operators: the one table. Adding a function is one row here, its typing rule
@@ -280,6 +282,9 @@ struct ck_expr {
  * names the operator and both types, e.g. "operator + cannot take VARCHAR and INT". */
 ck_expr_t *ck_expr_column(ck_arena_t *arena, int column, ck_type_t type);
 ck_expr_t *ck_expr_literal(ck_arena_t *arena, const ck_value_t *value); /* copies strings */
+/* CURRENT_WATERMARK(…) of the given TIMESTAMP type: reads the batch's row watermarks, which
+ * the calc operator fills in for a tree that has one (never constant). */
+ck_expr_t *ck_expr_watermark(ck_arena_t *arena, ck_type_t type);
 ck_expr_t *ck_expr_call(ck_arena_t *arena, ck_fn_t fn, ck_expr_t **args, int nargs,
                         ck_error_t *err);
 /* Explicit CAST: every pair among BOOL, numerics, STRING, TIMESTAMP that SQL allows. */

@@ -3561,6 +3561,17 @@ static int eval_node(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, ve
       out->col = &out->own;
       out->is_const = true;
       return 0;
+    case CK_EX_WATERMARK: {
+      /* the watermark each row arrived under; NULL before the first (CK_WATERMARK_MIN) */
+      const int64_t *wms = ev->in->wms;
+      ck_col_init(&out->own, e->type, ev->n);
+      for (size_t i = 0; i < ev->n; i++) {
+        if (!wms || wms[i] == INT64_MIN) ck_col_append_null(&out->own);
+        else ck_col_append_i64(&out->own, wms[i]);
+      }
+      out->col = &out->own;
+      return 0;
+    }
     default: break;
   }
   if (ev->n > 1 && ck_expr_is_constant(e)) { /* once per batch, not once per row */

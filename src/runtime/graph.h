@@ -45,6 +45,8 @@ typedef enum ck_win_kind {
 typedef struct ck_window_spec {
   ck_win_kind_t kind;
   int64_t size, slide, gap, step; /* milliseconds */
+  int64_t offset;                 /* TUMBLE/HOP/CUMULATE: windows start at offset + k * size
+                                   * (k * slide), Flink's window offset; 0 by default */
   int time_col;                   /* input column holding event time (epoch ms) */
 } ck_window_spec_t;
 
@@ -101,6 +103,13 @@ typedef struct ck_conn_spec {
   int event_time_col;      /* -1: no event time (processing order only, no windows fire early) */
   int64_t watermark_lag_ms;
   int64_t idle_timeout_ms; /* 0: partitions never go idle */
+  /* computed columns (DDL `name AS expr`, `proc AS PROCTIME()`); the source subtask appends
+   * them to each polled batch before event time is read. 0: none, the fields below unset */
+  int ncomputed;
+  ck_expr_t **computed;    /* per schema column: its expression over phys, or NULL */
+  int proctime_col;        /* the column set to the wall clock when a batch is polled, or -1 */
+  ck_schema_t phys;        /* the columns the connector reads (its ctx schema) */
+  int *phys_col;           /* phys column i is schema column phys_col[i] */
   /* sinks: */
   int *col_map;            /* sink column i ← input column col_map[i], or -1 for NULL */
 } ck_conn_spec_t;

@@ -154,6 +154,35 @@ static bool put_conn(ck_buf_t *b, const ck_conn_spec_t *c, bool sink, bool redac
   return masked_any;
 }
 
+/* What later features added to a node, after everything else and only when a node has it,
+ * so a graph without them encodes (and fingerprints) as it did before: records of u8 tag, i32
+ * node index, payload; ended by a 0 tag.
+ *   EXT_COMPUTED  a source's computed columns: i32 proctime column, per schema column u8 has
+ *                 an expression + the expression (over the physical columns)
+ *   EXT_OFFSET    a window's offset: i64 ms */
+enum { EXT_END = 0, EXT_COMPUTED = 1, EXT_OFFSET = 2 };
+
+static void put_extensions(ck_buf_t *b, const ck_graph_t *graph) {
+  bool any = false;
+  for (int i = 0; i < graph->nnodes; i++) {
+    const ck_node_t *n = &graph->nodes[i];
+    if (n->kind == CK_NODE_SOURCE && n->u.conn.ncomputed) {
+      const ck_conn_spec_t *c = &n->u.conn;
+      put_u8(b, EXT_COMPUTED);
+      put_i32(b, i);
+      put_i32(b, c->proctime_col);
+      for (int k = 0; k < c->schema.ncols; k++) put_opt_expr(b, c->computed[k]);
+      any = true;
+    } else if (n->kind == CK_NODE_AGG && n->u.agg.window.offset) {
+      put_u8(b, EXT_OFFSET);
+      put_i32(b, i);
+      put_i64(b, n->u.agg.window.offset);
+      any = true;
+    }
+  }
+  if (any) put_u8(b, EXT_END);
+}
+
 bool ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out) {
   bool masked = false;
   bool identity = flags & CK_PLAN_WIRE_IDENTITY;
@@ -207,7 +236,10 @@ bool ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out) {
       }
     }
   }
-  if (identity) return masked;
+  if (identity) {
+    put_extensions(out, graph);
+    return masked;
+  }
   ck_plan_t plan;
   ck_plan_build(graph, &plan);
   put_i32(out, plan.nsegs);
@@ -223,6 +255,7 @@ bool ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out) {
   put_i32(out, plan.ntasks);
   put_i32(out, plan.nslots);
   ck_plan_fini(&plan);
+  put_extensions(out, graph);
   return masked;
 }
 
@@ -328,7 +361,9 @@ static ck_type_t get_type(rd_t *r) {
   t.id = (ck_type_id_t)get_u8(r);
   t.precision = get_u8(r);
   t.scale = get_u8(r);
-  if (t.id > CK_T_TIMESTAMP || t.precision > CK_DECIMAL_MAX_PRECISION || t.scale > t.precision)
+  if (t.id == CK_T_TIMESTAMP ? t.precision > CK_TS_MAX_PRECISION + 1 || t.scale > 3
+                             : t.id > CK_T_TIMESTAMP || t.precision > CK_DECIMAL_MAX_PRECISION ||
+                                   t.scale > t.precision)
     bad(r, "a type is out of range");
   return t;
 }
@@ -396,7 +431,7 @@ static ck_expr_t *get_expr(rd_t *r, int ncols) {
     ck_expr_t *e = ck_arena_zalloc(r->arena, sizeof *e);
     *slot = e;
     uint8_t kind = get_u8(r);
-    if (kind > CK_EX_IN) bad(r, "an expression kind is out of range");
+    if (kind > CK_EX_WATERMARK) bad(r, "an expression kind is out of range");
     e->kind = (ck_expr_kind_t)kind;
     e->type = get_type(r);
     e->column = get_i32(r);
@@ -425,6 +460,60 @@ static ck_expr_t *get_expr(rd_t *r, int ncols) {
 
 static const ck_expr_t *get_opt_expr(rd_t *r, int ncols) {
   return get_bool(r) ? get_expr(r, ncols) : NULL;
+}
+
+static void get_extensions(rd_t *r, ck_graph_t *g) {
+  if (r->bad || r->off == r->n) return;
+  for (;;) {
+    uint8_t tag = get_u8(r);
+    if (r->bad || tag == EXT_END) return;
+    int i = get_i32(r);
+    if (r->bad || i < 0 || i >= g->nnodes) {
+      bad(r, "an extension names no node");
+      return;
+    }
+    ck_node_t *n = &g->nodes[i];
+    if (tag == EXT_COMPUTED && n->kind == CK_NODE_SOURCE) {
+      ck_conn_spec_t *c = &n->u.conn;
+      int ncols = c->schema.ncols;
+      c->proctime_col = get_i32(r);
+      if (c->proctime_col < -1 || c->proctime_col >= ncols)
+        {
+      bad(r, "the processing-time column is out of range");
+      return;
+    }
+      c->computed = ck_arena_zalloc(r->arena, sizeof(ck_expr_t *) * (size_t)(ncols + 1));
+      c->ncomputed = c->proctime_col >= 0;
+      bool *is_comp = ck_arena_zalloc(r->arena, (size_t)(ncols + 1));
+      for (int k = 0; k < ncols && !r->bad; k++) {
+        /* the expressions read the physical columns: at most ncols of them */
+        c->computed[k] = (ck_expr_t *)get_opt_expr(r, ncols);
+        is_comp[k] = c->computed[k] || k == c->proctime_col;
+        c->ncomputed += c->computed[k] != NULL;
+      }
+      if (r->bad) return;
+      if (!c->ncomputed) {
+      bad(r, "a computed-column extension computes nothing");
+      return;
+    }
+      int nphys = ncols - c->ncomputed;
+      c->phys = ck_schema_make(r->arena, nphys);
+      c->phys_col = ck_arena_zalloc(r->arena, sizeof(int) * (size_t)(nphys + 1));
+      for (int k = 0, p = 0; k < ncols; k++) {
+        if (is_comp[k]) continue;
+        c->phys.names[p] = c->schema.names[k];
+        c->phys.types[p] = c->schema.types[k];
+        c->phys_col[p++] = k;
+      }
+    } else if (tag == EXT_OFFSET && n->kind == CK_NODE_AGG) {
+      n->u.agg.window.offset = get_i64(r);
+    } else {
+      {
+      bad(r, "an extension is of an unknown kind (a newer clink?)");
+      return;
+    }
+    }
+  }
 }
 
 static void check_cols(rd_t *r, const int *cols, int n, int lo, int ncols) {
@@ -600,6 +689,7 @@ static int decode(const void *data, size_t len, bool masked_ok, ck_graph_t **out
     }
     carried.ntasks = get_i32(&r);
     carried.nslots = get_i32(&r);
+    get_extensions(&r, g);
     if (!r.bad && r.off != r.n) bad(&r, "bytes follow its end");
   }
   if (!rc && !r.bad) {

@@ -44,7 +44,10 @@ const char *ck_type_name(ck_type_t t, char *out, size_t n) {
     case CK_T_FLOAT32: s = "FLOAT"; break;
     case CK_T_FLOAT64: s = "DOUBLE"; break;
     case CK_T_STRING: s = "VARCHAR"; break;
-    case CK_T_TIMESTAMP: s = "TIMESTAMP(3)"; break;
+    case CK_T_TIMESTAMP:
+      snprintf(out, n, "%s(%d)", ck_type_ts_ltz(t) ? "TIMESTAMP_LTZ" : "TIMESTAMP",
+               ck_type_ts_precision(t));
+      return out;
     case CK_T_DECIMAL:
       snprintf(out, n, "DECIMAL(%d, %d)", t.precision, t.scale);
       return out;
@@ -147,11 +150,11 @@ static bool take_digits(const char *s, size_t n, size_t *i, int min, int max, in
   return k >= min;
 }
 
-bool ck_timestamp_parse(const char *s, size_t n, int64_t *out) {
+static bool timestamp_parse(const char *s, size_t n, bool zones, int64_t *out) {
   size_t i = 0;
   while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
   while (n > i && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
-  int64_t y, mo, d, h = 0, mi = 0, sec = 0, ms = 0;
+  int64_t y, mo, d, h = 0, mi = 0, sec = 0, ms = 0, offset_ms = 0;
   if (!take_digits(s, n, &i, 4, 6, &y) || i >= n || s[i++] != '-') return false;
   if (!take_digits(s, n, &i, 1, 2, &mo) || i >= n || s[i++] != '-') return false;
   if (!take_digits(s, n, &i, 1, 2, &d)) return false;
@@ -173,6 +176,16 @@ bool ck_timestamp_parse(const char *s, size_t n, int64_t *out) {
       }
     }
     if (i < n && s[i] == 'Z') i++;
+    else if (zones && i < n && (s[i] == '+' || s[i] == '-')) {
+      int sign = s[i++] == '-' ? -1 : 1;
+      int64_t oh, om = 0;
+      size_t at = i;
+      if (!take_digits(s, n, &i, 2, 2, &oh)) return false;
+      if (i < n && s[i] == ':') i++;
+      if (i < n && !take_digits(s, n, &i, 2, 2, &om)) return false;
+      if (oh > 18 || om > 59 || i - at < 2) return false;
+      offset_ms = sign * (oh * 60 + om) * 60000;
+    }
   }
   if (i != n) return false;
   static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -180,8 +193,22 @@ bool ck_timestamp_parse(const char *s, size_t n, int64_t *out) {
     return false;
   bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
   if (mo == 2 && d == 29 && !leap) return false;
-  *out = ((days_from_civil(y, (int)mo, (int)d) * 24 + h) * 60 + mi) * 60000 + sec * 1000 + ms;
+  *out = ((days_from_civil(y, (int)mo, (int)d) * 24 + h) * 60 + mi) * 60000 + sec * 1000 + ms -
+         offset_ms;
   return true;
+}
+
+bool ck_timestamp_parse(const char *s, size_t n, int64_t *out) {
+  return timestamp_parse(s, n, false, out);
+}
+
+bool ck_timestamp_parse_iso(const char *s, size_t n, int64_t *out) {
+  return timestamp_parse(s, n, true, out);
+}
+
+void ck_timestamp_format_typed(ck_type_t type, int64_t epoch_ms, ck_buf_t *out) {
+  ck_timestamp_format(epoch_ms, out);
+  if (ck_type_ts_ltz(type)) ck_buf_putc(out, 'Z');
 }
 
 /* Into UTF-16 for ICU: false on invalid UTF-8. *out is buf or a ck_malloc'd block. */

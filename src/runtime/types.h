@@ -7,8 +7,16 @@
  *   FLOAT32   float                  FLOAT64 double
  *   DECIMAL   __int128, the unscaled value at the type's scale (p <= 38)
  *   STRING    int32_t offsets[n+1] into a byte buffer (UTF-8)
- *   TIMESTAMP int64_t epoch milliseconds (TIMESTAMP(3))
+ *   TIMESTAMP int64_t epoch milliseconds (TIMESTAMP(p) and TIMESTAMP_LTZ(p), any p in 0..9:
+ *             milliseconds are what is kept; digits past the third are truncated on input)
  * NULL is a validity bit, never a value.
+ *
+ * A TIMESTAMP type carries two presentation facts in the fields DECIMAL uses for precision and
+ * scale (ck_type_eq ignores them, so every TIMESTAMP is one physical type): `precision` is the
+ * declared precision + 1 (0: not declared, shown as 3), `scale` holds CK_TS_* flags — LTZ (a
+ * TIMESTAMP_LTZ: an instant, written with a trailing 'Z' in text formats and into PostgreSQL
+ * timestamptz as UTC) and EPOCH (window_start/window_end of a window over a BIGINT epoch-ms
+ * column: written as the epoch-milliseconds number it always was).
  */
 #ifndef CK_RUNTIME_TYPES_H
 #define CK_RUNTIME_TYPES_H
@@ -39,6 +47,18 @@ typedef struct ck_type {
 typedef __int128 ck_i128;
 
 #define CK_TYPE(t) ((ck_type_t){(t), 0, 0})
+
+/* TIMESTAMP presentation flags (ck_type_t.scale of a TIMESTAMP; see the top of this file). */
+#define CK_TS_LTZ 1u   /* TIMESTAMP_LTZ(p) */
+#define CK_TS_EPOCH 2u /* shown as epoch milliseconds in JSON and CSV */
+#define CK_TS_MAX_PRECISION 9
+static inline ck_type_t ck_type_timestamp(int precision, unsigned flags) {
+  return (ck_type_t){CK_T_TIMESTAMP, (uint8_t)(precision + 1), (uint8_t)flags};
+}
+/* The declared precision of a TIMESTAMP (3 when none was declared). */
+static inline int ck_type_ts_precision(ck_type_t t) { return t.precision ? t.precision - 1 : 3; }
+static inline bool ck_type_ts_ltz(ck_type_t t) { return t.id == CK_T_TIMESTAMP && (t.scale & CK_TS_LTZ); }
+static inline bool ck_type_ts_epoch(ck_type_t t) { return t.id == CK_T_TIMESTAMP && (t.scale & CK_TS_EPOCH); }
 #define CK_DECIMAL_MAX_PRECISION 38
 
 /* Bytes per row of the fixed-width value array (STRING: 0, it uses offsets). */
@@ -81,6 +101,14 @@ void ck_timestamp_format(int64_t epoch_ms, ck_buf_t *out);
 /* Parses "2024-01-02", "2024-01-02 03:04[:05[.678]]", with 'T' for the blank and an optional
  * trailing 'Z' (UTC); fraction digits beyond milliseconds are truncated. False when malformed. */
 bool ck_timestamp_parse(const char *s, size_t n, int64_t *epoch_ms);
+/* What a TIMESTAMP column reads from a JSON or CSV string: ISO 8601 and SQL text as above,
+ * 'T' or a blank between date and time, seconds optional, 1 to 9 fraction digits (kept to the
+ * millisecond, truncated), and an optional zone — 'Z', or an offset +HH:MM, +HHMM, +HH (or
+ * '-') — by which the value is moved to UTC. A date alone is its midnight. */
+bool ck_timestamp_parse_iso(const char *s, size_t n, int64_t *epoch_ms);
+/* A TIMESTAMP value as JSON/CSV text: "yyyy-MM-dd HH:mm:ss.SSS", with a trailing 'Z' for
+ * TIMESTAMP_LTZ (Flink's SQL text formats). */
+void ck_timestamp_format_typed(ck_type_t type, int64_t epoch_ms, ck_buf_t *out);
 
 #include "runtime/decimal.h" /* after ck_i128: decimal.h uses it */
 

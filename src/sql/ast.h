@@ -59,8 +59,9 @@ struct ck_ast {
 
 typedef struct ck_ast_column {
   const char *name;
-  ck_type_t type;
+  ck_type_t type;      /* a computed column's comes from the planner */
   ck_pos_t pos;
+  ck_ast_t *computed;  /* `name AS expr`: the expression (PROCTIME() for processing time), or NULL */
 } ck_ast_column_t;
 
 typedef struct ck_ast_select_item {
@@ -97,6 +98,9 @@ typedef struct ck_stmt {
   int noptions;
   const char **opt_keys, **opt_values;
   ck_pos_t *opt_pos;
+  const char *wm_column;   /* WATERMARK FOR wm_column AS wm_expr, or NULL */
+  ck_ast_t *wm_expr;
+  ck_pos_t wm_pos, wm_column_pos;
   /* INSERT INTO table [ (cols) ] SELECT */
   int ninsert_cols;
   const char **insert_cols;

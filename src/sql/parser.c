@@ -332,6 +332,8 @@ static int parse_int_arg(parser_t *ps, int *out) {
   return 0;
 }
 
+static int refuse(parser_t *ps, const tok_t *t, const char *what, const char *hint);
+
 static int parse_type(parser_t *ps, ck_type_t *out) {
   tok_t t = ps->tok;
   if (t.kind != T_IDENT) return fail_at(ps, &t, "expected %s", "a type");
@@ -362,25 +364,43 @@ static int parse_type(parser_t *ps, ck_type_t *out) {
     if (accept(ps, T_LPAREN) && (parse_int_arg(ps, &n) || expect(ps, T_RPAREN, "')'")))
       return CK_ESYNTAX;
     *out = CK_TYPE(CK_T_STRING);
-  } else if (is_kw(&t, "TIMESTAMP")) {
+  } else if (is_kw(&t, "TIMESTAMP") || is_kw(&t, "TIMESTAMP_LTZ")) {
+    /* TIMESTAMP[(p)] [WITHOUT TIME ZONE | WITH LOCAL TIME ZONE], TIMESTAMP_LTZ[(p)]: p is
+     * 0..9; milliseconds are kept whatever p says (types.h) */
     int p = 3;
+    bool ltz = is_kw(&t, "TIMESTAMP_LTZ");
+    tok_t at = ps->tok;
     if (accept(ps, T_LPAREN) && (parse_int_arg(ps, &p) || expect(ps, T_RPAREN, "')'")))
       return CK_ESYNTAX;
-    if (p != 3)
-      return ck_error_set_at(ps->err, CK_EUNSUPPORTED, t.pos.line, t.pos.column,
-                             "TIMESTAMP(%d) is not supported: timestamps are epoch milliseconds, TIMESTAMP(3)",
-                             p);
-    *out = CK_TYPE(CK_T_TIMESTAMP);
+    if (p > CK_TS_MAX_PRECISION) {
+      ck_error_set_at(ps->err, CK_ETYPE, at.pos.line, at.pos.column,
+                      "invalid %s(%d): the precision must be 0 to 9", ltz ? "TIMESTAMP_LTZ" : "TIMESTAMP", p);
+      ck_error_hint(ps->err, "TIMESTAMP(3) keeps milliseconds, which is what clink stores");
+      return CK_ETYPE;
+    }
+    if (!ltz && (is_kw(&ps->tok, "WITH") || is_kw(&ps->tok, "WITHOUT"))) {
+      tok_t w = ps->tok;
+      next(ps);
+      if (is_kw(&w, "WITH")) {
+        if (is_kw(&ps->tok, "TIME"))
+          return refuse(ps, &w, "TIMESTAMP WITH TIME ZONE",
+                        "use TIMESTAMP_LTZ(3) (TIMESTAMP WITH LOCAL TIME ZONE) for an instant");
+        if (expect_kw(ps, "LOCAL")) return CK_ESYNTAX;
+        ltz = true;
+      }
+      if (expect_kw(ps, "TIME") || expect_kw(ps, "ZONE")) return CK_ESYNTAX;
+    }
+    *out = ck_type_timestamp(p, ltz ? CK_TS_LTZ : 0);
   } else {
     fail_at(ps, &t, "expected %s", "a type");
     static const char *const types[] = {"BOOLEAN", "INT", "INTEGER", "BIGINT", "FLOAT", "REAL",
                                         "DOUBLE", "DECIMAL", "VARCHAR", "STRING", "TEXT",
-                                        "TIMESTAMP"};
+                                        "TIMESTAMP", "TIMESTAMP_LTZ"};
     char word[64];
     snprintf(word, sizeof word, "%.*s", t.len < 63 ? t.len : 63, t.start);
     const char *close = ck_closest(word, types, CK_ARRAY_LEN(types));
     if (close) ck_error_hint(ps->err, "did you mean %s?", close);
-    else ck_error_hint(ps->err, "types are BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR and TIMESTAMP(3)");
+    else ck_error_hint(ps->err, "types are BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, TIMESTAMP(3) and TIMESTAMP_LTZ(3)");
     return CK_ESYNTAX;
   }
   return 0;
@@ -1182,21 +1202,48 @@ static bool first_time(ck_hmap_t *seen, const char *key, bool fold) {
   return created;
 }
 
+/* WATERMARK FOR col AS expr (Flink's DDL; the planner maps it onto event_time_column and
+ * watermark_lag_ms). One per table. */
+static int parse_watermark(parser_t *ps, ck_stmt_t *st) {
+  tok_t w = ps->tok;
+  next(ps);
+  if (st->wm_column)
+    return ck_error_set_at(ps->err, CK_EBIND, w.pos.line, w.pos.column,
+                           "table '%s' has two WATERMARK clauses; it may have one", st->table);
+  st->wm_pos = w.pos;
+  if (expect_kw(ps, "FOR") ||
+      expect_ident(ps, "the event-time column", &st->wm_column, &st->wm_column_pos) ||
+      expect_kw(ps, "AS"))
+    return CK_ESYNTAX;
+  st->wm_expr = parse_expr(ps);
+  return st->wm_expr ? 0 : CK_ESYNTAX;
+}
+
 static int parse_columns(parser_t *ps, ck_stmt_t *st, vec_t *colsp, ck_hmap_t *seen) {
   vec_t cols = *colsp;
   do {
-    if (is_kw(&ps->tok, "PRIMARY") || is_kw(&ps->tok, "WATERMARK") ||
-        is_kw(&ps->tok, "CONSTRAINT"))
-      return refuse(ps, &ps->tok, "table constraints and WATERMARK FOR clauses",
-                    "event time and watermarks are options: WITH (event_time_column = 'ts', watermark_lag_ms = '3000')");
+    if (is_kw(&ps->tok, "WATERMARK")) {
+      if (parse_watermark(ps, st)) return CK_ESYNTAX;
+      continue;
+    }
+    if (is_kw(&ps->tok, "PRIMARY") || is_kw(&ps->tok, "CONSTRAINT"))
+      return refuse(ps, &ps->tok, "table constraints (PRIMARY KEY, CONSTRAINT)", NULL);
     ck_ast_column_t *c = ck_arena_zalloc(ps->arena, sizeof *c);
-    if (expect_ident(ps, "a column name", &c->name, &c->pos) || parse_type(ps, &c->type))
-      return CK_ESYNTAX;
-    if (is_kw(&ps->tok, "NOT")) {
+    if (expect_ident(ps, "a column name", &c->name, &c->pos)) return CK_ESYNTAX;
+    if (is_kw(&ps->tok, "AS")) {
+      /* a computed column: name AS expression (its type is the expression's) */
       next(ps);
-      if (expect_kw(ps, "NULL")) return CK_ESYNTAX;
+      if (!(c->computed = parse_expr(ps))) return CK_ESYNTAX;
     } else {
-      accept_kw(ps, "NULL");
+      if (parse_type(ps, &c->type)) return CK_ESYNTAX;
+      if (is_kw(&ps->tok, "NOT")) {
+        next(ps);
+        if (expect_kw(ps, "NULL")) return CK_ESYNTAX;
+      } else {
+        accept_kw(ps, "NULL");
+      }
+      if (is_kw(&ps->tok, "METADATA"))
+        return refuse(ps, &ps->tok, "METADATA columns", NULL);
     }
     if (!first_time(seen, c->name, true))
       return ck_error_set_at(ps->err, CK_EBIND, c->pos.line, c->pos.column,

@@ -15,6 +15,13 @@
  * exponentially), and a windowed query CK_SQL_MAX_WINDOWS_PER_RECORD windows per record. Name
  * lookups (columns, output names, sink columns) go through hash maps: planning is linear in
  * the width of the query and of its tables.
+ *
+ * Time in DDL (declare_time): a computed column (`name AS expr`) is bound against the table's
+ * physical columns and travels in the source spec, which evaluates it before event time is
+ * read; `proc AS PROCTIME()` is the one clock read, allowed nowhere else; WATERMARK FOR c AS
+ * c - INTERVAL is rewritten into the event_time_column and watermark_lag_ms options, so one
+ * rule (the sources') makes watermarks whichever way a table says it. Window bounds take the
+ * time column's type (TIMESTAMP(3), or epoch-ms presentation over a BIGINT: types.h).
  */
 #include "sql/planner.h"
 
@@ -38,6 +45,12 @@ typedef struct table {
   ck_hmap_t cols;         /* folded column name -> index (names_get) */
   ck_options_t options;
   const ck_connector_t *conn;
+  /* computed columns (`name AS expr`, `proc AS PROCTIME()`): what the source spec carries */
+  int ncomputed;          /* 0: every column is physical, and the fields below are unset */
+  ck_expr_t **computed;   /* per column: its expression over phys, or NULL */
+  int proctime_col;       /* the PROCTIME() column, or -1 */
+  ck_schema_t phys;       /* the columns the connector reads */
+  int *phys_col;          /* phys column i is column phys_col[i] */
 } table_t;
 
 typedef struct agg_info {
@@ -162,6 +175,8 @@ static int unknown_table(planner_t *pl, const char *name, ck_pos_t pos) {
   return CK_EBIND;
 }
 
+static int declare_time(planner_t *pl, table_t *t);
+
 static int add_table(planner_t *pl, const ck_stmt_t *st) {
   if (find_table(pl, st->table)) {
     if (st->if_not_exists) return 0;
@@ -208,7 +223,7 @@ static int add_table(planner_t *pl, const ck_stmt_t *st) {
     else ck_error_hint(pl->err, "'clink connectors' lists the connectors");
     return CK_EOPTION;
   }
-  return 0;
+  return declare_time(pl, t);
 }
 
 /* Options of a table in its role, checked against the connector's tables. */
@@ -252,10 +267,17 @@ static int check_role(planner_t *pl, const table_t *t, bool as_sink, ck_pos_t us
         return fail(pl, t->st->table_pos, CK_EOPTION,
                     "event_time_column '%s' is not a column of table '%s'", etc, t->st->table);
       ck_type_id_t id = t->schema.types[col].id;
+      if (t->ncomputed && col == t->proctime_col) {
+        fail(pl, t->st->table_pos, CK_EBIND, "column '%s' of table '%s' is processing time "
+             "(PROCTIME()) and cannot be its event time", etc, t->st->table);
+        ck_error_hint(pl->err, "event time comes from the records: a TIMESTAMP(3) column, or a "
+                      "computed one such as rowtime AS TO_TIMESTAMP(ts_text)");
+        return CK_EBIND;
+      }
       if (id != CK_T_INT64 && id != CK_T_TIMESTAMP && id != CK_T_INT32)
         return fail(pl, t->st->table_pos, CK_ETYPE,
-                    "event_time_column '%s' of table '%s' must be BIGINT or TIMESTAMP(3) (epoch milliseconds)",
-                    etc, t->st->table);
+                    "event_time_column '%s' of table '%s' must be BIGINT (epoch milliseconds), "
+                    "TIMESTAMP(3) or TIMESTAMP_LTZ(3)", etc, t->st->table);
     }
   }
   if (as_sink && c->sink_guarantee < CK_GUARANTEE_EXACTLY_ONCE) {
@@ -269,7 +291,11 @@ static int check_role(planner_t *pl, const table_t *t, bool as_sink, ck_pos_t us
       return CK_EUNSUPPORTED;
     }
   }
-  if (c->check && (rc = c->check(&t->schema, &t->options, as_sink, pl->err))) {
+  if (as_sink && t->ncomputed)
+    return fail(pl, use_pos, CK_EUNSUPPORTED, "table '%s' has computed columns and cannot be "
+                "written to", t->st->table);
+  if (c->check && (rc = c->check(t->ncomputed ? &t->phys : &t->schema, &t->options, as_sink,
+                                 pl->err))) {
     place(pl, t->st->table_pos);
     return rc;
   }
@@ -544,6 +570,44 @@ static ck_expr_t *bind_ident(scope_t *sc, const ck_ast_t *a) {
   return NULL;
 }
 
+static bool is_proctime_call(const ck_ast_t *a);
+
+/* CURRENT_WATERMARK(time column), Flink's: the watermark the row arrived under, NULL before
+ * the first one, of the column's type. Over the rows of a table only (WHERE, a SELECT without
+ * GROUP BY, GROUP BY keys and aggregate arguments), where each row has arrived under one. */
+static ck_expr_t *bind_current_watermark(scope_t *sc, const ck_ast_t *a) {
+  planner_t *pl = sc->pl;
+  const table_t *t = sc->tbl;
+  const char *etc = ck_options_get(&t->options, "event_time_column");
+  if (a->nargs != 1 || a->args[0]->kind != CK_AST_IDENT) {
+    fail(pl, a->pos, CK_EBIND, "CURRENT_WATERMARK takes one argument, the time column");
+    if (etc) ck_error_hint(pl->err, "CURRENT_WATERMARK(%s)", etc);
+    return NULL;
+  }
+  const ck_ast_t *c = a->args[0];
+  if (sc->agg || !strcmp(sc->clause, "a computed column")) {
+    fail(pl, a->pos, CK_EUNSUPPORTED, "CURRENT_WATERMARK is not allowed in %s",
+         sc->agg ? sc->clause : "a computed column");
+    ck_error_detail(pl->err, "it is the watermark a row of the table arrived under, so it is "
+                    "read where the table's rows are: WHERE, a SELECT without GROUP BY, the "
+                    "GROUP BY keys and aggregate arguments");
+    return NULL;
+  }
+  if (!etc || !ck_streq_i(etc, c->text)) {
+    if (names_get(&t->cols, c->text) < 0) return bind_ident(sc, c);
+    fail(pl, c->pos, CK_EBIND, "CURRENT_WATERMARK(%s): '%s' is not the event time of table "
+         "'%s'%s", c->text, c->text, t->st->table, etc ? "" : ", which has none");
+    if (etc) ck_error_hint(pl->err, "CURRENT_WATERMARK(%s)", etc);
+    else ck_error_hint(pl->err, "declare WATERMARK FOR %s AS %s - INTERVAL '…' SECOND in the "
+                       "table", c->text, c->text);
+    return NULL;
+  }
+  int col = names_get(&t->cols, etc);
+  ck_type_t type = t->schema.types[col];
+  if (type.id != CK_T_TIMESTAMP) type = ck_type_timestamp(3, CK_TS_EPOCH);
+  else type.scale &= (uint8_t)~CK_TS_EPOCH;
+  return ck_expr_watermark(pl->arena, type);
+}
 /* Functions Flink has and clink does not (yet): refused by name rather than as unknown. */
 static const struct {
   const char *name, *what, *hint;
@@ -570,6 +634,15 @@ static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
   if (is_window_call(a)) {
     fail(pl, a->pos, CK_EBIND, "window function %s is only allowed in GROUP BY", a->text);
     ck_error_hint(pl->err, "GROUP BY %s(…), … and select window_start / window_end", a->text);
+    return NULL;
+  }
+  if (ck_streq_i(a->text, "CURRENT_WATERMARK")) return bind_current_watermark(sc, a);
+  if (is_proctime_call(a)) {
+    fail(pl, a->pos, CK_EUNSUPPORTED, "PROCTIME() is only allowed as a computed column of a "
+         "table");
+    ck_error_detail(pl->err, "processing time exists only where a table declares it, so that "
+                    "every other result is a function of the input and a replay gives it again");
+    ck_error_hint(pl->err, "declare it in CREATE TABLE: proc AS PROCTIME(), and select proc");
     return NULL;
   }
   if (a->filtered) {
@@ -787,6 +860,145 @@ static ck_expr_t *bind_predicate(scope_t *sc, const ck_ast_t *a) {
   return e;
 }
 
+/* ---------------------------------------------------------------- time in DDL */
+
+static bool is_proctime_call(const ck_ast_t *a) {
+  return a && a->kind == CK_AST_CALL && ck_streq_i(a->text, "PROCTIME");
+}
+
+/* Adds key = value to a table's options (WATERMARK FOR is the DDL spelling of two of them). */
+static void add_option(planner_t *pl, table_t *t, const char *key, const char *value) {
+  int n = t->options.n;
+  const char **keys = ck_arena_zalloc(pl->arena, sizeof(char *) * (size_t)(n + 2));
+  const char **values = ck_arena_zalloc(pl->arena, sizeof(char *) * (size_t)(n + 2));
+  memcpy(keys, t->options.keys, sizeof(char *) * (size_t)n);
+  memcpy(values, t->options.values, sizeof(char *) * (size_t)n);
+  keys[n] = key;
+  values[n] = value;
+  t->options.keys = (void *)keys;
+  t->options.values = (void *)values;
+  t->options.n = n + 1;
+}
+
+/* Computed columns and WATERMARK FOR of one CREATE TABLE. A computed column is an expression
+ * over the physical columns (those the connector reads), typed by it; PROCTIME() is the one
+ * that reads the clock. WATERMARK FOR c AS c [- INTERVAL …] is event_time_column = c and
+ * watermark_lag_ms = the interval: the one watermark rule the sources have (the largest event
+ * time seen per partition less a fixed lag), so any other strategy is refused by name. */
+static int declare_time(planner_t *pl, table_t *t) {
+  const ck_stmt_t *st = t->st;
+  int ncols = st->ncolumns, nphys = 0;
+  for (int i = 0; i < ncols; i++) nphys += st->columns[i].computed == NULL;
+  t->proctime_col = -1;
+  if (nphys < ncols) {
+    t->ncomputed = ncols - nphys;
+    t->computed = ck_arena_zalloc(pl->arena, sizeof(ck_expr_t *) * (size_t)ncols);
+    t->phys = ck_schema_make(pl->arena, nphys);
+    t->phys_col = ck_arena_zalloc(pl->arena, sizeof(int) * (size_t)(nphys + 1));
+    table_t view; /* the physical columns alone, to bind the expressions against */
+    memset(&view, 0, sizeof view);
+    view.st = st;
+    view.schema = t->phys;
+    ck_hmap_init(&view.cols);
+    for (int i = 0, k = 0; i < ncols; i++) {
+      if (st->columns[i].computed) continue;
+      t->phys.names[k] = t->schema.names[i];
+      t->phys.types[k] = t->schema.types[i];
+      t->phys_col[k] = i;
+      names_put(&view.cols, t->phys.names[k], k);
+      k++;
+    }
+    int rc = 0;
+    scope_t sc = {.pl = pl, .tbl = &view, .clause = "a computed column"};
+    for (int i = 0; i < ncols && !rc; i++) {
+      const ck_ast_t *a = st->columns[i].computed;
+      if (!a) continue;
+      if (is_proctime_call(a)) {
+        if (a->nargs)
+          rc = fail(pl, a->pos, CK_EBIND, "PROCTIME takes no arguments");
+        else if (t->proctime_col >= 0)
+          rc = fail(pl, a->pos, CK_EBIND, "table '%s' has two PROCTIME() columns; it may have one",
+                    st->table);
+        t->proctime_col = i;
+        t->schema.types[i] = ck_type_timestamp(3, CK_TS_LTZ);
+        continue;
+      }
+      ck_expr_t *e = bind(&sc, a);
+      if (!e) {
+        rc = pl->err->code;
+        if (a->kind == CK_AST_IDENT && names_get(&t->cols, a->text) >= 0)
+          ck_error_hint(pl->err, "a computed column reads the physical columns, not another "
+                        "computed one");
+        break;
+      }
+      if (e->type.id == CK_T_NULL) {
+        rc = fail(pl, a->pos, CK_ETYPE, "computed column '%s' is a bare NULL; CAST it to a type",
+                  st->columns[i].name);
+        break;
+      }
+      t->computed[i] = e;
+      t->schema.types[i] = e->type;
+    }
+    ck_hmap_fini(&view.cols);
+    if (rc) return rc;
+  }
+  if (!st->wm_column) return 0;
+  int col = names_get(&t->cols, st->wm_column);
+  if (col < 0) {
+    fail(pl, st->wm_column_pos, CK_EBIND, "WATERMARK FOR '%s': table '%s' has no such column",
+         st->wm_column, st->table);
+    const char *close = ck_closest(st->wm_column, (const char *const *)t->schema.names,
+                                   (size_t)t->schema.ncols);
+    if (close) ck_error_hint(pl->err, "did you mean '%s'?", close);
+    return CK_EBIND;
+  }
+  char tn[48];
+  if (col == t->proctime_col) {
+    fail(pl, st->wm_column_pos, CK_EBIND, "WATERMARK FOR '%s': a PROCTIME() column has no "
+         "watermark", st->wm_column);
+    ck_error_hint(pl->err, "declare the watermark on a column holding the records' event time");
+    return CK_EBIND;
+  }
+  if (t->schema.types[col].id != CK_T_TIMESTAMP) {
+    fail(pl, st->wm_column_pos, CK_ETYPE, "WATERMARK FOR '%s': the column is %s; it must be "
+         "TIMESTAMP(3) or TIMESTAMP_LTZ(3)", st->wm_column,
+         ck_type_name(t->schema.types[col], tn, sizeof tn));
+    ck_error_hint(pl->err, "declare it TIMESTAMP(3) (epoch milliseconds read into it too), or "
+                  "keep BIGINT with WITH (event_time_column = '%s', watermark_lag_ms = '…')",
+                  st->wm_column);
+    return CK_EBIND;
+  }
+  /* the strategy: c, or c - INTERVAL (the lag) */
+  const ck_ast_t *w = st->wm_expr;
+  int64_t lag = -1;
+  if (w->kind == CK_AST_IDENT && !w->qualifier && ck_streq_i(w->text, st->wm_column)) lag = 0;
+  else if (w->kind == CK_AST_BINARY && !strcmp(w->text, "-") && w->args[0]->kind == CK_AST_IDENT &&
+           !w->args[0]->qualifier && ck_streq_i(w->args[0]->text, st->wm_column) &&
+           w->args[1]->kind == CK_AST_INTERVAL && w->args[1]->ms >= 0)
+    lag = w->args[1]->ms;
+  if (lag < 0) {
+    fail(pl, w->pos, CK_EUNSUPPORTED, "this watermark strategy is not supported");
+    ck_error_detail(pl->err, "a source's watermark is the largest event time it has seen less a "
+                    "fixed delay, per partition");
+    ck_error_hint(pl->err, "write WATERMARK FOR %s AS %s - INTERVAL 'n' SECOND (or AS %s for "
+                  "no delay)", st->wm_column, st->wm_column, st->wm_column);
+    return CK_EUNSUPPORTED;
+  }
+  const char *given = ck_options_get(&t->options, "event_time_column") ? "event_time_column"
+                      : ck_options_get(&t->options, "watermark_lag_ms") ? "watermark_lag_ms"
+                                                                        : NULL;
+  if (given) {
+    fail(pl, st->wm_pos, CK_EOPTION, "table '%s' declares its event time twice: WATERMARK FOR "
+         "and the %s option", st->table, given);
+    ck_error_hint(pl->err, "keep one: WATERMARK FOR is the same as event_time_column and "
+                  "watermark_lag_ms");
+    return CK_EOPTION;
+  }
+  add_option(pl, t, "event_time_column", t->schema.names[col]);
+  add_option(pl, t, "watermark_lag_ms", ck_arena_printf(pl->arena, "%lld", (long long)lag));
+  return 0;
+}
+
 /* ---------------------------------------------------------------- nodes */
 
 static ck_node_t *add_node(planner_t *pl, ck_node_kind_t kind, const char *name, int input) {
@@ -825,6 +1037,11 @@ static int source_node(planner_t *pl, const table_t *t, ck_pos_t pos) {
   c->table = t->st->table;
   c->schema = t->schema;
   c->options = t->options;
+  c->ncomputed = t->ncomputed;
+  c->computed = t->computed;
+  c->proctime_col = t->proctime_col;
+  c->phys = t->phys;
+  c->phys_col = t->phys_col;
   const char *etc = ck_options_get(&t->options, "event_time_column");
   c->event_time_col = etc ? ck_schema_find(&t->schema, etc) : -1;
   c->watermark_lag_ms = ck_opt_int(&t->options, ck_source_common_options, "watermark_lag_ms");
@@ -895,6 +1112,22 @@ static int interval_arg(planner_t *pl, const ck_ast_t *call, int i, int64_t *ms)
   return 0;
 }
 
+/* A window offset: an interval (or milliseconds) of either sign, or zero. */
+static int offset_arg(planner_t *pl, const ck_ast_t *call, int i, int64_t *ms) {
+  const ck_ast_t *a = call->args[i];
+  bool neg = a->kind == CK_AST_UNARY && !strcmp(a->text, "-");
+  if (neg) a = a->args[0];
+  char *end = NULL;
+  if (a->kind == CK_AST_INTERVAL) *ms = a->ms;
+  else if (a->kind == CK_AST_INT && (errno = 0, *ms = strtoll(a->text, &end, 10), !*end && !errno))
+    ;
+  else
+    return fail(pl, a->pos, CK_EBIND, "the offset of %s (argument %d) must be an interval such "
+                "as INTERVAL '8' HOUR", call->text, i + 1);
+  if (neg) *ms = -*ms;
+  return 0;
+}
+
 /* An interval as SQL writes it, in the largest unit that divides it. */
 static void interval_text(int64_t ms, char *out, size_t n) {
   static const struct { const char *unit; int64_t ms; } units[] = {
@@ -926,13 +1159,16 @@ static int windows_per_record(planner_t *pl, const ck_ast_t *w, const char *big_
 static int plan_window(planner_t *pl, const table_t *t, const ck_ast_t *w, ck_window_spec_t *spec,
                        int *time_col) {
   const char *name = w->text;
-  int want = ck_streq_i(name, "TUMBLE") || ck_streq_i(name, "SESSION") ? 2 : 3;
-  if (w->nargs != want)
-    return fail(pl, w->pos, CK_EBIND, "%s takes %d arguments: %s", name, want,
-                ck_streq_i(name, "TUMBLE")    ? "TUMBLE(time_column, size)"
-                : ck_streq_i(name, "SESSION") ? "SESSION(time_column, gap)"
-                : ck_streq_i(name, "HOP")     ? "HOP(time_column, size, slide)"
-                                              : "CUMULATE(time_column, step, size)");
+  bool session = ck_streq_i(name, "SESSION");
+  int want = ck_streq_i(name, "TUMBLE") || session ? 2 : 3;
+  /* TUMBLE, HOP and CUMULATE take a window offset as a last argument (Flink's) */
+  if (w->nargs != want && (session || w->nargs != want + 1))
+    return fail(pl, w->pos, CK_EBIND, "%s takes %d arguments%s: %s", name, want,
+                session ? "" : " (and an optional offset)",
+                ck_streq_i(name, "TUMBLE")    ? "TUMBLE(time_column, size[, offset])"
+                : session                     ? "SESSION(time_column, gap)"
+                : ck_streq_i(name, "HOP")     ? "HOP(time_column, size, slide[, offset])"
+                                              : "CUMULATE(time_column, step, size[, offset])");
   const ck_ast_t *tc = w->args[0];
   if (tc->kind != CK_AST_IDENT)
     return fail(pl, tc->pos, CK_EBIND, "the first argument of %s must be the time column", name);
@@ -943,6 +1179,15 @@ static int plan_window(planner_t *pl, const table_t *t, const ck_ast_t *w, ck_wi
     return CK_EBIND;
   }
   const char *etc = ck_options_get(&t->options, "event_time_column");
+  if (t->ncomputed && col == t->proctime_col) {
+    fail(pl, tc->pos, CK_EUNSUPPORTED, "%s over '%s', a PROCTIME() column: windows over "
+         "processing time are not supported", name, tc->text);
+    ck_error_detail(pl->err, "their rows would depend on when the job ran, and a replay would "
+                    "not give them again");
+    ck_error_hint(pl->err, "window over event time: WATERMARK FOR <time column> AS … in the "
+                  "table, or the event_time_column option");
+    return CK_EUNSUPPORTED;
+  }
   if (!etc) {
     fail(pl, tc->pos, CK_EBIND, "%s over '%s' needs event time, but table '%s' has none", name,
          tc->text, t->st->table);
@@ -959,6 +1204,7 @@ static int plan_window(planner_t *pl, const table_t *t, const ck_ast_t *w, ck_wi
   }
   *time_col = col;
   memset(spec, 0, sizeof *spec);
+  if (w->nargs == want + 1 && offset_arg(pl, w, want, &spec->offset)) return CK_EBIND;
   if (ck_streq_i(name, "TUMBLE")) {
     spec->kind = CK_WIN_TUMBLE;
     return interval_arg(pl, w, 1, &spec->size);
@@ -971,10 +1217,15 @@ static int plan_window(planner_t *pl, const table_t *t, const ck_ast_t *w, ck_wi
     spec->kind = CK_WIN_HOP;
     if (interval_arg(pl, w, 1, &spec->size) || interval_arg(pl, w, 2, &spec->slide))
       return CK_EBIND;
-    if (spec->size % spec->slide != 0)
-      return fail(pl, w->pos, CK_EBIND,
-                  "HOP size (%lld ms) must be a whole multiple of its slide (%lld ms)",
-                  (long long)spec->size, (long long)spec->slide);
+    if (spec->size % spec->slide != 0) {
+      fail(pl, w->pos, CK_EBIND,
+           "HOP size (%lld ms) must be a whole multiple of its slide (%lld ms)",
+           (long long)spec->size, (long long)spec->slide);
+      if (spec->size < spec->slide)
+        ck_error_hint(pl->err, "clink's HOP is HOP(time_column, size, slide), size first; "
+                      "Flink's GROUP BY HOP writes the slide first: swap the two intervals");
+      return CK_EBIND;
+    }
     return windows_per_record(pl, w, "size", spec->size, "slide", spec->slide);
   }
   spec->kind = CK_WIN_CUMULATE;
@@ -1326,7 +1577,12 @@ static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***na
   if (g.window) {
     agg->out_schema.names[base] = "window_start";
     agg->out_schema.names[base + 1] = "window_end";
-    agg->out_schema.types[base] = agg->out_schema.types[base + 1] = CK_TYPE(CK_T_TIMESTAMP);
+    /* TIMESTAMP(3) over a TIMESTAMP column (as Flink: also over a TIMESTAMP_LTZ one, the
+     * session zone being UTC); over a BIGINT epoch-ms column the bounds are TIMESTAMP(3) shown
+     * as epoch milliseconds, as they always were */
+    bool epoch = t->schema.types[time_col].id != CK_T_TIMESTAMP;
+    agg->out_schema.types[base] = agg->out_schema.types[base + 1] =
+        ck_type_timestamp(3, epoch ? CK_TS_EPOCH : 0);
     base += 2;
   }
   for (int i = 0; i < g.ncalls; i++) {

@@ -104,7 +104,11 @@ def golden_lines(text):
 
 
 @pytest.mark.parametrize("name,parallelism,slots", [("window_tumble", 1, [1]),
-                                                     ("sum_partial_overflow", 3, [2, 1])])
+                                                     ("sum_partial_overflow", 3, [2, 1]),
+                                                     # computed columns, PROCTIME(), WATERMARK
+                                                     # FOR and a window offset travel in the plan
+                                                     ("time_ddl", 1, [1]),
+                                                     ("time_window_offset", 3, [2, 1])])
 def test_a_worker_built_from_the_serialised_plan_prints_what_the_sql_run_embedded_prints(
         cluster, tmp_path, name, parallelism, slots):
     embedded = subprocess.run([CLINK, "run", "--parallelism", str(parallelism), f"{name}.sql"],

@@ -222,6 +222,122 @@ def test_session_windows_match_python(data):
         assert got == want, f"parallelism {p}: missing {list(want - got)[:3]} extra {list(got - want)[:3]}"
 
 
+# ---- TIMESTAMP event time: ISO 8601 / SQL text in, windows with offsets, SQL text out ----
+
+def iso_text(ms, style):
+    """ms (epoch milliseconds, UTC) written the ways a producer writes timestamps."""
+    from datetime import datetime, timedelta, timezone
+    t = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    if style == 0:
+        return t.strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}"
+    if style == 1:
+        return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    if style == 2:  # a +05:30 offset: the same instant in India
+        loc = t.astimezone(timezone(timedelta(hours=5, minutes=30)))
+        return loc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}+05:30"
+    if style == 3:  # microseconds and a -08:00 offset: the digits past the millisecond go
+        loc = t.astimezone(timezone(timedelta(hours=-8)))
+        return loc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}417-08:00"
+    raise ValueError(style)
+
+
+def sql_ts(ms):
+    """Flink's SQL text of a TIMESTAMP(3): what clink writes for window_start / window_end."""
+    from datetime import datetime, timezone
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}"
+
+
+@pytest.fixture(scope="module")
+def iso_data(data, tmp_path_factory):
+    """The oracle's rows with ts as text in four styles (and every ninth as an epoch number),
+    in JSON and in CSV files."""
+    _, rows, _ = data
+    d = tmp_path_factory.mktemp("oracle_iso")
+    half = len(rows) // 2
+    for n, part in enumerate([rows[:half], rows[half:]]):
+        with open(d / f"part-{n}.json", "w") as fj, open(d / f"part-{n}.csv", "w") as fc:
+            for r in part:
+                ts = r["ts"] if r["id"] % 9 == 0 else iso_text(r["ts"], r["id"] % 4)
+                fj.write(json.dumps({"id": r["id"], "k": r["k"], "x": r["x"], "ts": ts}) + "\n")
+                fc.write(",".join(["" if v is None else str(v)
+                                   for v in (r["id"], r["k"], r["x"], ts)]) + "\n")
+    return d, rows
+
+
+def windows_off(kind, ts, a, b, off):
+    """Flink's window assignment with an offset: starts at off + k * size (k * slide)."""
+    if kind == "TUMBLE":
+        s = ts - (ts - off) % a
+        return [(s, s + a)]
+    if kind == "HOP":  # size a, slide b
+        out, s = [], ts - (ts - off) % b
+        while s > ts - a:
+            out.append((s, s + a))
+            s -= b
+        return out
+    if kind == "CUMULATE":  # step a, size b
+        s = ts - (ts - off) % b
+        return [(s, s + k * a) for k in range(1, b // a + 1) if s + k * a > ts]
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+@pytest.mark.parametrize("kind,a,b,off", [("TUMBLE", 10000, None, 0), ("TUMBLE", 10000, None, 3000),
+                                          ("TUMBLE", 60000, None, -7000),
+                                          ("HOP", 30000, 10000, 2500), ("CUMULATE", 5000, 20000, 1000)])
+def test_timestamp_windows_match_python(iso_data, fmt, kind, a, b, off):
+    """A TIMESTAMP(3) event-time column read from ISO 8601 / SQL text (zones, 'T' or a blank,
+    fraction digits past the millisecond) and epoch numbers, declared with WATERMARK FOR, and
+    windows with an offset: window_start / window_end come out as TIMESTAMP text, against a
+    Python recomputation that formats its own."""
+    d, rows = iso_data
+    args = f"INTERVAL '{a}' MILLISECOND" + (f", INTERVAL '{b}' MILLISECOND" if b else "")
+    if off:
+        args += (", -" if off < 0 else ", ") + f"INTERVAL '{abs(off)}' MILLISECOND"
+    sql = f"""CREATE TABLE t (id INT, k VARCHAR, x BIGINT, ts TIMESTAMP(3),
+                WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+              WITH (connector = 'file', path = '{d}/part-*.{fmt}', format = '{fmt}');
+        SELECT k, window_start, window_end, COUNT(*) AS n, SUM(x) AS sx
+        FROM t WHERE k IS NOT NULL AND k <> '' GROUP BY {kind}(ts, {args}), k;"""
+    groups = defaultdict(list)
+    for r in rows:
+        if r["k"] is None:
+            continue
+        for w in windows_off(kind, r["ts"], a, b, off):
+            groups[(r["k"],) + w].append(r)
+    want = Counter()
+    for (k, ws, we), rs in groups.items():
+        xs = [r["x"] for r in rs if r["x"] is not None]
+        want[(k, sql_ts(ws), sql_ts(we), len(rs), sum(xs) if xs else None)] += 1
+    cols = ["k", "window_start", "window_end", "n", "sx"]
+    for p in (1, 4):
+        got = as_multiset(run_clink(sql, p), cols)
+        assert got == want, f"{kind} at parallelism {p}: missing {list((want - got))[:3]} extra {list((got - want))[:3]}"
+
+
+def test_computed_rowtime_matches_python(data):
+    """Event time from a computed column (rowtime AS CAST(ts AS TIMESTAMP(3)) over the BIGINT
+    epoch-ms field) with WATERMARK FOR on it: the same windows as the option form, with the
+    bounds as TIMESTAMP text, and the physical columns still selectable beside it."""
+    d, rows, _ = data
+    sql = f"""CREATE TABLE t (id INT, k VARCHAR, x BIGINT, ts BIGINT,
+                rowtime AS CAST(ts AS TIMESTAMP(3)), x2 AS x * 2,
+                WATERMARK FOR rowtime AS rowtime - INTERVAL '1' SECOND)
+              WITH (connector = 'file', path = '{d}/part-*.json', format = 'json');
+        SELECT k, window_start, window_end, COUNT(*) AS n, SUM(x2) AS s2, MAX(ts) AS mt
+        FROM t WHERE k IS NOT NULL GROUP BY TUMBLE(rowtime, INTERVAL '10' SECOND), k;"""
+    groups = defaultdict(list)
+    for r in rows:
+        if r["k"] is not None:
+            s = r["ts"] - r["ts"] % 10000
+            groups[(r["k"], s, s + 10000)].append(r)
+    want = Counter()
+    for (k, ws, we), rs in groups.items():
+        xs = [2 * r["x"] for r in rs if r["x"] is not None]
+        want[(k, sql_ts(ws), sql_ts(we), len(rs), sum(xs) if xs else None, max(r["ts"] for r in rs))] += 1
+    for p in (1, 4):
+        got = as_multiset(run_clink(sql, p), ["k", "window_start", "window_end", "n", "s2", "mt"])
+        assert got == want, f"parallelism {p}: missing {list(want - got)[:3]} extra {list(got - want)[:3]}"
 # ---- scalar functions (Flink's names and semantics) ------------------------------------------
 #
 # A second table of text, counts, doubles and timestamps with the edge cases these functions

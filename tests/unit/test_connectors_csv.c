@@ -70,8 +70,29 @@ static void test_csv_positional_every_type(void **state) {
   dec_ok(f, "-2147483648,9223372036854775807,18.25,0.5,12.345,sensor-01,true,1772352000000");
   dec_ok(f, " 7 ,-1, 1e3 ,-0.25, -0.5 ,\" spaced , quoted \",FALSE,0\r\n");
   rows_are(f,
-           "{\"b\":9223372036854775807,\"d\":18.25,\"f\":0.5,\"i\":-2147483648,\"m\":12.35,\"s\":\"sensor-01\",\"t\":true,\"ts\":1772352000000}\n"
-           "{\"b\":-1,\"d\":1000,\"f\":-0.25,\"i\":7,\"m\":-0.50,\"s\":\" spaced , quoted \",\"t\":false,\"ts\":0}\n");
+           "{\"b\":9223372036854775807,\"d\":18.25,\"f\":0.5,\"i\":-2147483648,\"m\":12.35,\"s\":\"sensor-01\",\"t\":true,\"ts\":\"2026-03-01 08:00:00.000\"}\n"
+           "{\"b\":-1,\"d\":1000,\"f\":-0.25,\"i\":7,\"m\":-0.50,\"s\":\" spaced , quoted \",\"t\":false,\"ts\":\"1970-01-01 00:00:00.000\"}\n");
+  fx_free(f);
+}
+
+/* A TIMESTAMP field is ISO 8601 / SQL text or epoch milliseconds; a bad one names the field
+ * and quotes the value. */
+static void test_csv_timestamp_text(void **state) {
+  (void)state;
+  fx_t *f = fx_new("id INT, ts TIMESTAMP(3)", false);
+  dec_ok(f, "1,2026-03-01 08:00:00.123");
+  dec_ok(f, "2,2026-03-01T10:00:00+02:00");
+  dec_ok(f, "3,\"2026-03-01T08:00:00Z\"");
+  dec_ok(f, "4,-1");
+  dec_ok(f, "5, 1772352000000 ");
+  rows_are(f,
+           "{\"id\":1,\"ts\":\"2026-03-01 08:00:00.123\"}\n"
+           "{\"id\":2,\"ts\":\"2026-03-01 08:00:00.000\"}\n"
+           "{\"id\":3,\"ts\":\"2026-03-01 08:00:00.000\"}\n"
+           "{\"id\":4,\"ts\":\"1969-12-31 23:59:59.999\"}\n"
+           "{\"id\":5,\"ts\":\"2026-03-01 08:00:00.000\"}\n");
+  dec_err(f, "6,2026-13-01 00:00:00", "field 'ts': not a timestamp (expected 'yyyy-MM-dd HH:mm:ss[.SSS]' or ISO 8601, or epoch milliseconds), found '2026-13-01 00:00:00'");
+  dec_err(f, "7,soon", "field 'ts': not a timestamp");
   fx_free(f);
 }
 
@@ -244,6 +265,7 @@ static void test_csv_encoder(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_csv_positional_every_type),
+      cmocka_unit_test(test_csv_timestamp_text),
       cmocka_unit_test(test_csv_quoting),
       cmocka_unit_test(test_csv_errors_and_rollback),
       cmocka_unit_test(test_csv_number_grammar_is_jsons),

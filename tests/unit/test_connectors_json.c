@@ -180,6 +180,75 @@ static void test_json_decimal_from_text(void **state) {
   fx_free(f);
 }
 
+/* A TIMESTAMP column reads ISO 8601 and SQL text (zone offsets moved to UTC, 'T' or a blank,
+ * seconds and fraction optional, fraction kept to the millisecond) as well as epoch numbers;
+ * the values are checked against epoch milliseconds worked out by hand. */
+static void test_json_timestamp_text(void **state) {
+  (void)state;
+  fx_t *f = fx_new("ts TIMESTAMP(3), l TIMESTAMP_LTZ(3)");
+  static const struct { const char *text; int64_t ms; } cases[] = {
+      {"2026-03-01 08:00:00", 1772352000000},
+      {"2026-03-01T08:00:00", 1772352000000},
+      {"2026-03-01T08:00:00Z", 1772352000000},
+      {"2026-03-01 08:00:00.123", 1772352000123},
+      {"2026-03-01T08:00:00.1234567Z", 1772352000123},
+      {"2026-03-01T08:00:00.5", 1772352000500},
+      {"2026-03-01T10:30:00+02:30", 1772352000000},
+      {"2026-03-01T10:30:00+0230", 1772352000000},
+      {"2026-03-01T03:00:00-05", 1772352000000},
+      {"2026-03-01 08:00", 1772352000000},
+      {"2026-03-01", 1772323200000},
+      {"1969-12-31 23:59:59.999", -1},
+  };
+  char rec[200];
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    snprintf(rec, sizeof rec, "{\"ts\":\"%s\",\"l\":\"%s\"}", cases[i].text, cases[i].text);
+    dec_ok(f, rec);
+    size_t row = f->batch->nrows - 1;
+    if (ck_col_i64(&f->batch->cols[0], row) != cases[i].ms ||
+        ck_col_i64(&f->batch->cols[1], row) != cases[i].ms)
+      fail_msg("'%s' read as %lld, expected %lld", cases[i].text,
+               (long long)ck_col_i64(&f->batch->cols[0], row), (long long)cases[i].ms);
+  }
+  dec_ok(f, "{\"ts\":1772352000000,\"l\":-1}");
+  assert_true(ck_col_i64(&f->batch->cols[0], f->batch->nrows - 1) == 1772352000000);
+  fx_free(f);
+}
+
+/* TIMESTAMP is written as Flink's SQL text, TIMESTAMP_LTZ with a trailing Z, and the window
+ * bounds of a window over a BIGINT column (CK_TS_EPOCH) as the epoch number they always were. */
+static void test_json_timestamp_encode(void **state) {
+  (void)state;
+  ck_arena_t arena;
+  ck_arena_init(&arena, 0);
+  ck_schema_t s = ck_schema_make(&arena, 3);
+  s.names[0] = "a", s.names[1] = "b", s.names[2] = "c";
+  s.types[0] = ck_type_timestamp(3, 0);
+  s.types[1] = ck_type_timestamp(3, CK_TS_LTZ);
+  s.types[2] = ck_type_timestamp(3, CK_TS_EPOCH);
+  ck_batch_t *b = ck_batch_new(3, s.types, 2);
+  for (int c = 0; c < 3; c++) ck_col_append_i64(&b->cols[c], 1772352000123);
+  for (int c = 0; c < 3; c++) ck_col_append_null(&b->cols[c]);
+  b->nrows = 2;
+  ck_encoder_t *enc = ck_encoder_new(CK_FORMAT_JSON, &s);
+  ck_buf_t out;
+  ck_buf_init(&out);
+  ck_encoder_batch(enc, b, &out);
+  ck_buf_putc(&out, 0);
+  assert_string_equal(out.data, "{\"a\":\"2026-03-01 08:00:00.123\",\"b\":\"2026-03-01 08:00:00.123Z\",\"c\":1772352000123}\n"
+                                "{\"a\":null,\"b\":null,\"c\":null}\n");
+  ck_encoder_free(enc);
+  ck_buf_reset(&out);
+  enc = ck_encoder_new(CK_FORMAT_CSV, &s);
+  ck_encoder_batch(enc, b, &out);
+  ck_buf_putc(&out, 0);
+  assert_string_equal(out.data, "2026-03-01 08:00:00.123,2026-03-01 08:00:00.123Z,1772352000123\n,,\n");
+  ck_encoder_free(enc);
+  ck_buf_fini(&out);
+  ck_batch_free(b);
+  ck_arena_fini(&arena);
+}
+
 static void test_json_integer_errors(void **state) {
   fx_t *f = fx_new("i INT, b BIGINT, ts TIMESTAMP, t BOOLEAN");
   dec_err(f, "{\"i\":1.5}", "field 'i': expected an integer, found 1.5");
@@ -189,8 +258,11 @@ static void test_json_integer_errors(void **state) {
   dec_err(f, "{\"b\":9223372036854775808}", "field 'b': 9223372036854775808 is out of range for BIGINT");
   dec_err(f, "{\"b\":123456789012345678901234567890}", "out of range for BIGINT");
   dec_err(f, "{\"b\":\"12\"}", "field 'b': expected an integer, found string");
-  dec_err(f, "{\"ts\":\"2026-03-01\"}", "field 'ts': expected an integer (epoch milliseconds), found string");
-  dec_err(f, "{\"ts\":true}", "field 'ts': expected an integer (epoch milliseconds), found boolean");
+  dec_err(f, "{\"ts\":\"yesterday\"}", "field 'ts': 'yesterday' is not a timestamp");
+  dec_err(f, "{\"ts\":\"2026-02-30 00:00:00\"}", "field 'ts': '2026-02-30 00:00:00' is not a timestamp");
+  dec_err(f, "{\"ts\":\"2026-03-01 10:00:00+25:00\"}", "is not a timestamp");
+  dec_err(f, "{\"ts\":1.5}", "field 'ts': expected a timestamp");
+  dec_err(f, "{\"ts\":true}", "field 'ts': expected a timestamp (text or integer epoch milliseconds), found boolean");
   dec_err(f, "{\"t\":1}", "field 't': expected a boolean, found number");
   dec_err(f, "{\"t\":\"true\"}", "field 't': expected a boolean, found string");
   dec_err(f, "{\"i\":[1]}", "field 'i': expected an integer, found array");
@@ -565,7 +637,7 @@ static void test_json_encoder_every_type(void **state) {
   char *out = t_batch_json(&s, b);
   /* byte order: upper-case 'B' sorts before lower-case names */
   assert_string_equal(out,
-                      "{\"B\":\"\xc3\xa9\",\"d\":0.1,\"f\":0.1,\"i\":-7,\"m\":12.30,\"t\":true,\"ts\":1772352000000}\n"
+                      "{\"B\":\"\xc3\xa9\",\"d\":0.1,\"f\":0.1,\"i\":-7,\"m\":12.30,\"t\":true,\"ts\":\"2026-03-01 08:00:00.000\"}\n"
                       "{\"B\":\"\",\"d\":1e+21,\"f\":null,\"i\":0,\"m\":-0.05,\"t\":false,\"ts\":null}\n");
   ck_free(out);
   ck_batch_free(b);
@@ -612,8 +684,8 @@ static void test_json_encoder_changelog_op(void **state) {
 static void test_json_roundtrip(void **state) {
   fx_t *f = fx_new(ALL_TYPES);
   const char *rows[] = {
-      "{\"b\":-42,\"d\":0.30000000000000004,\"f\":3.4028235e+38,\"i\":1,\"m\":-12345678.90,\"s\":\"\\\"\\\\\\n\\u001f\xe2\x82\xac\",\"t\":true,\"ts\":1}",
-      "{\"b\":null,\"d\":5e-324,\"f\":-1e-45,\"i\":null,\"m\":0.00,\"s\":null,\"t\":null,\"ts\":-1}",
+      "{\"b\":-42,\"d\":0.30000000000000004,\"f\":3.4028235e+38,\"i\":1,\"m\":-12345678.90,\"s\":\"\\\"\\\\\\n\\u001f\xe2\x82\xac\",\"t\":true,\"ts\":\"1970-01-01 00:00:00.001\"}",
+      "{\"b\":null,\"d\":5e-324,\"f\":-1e-45,\"i\":null,\"m\":0.00,\"s\":null,\"t\":null,\"ts\":\"1969-12-31 23:59:59.999\"}",
   };
   for (int i = 0; i < 2; i++) dec_ok(f, rows[i]);
   for (int i = 0; i < 2; i++) {
@@ -631,6 +703,8 @@ int main(void) {
       cmocka_unit_test(test_json_number_grammar_refuses_what_csv_refuses),
       cmocka_unit_test(test_json_decimal_from_text),
       cmocka_unit_test(test_json_integer_errors),
+      cmocka_unit_test(test_json_timestamp_text),
+      cmocka_unit_test(test_json_timestamp_encode),
       cmocka_unit_test(test_json_the_spec_example_message),
       cmocka_unit_test(test_json_string_escapes_and_unicode),
       cmocka_unit_test(test_json_fast_paths_agree_with_the_rules),

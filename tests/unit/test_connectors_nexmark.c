@@ -296,7 +296,7 @@ static void test_nexmark_source_rows_and_parallelism(void **state) {
   assert_non_null(strstr(lines[2], "\"name\":null"));
   assert_non_null(strstr(lines[10], "\"event_type\":2"));
   assert_non_null(strstr(lines[10], "\"id\":null"));
-  assert_non_null(strstr(lines[10], "\"date_time\":1436918400001"));
+  assert_non_null(strstr(lines[10], "\"date_time\":\"2015-07-15 00:00:00.001\""));
   for (int par = 2; par <= 3; par++) {
     for (int s = 0; s < par; s++) {
       ck_buf_t out;

@@ -60,6 +60,8 @@ static inline ck_schema_t t_schema(ck_arena_t *arena, const char *spec) {
     else if (!strcmp(type, "VARCHAR")) t = CK_TYPE(CK_T_STRING);
     else if (!strcmp(type, "BOOLEAN")) t = CK_TYPE(CK_T_BOOL);
     else if (!strcmp(type, "TIMESTAMP")) t = CK_TYPE(CK_T_TIMESTAMP);
+    else if (!strcmp(type, "TIMESTAMP(3)")) t = ck_type_timestamp(3, 0);
+    else if (!strcmp(type, "TIMESTAMP_LTZ(3)")) t = ck_type_timestamp(3, CK_TS_LTZ);
     else if (!strncmp(type, "DECIMAL(", 8)) {
       int pr, sc;
       if (sscanf(type + 8, "%d,%d", &pr, &sc) != 2) abort();

@@ -53,6 +53,13 @@ static void test_type_names_and_widths(void **state) {
   assert_string_equal(ck_type_name(CK_TYPE(CK_T_FLOAT64), buf, sizeof buf), "DOUBLE");
   assert_string_equal(ck_type_name(CK_TYPE(CK_T_STRING), buf, sizeof buf), "VARCHAR");
   assert_string_equal(ck_type_name(CK_TYPE(CK_T_TIMESTAMP), buf, sizeof buf), "TIMESTAMP(3)");
+  assert_string_equal(ck_type_name(ck_type_timestamp(0, 0), buf, sizeof buf), "TIMESTAMP(0)");
+  assert_string_equal(ck_type_name(ck_type_timestamp(6, CK_TS_LTZ), buf, sizeof buf),
+                      "TIMESTAMP_LTZ(6)");
+  assert_string_equal(ck_type_name(ck_type_timestamp(3, CK_TS_EPOCH), buf, sizeof buf),
+                      "TIMESTAMP(3)");
+  /* every TIMESTAMP is one physical type: presentation does not make two types */
+  assert_true(ck_type_eq(ck_type_timestamp(9, CK_TS_LTZ), CK_TYPE(CK_T_TIMESTAMP)));
   assert_string_equal(ck_type_name((ck_type_t){CK_T_DECIMAL, 10, 2}, buf, sizeof buf),
                       "DECIMAL(10, 2)");
   assert_int_equal(ck_type_width(CK_TYPE(CK_T_DECIMAL)), 16);
