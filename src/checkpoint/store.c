@@ -44,6 +44,10 @@ static void full(const ck_store_t *s, const char *rel, char *out, size_t n) {
   snprintf(out, n, "%s/%s", s->root, rel);
 }
 
+static void count_list_failure(const ck_store_t *s) {
+  if (s->health) atomic_fetch_add(&s->health->list_failures, 1);
+}
+
 static int fsync_dir(const char *dir) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -147,7 +151,7 @@ static int fs_list(const ck_store_t *store, const char *reldir, ck_store_name_fn
   if (!d) {
     if (errno != ENOENT && errno != ENOTDIR) { /* a name that is not a directory holds nothing */
       CK_LOG_WARN("checkpoint", "could not list '%s': %s", dir, strerror(errno));
-      atomic_fetch_add(&store->health->list_failures, 1);
+      count_list_failure(store);
     }
     return 0;
   }
@@ -232,11 +236,15 @@ static int s3_list(const ck_store_t *s, const char *reldir, ck_store_name_fn fn,
   int rc = ck_s3_list(s->s3, prefix, s3_name, &x, &e);
   if (rc < 0) {
     CK_LOG_WARN("checkpoint", "%s", e.message);
-    atomic_fetch_add(&s->health->list_failures, 1);
+    count_list_failure(s);
     return rc;
   }
   return rc;
 }
+
+/* A store made as {root} (a read-only view of a local directory, as the state tools make
+ * one) has no table: the filesystem's. */
+#define OPS(s) ((s)->ops ? (s)->ops : &fs_ops)
 
 static const ck_store_ops_t s3_ops = {
     .write = s3_write, .read = s3_read, .exists = s3_exists, .remove = s3_remove, .list = s3_list};
@@ -316,7 +324,7 @@ int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err) {
 }
 
 int ck_store_listings_ok(const ck_store_t *store, ck_error_t *err) {
-  int n = atomic_load(&store->health->list_failures);
+  int n = store->health ? atomic_load(&store->health->list_failures) : 0;
   if (!n) return 0;
   int rc = ck_error_set(err, CK_EIO, "could not list the checkpoint store %s (%d listing%s "
                         "failed)", store->root, n, n == 1 ? "" : "s");
@@ -340,19 +348,19 @@ void ck_store_close(ck_store_t *store) {
 
 int ck_store_write(const ck_store_t *store, const char *relpath, const void *data, size_t n,
                    ck_error_t *err) {
-  return store->ops->write(store, relpath, data, n, err);
+  return OPS(store)->write(store, relpath, data, n, err);
 }
 
 int ck_store_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, ck_error_t *err) {
-  return store->ops->read(store, relpath, out, err);
+  return OPS(store)->read(store, relpath, out, err);
 }
 
 bool ck_store_exists(const ck_store_t *store, const char *relpath) {
-  return store->ops->exists(store, relpath);
+  return OPS(store)->exists(store, relpath);
 }
 
 int ck_store_remove(const ck_store_t *store, const char *relpath) {
-  return store->ops->remove(store, relpath);
+  return OPS(store)->remove(store, relpath);
 }
 
 int ck_store_mark(const ck_store_t *store, const char *kind, int64_t id, ck_error_t *err) {
@@ -390,7 +398,7 @@ static int scan_name(void *ctx, const char *n) {
 static int64_t scan_ids(const ck_store_t *store, const char *reldir, const char *prefix,
                         const char *suffix) {
   scan_t x = {.prefix = prefix, .suffix = suffix};
-  store->ops->list(store, reldir, scan_name, &x);
+  OPS(store)->list(store, reldir, scan_name, &x);
   return x.best;
 }
 
@@ -440,7 +448,7 @@ int64_t ck_store_max_id(const ck_store_t *store) {
   c = scan_ids(store, "_meta", "confirmed-", "");
   if (c > best) best = c;
   task_scan_t x = {.store = store, .best = best};
-  store->ops->list(store, "", task_dir, &x);
+  OPS(store)->list(store, "", task_dir, &x);
   return x.best;
 }
 
@@ -462,7 +470,7 @@ static int latest_name(void *ctx, const char *name) {
 
 int64_t ck_store_latest(const ck_store_t *store, const char *kind) {
   ids_t x = {.kind = kind};
-  store->ops->list(store, "_meta", latest_name, &x);
+  OPS(store)->list(store, "_meta", latest_name, &x);
   return x.best;
 }
 
@@ -485,7 +493,7 @@ static int completed_name(void *ctx, const char *name) {
 
 int ck_store_completed_ids(const ck_store_t *store, int64_t above, int64_t below, int64_t **ids) {
   ids_t x = {.above = above, .below = below};
-  store->ops->list(store, "_meta", completed_name, &x);
+  OPS(store)->list(store, "_meta", completed_name, &x);
   if (x.n > 1) qsort(x.ids, (size_t)x.n, sizeof *x.ids, cmp_desc);
   *ids = x.ids;
   return x.n;
@@ -519,7 +527,7 @@ static int prune_name(void *ctx, const char *name) {
 
 static void prune_dir(const ck_store_t *store, const char *dir, int64_t keep_from) {
   prune_t x = {.store = store, .dir = dir, .keep_from = keep_from};
-  store->ops->list(store, dir, prune_name, &x);
+  OPS(store)->list(store, dir, prune_name, &x);
   char rel[512];
   for (int i = 0; i < x.n; i++) {
     snprintf(rel, sizeof rel, "%s/%s", dir, x.names[i]);
