@@ -14,26 +14,11 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/sha.h>
 
 #include "base/alloc.h"
+#include "base/digest.h"
 
 #define MAX_HEADERS 32
-
-static void hex(const unsigned char *p, size_t n, char *out) {
-  static const char digits[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; i++) {
-    out[2 * i] = digits[p[i] >> 4];
-    out[2 * i + 1] = digits[p[i] & 15];
-  }
-  out[2 * n] = 0;
-}
-
-void ck_sha256_hex(const void *data, size_t n, char out[65]) {
-  unsigned char md[SHA256_DIGEST_LENGTH];
-  SHA256((const unsigned char *)data, n, md);
-  hex(md, sizeof md, out);
-}
 
 static void hmac(const void *key, size_t klen, const char *msg, size_t mlen, unsigned char out[32]) {
   unsigned int len = 32;
@@ -185,7 +170,7 @@ void ck_sigv4_sign(const ck_sigv4_req_t *req, ck_buf_t *headers_out, ck_buf_t *c
   hmac(a, 32, "aws4_request", 12, b);
   hmac(b, 32, (const char *)sts.data, sts.len, a);
   char sig[65];
-  hex(a, 32, sig);
+  ck_hex_lower(a, 32, sig);
   OPENSSL_cleanse(k.data, k.len);
   OPENSSL_cleanse(b, sizeof b);
 

@@ -11,7 +11,7 @@
  * canonical form wants), and the payload's SHA-256 in hex (or "UNSIGNED-PAYLOAD").
  * x-amz-date and x-amz-content-sha256 are added and signed; every header given is signed.
  * Checked against the examples AWS publishes for S3 (tests/unit/test_base_sigv4.c).
- * Hashing: OpenSSL's libcrypto (SHA-256, HMAC).
+ * Hashing: base/digest (SHA-256) and OpenSSL's HMAC.
  * Threads: any; no shared state.
  */
 #ifndef CK_BASE_SIGV4_H
@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "base/buf.h"
+#include "base/digest.h"
 
 typedef struct ck_sigv4_param {
   const char *name;
@@ -49,8 +50,6 @@ typedef struct ck_sigv4_req {
 
 #define CK_SIGV4_SHA256_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-/* The SHA-256 of n bytes as 64 lowercase hex digits and a NUL. */
-void ck_sha256_hex(const void *data, size_t n, char out[65]);
 /* Percent-encodes s as SigV4 wants (keep_slash: a path, where '/' stays) onto out. */
 void ck_sigv4_encode(ck_buf_t *out, const char *s, int keep_slash);
 /* The canonical query string of the parameters (sorted by encoded name, then value). */
