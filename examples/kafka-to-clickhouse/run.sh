@@ -12,6 +12,10 @@
 # the state" block runs as written (its REST port and work directory in place of 8081 and /tmp)
 # and its live state query is checked against the checkpoint it names (state-as-data's
 # state_check.py): the coordinator gets a CLINK_AUTH_TOKEN, since the state route needs one.
+# The embedded run records with --capture-dir, and after it stops the README's "Replay an
+# incident" block runs as written on the newest interval in which the window operator emitted
+# windows (scripts/check_replay.py picks it and checks the replayed windows against workload.py),
+# and the test it emits must fail under a planted bug (CLINK_MUTANT=agg_count_plus_one).
 #
 #   ./run.sh                 everything, then clean up (services stop if this script started them)
 #   MODE=cluster ./run.sh    the same workload on a coordinator and a worker
@@ -231,7 +235,8 @@ PY
   stop "$coordinator" coordinator
 else
   say "starting the pipeline: clink run pipeline.sql --checkpoint-dir $work/checkpoints"
-  "$clink" run "$work/pipeline.sql" --checkpoint-dir "$work/checkpoints" --fresh > "$work/clink-1.log" 2>&1 &
+  "$clink" run "$work/pipeline.sql" --checkpoint-dir "$work/checkpoints" --fresh \
+    --capture-dir "$work/capture" > "$work/clink-1.log" 2>&1 &
   pids+=($!); first=$!
   grep -q "job delivery guarantee" "$work/clink-1.log" 2>/dev/null || wait_for "the pipeline to start" 30 grep -q "job delivery guarantee" "$work/clink-1.log"
   grep "job delivery guarantee" "$work/clink-1.log"
@@ -246,7 +251,8 @@ else
   "$py" "$here/scripts/ch.py" count
 
   say "running the same command again"
-  "$clink" run "$work/pipeline.sql" --checkpoint-dir "$work/checkpoints" > "$work/clink-2.log" 2>&1 &
+  "$clink" run "$work/pipeline.sql" --checkpoint-dir "$work/checkpoints" \
+    --capture-dir "$work/capture" > "$work/clink-2.log" 2>&1 &
   pids+=($!); second=$!
   wait_for "the rerun to restore" 30 grep -qE "restore point|starting fresh" "$work/clink-2.log"
   grep -E "restore point|starting fresh" "$work/clink-2.log"
@@ -259,6 +265,32 @@ else
   wait_for "the pipeline to stop" 60 sh -c "! kill -0 $second 2>/dev/null"
   wait "$second" || { say "the pipeline exited with an error"; exit 1; }
   forget "$second"
+
+  # the README's "Replay an incident" block, as written, but for its directories and epoch
+  epoch=$("$py" "$here/scripts/check_replay.py" pick "$work/capture" "$work/checkpoints")
+  say "the README's \"Replay an incident\" (epoch $epoch, $work for /tmp)"
+  mkdir -p "$work/bin"; ln -sf "$clink" "$work/bin/clink"
+  "$py" - "$here/README.md" > "$work/replay-an-incident.sh" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+at = text.index("<!-- run.sh (MODE=embedded) runs this block")
+print(re.search(r"```sh\n(.*?)```", text[at:], re.S).group(1), end="")
+PY
+  sed -i -e "s|/tmp/clink-capture|$work/capture|g" -e "s|/tmp/clink-checkpoints|$work/checkpoints|g" \
+      -e "s|/tmp/incident-window|$work/incident-window|g" -e "s|epoch-12\.cap|epoch-$epoch.cap|g" \
+      -e "s|--epoch 12 |--epoch $epoch |g" "$work/replay-an-incident.sh"
+  cat "$work/replay-an-incident.sh"
+  PATH="$work/bin:$PATH" bash -e "$work/replay-an-incident.sh" > "$work/replay-an-incident.out" 2>&1 \
+    || { cat "$work/replay-an-incident.out"; say "the README's replay block failed"; exit 1; }
+  cat "$work/replay-an-incident.out"
+  grep -q "two replays are byte-identical" "$work/replay-an-incident.out"
+  grep -q "the replay matches what operator 3 recorded" "$work/replay-an-incident.out"
+  # the replayed windows against workload.py, and the emitted test against a planted bug
+  "$py" "$here/scripts/check_replay.py" check "$work/incident-window/golden.ndjson"
+  if (cd "$work/incident-window/build" && CLINK_MUTANT=agg_count_plus_one ctest > /dev/null 2>&1); then
+    say "the emitted test passed with COUNT one too many: it guards nothing"; exit 1
+  fi
+  say "the emitted test fails with the planted bug (CLINK_MUTANT=agg_count_plus_one), as it must"
 fi
 
 "$py" "$here/scripts/verify.py" ${verify_args[@]+"${verify_args[@]}"}

@@ -111,8 +111,18 @@ enum {
   CLINK_ECANCELLED = -14,  /* the job was cancelled */
   CLINK_ECLOSED = -100,    /* the push table was closed, its job ended, or the engine is
                               closing (the library's own code, outside the engine's range) */
+  CLINK_EJOBTIMEOUT = -101, /* the job failed on a timeout of its own (a checkpoint not
+                               complete in time): CLINK_ETIMEOUT always means "still running" */
   /* any other negative number is one of the engine's own codes: clink_last_error says it */
 };
+
+/* ---- row kinds: the "__op" column of an update stream (see clink_collect) */
+typedef enum clink_row_kind {
+  CLINK_ROW_INSERT = 0,        /* "+I" */
+  CLINK_ROW_UPDATE_BEFORE = 1, /* "-U": the row's value before an update (retraction) */
+  CLINK_ROW_UPDATE_AFTER = 2,  /* "+U": the row's new value */
+  CLINK_ROW_DELETE = 3,        /* "-D": the row is gone (retraction) */
+} clink_row_kind_t;
 
 /* ---- logging */
 typedef enum clink_log_level {
@@ -144,10 +154,35 @@ typedef struct clink_options {
   int64_t max_memory;            /* bytes a job may hold (0: no limit) */
   int collect_batches;           /* batches a collect table holds before its job waits for
                                     the reader (default 16) */
+  /* ---- the fields above are the first layout (0.1); these came with 0.2 */
+  const char *script_name;       /* what SQL errors name the script ("<sql>": NULL) and, with
+                                    one_job, the job's name */
+  int one_job;                   /* clink_exec runs a whole script as ONE job, the way
+                                    `clink run` does: every INSERT of it, and a bare SELECT
+                                    printing to standard output, in one job graph that
+                                    checkpoints into checkpoint_dir itself (not a
+                                    <dir>/job-<id> per job); push and collect tables are
+                                    refused there (nothing feeds or reads them); with a
+                                    checkpoint_dir, one engine per script */
+  int fresh;                     /* ignore the checkpoints in checkpoint_dir: start over */
+  int64_t checkpoint_timeout_ms; /* abandon a checkpoint not complete this long after its
+                                    trigger (0: the engine's default) */
+  int checkpoints_retained;      /* completed checkpoints kept (0: 3) */
+  int max_restarts;              /* restarts a job may use before it fails (< 0: the
+                                    engine's default) */
+  const char *capture_dir;       /* NULL; else record what every operator subtask consumes
+                                    per checkpoint interval under it (clink replay) */
+  int64_t capture_records;       /* records each subtask keeps per interval (0: 10000) */
+  int64_t progress_interval_ms;  /* log a progress line this often (0: never) */
 } clink_options_t;
 
-/* Fills o with the defaults. */
-CLINK_API void clink_options_init(clink_options_t *o);
+/* Fills o with the defaults and sets o->size. It is a macro over clink_options_init_size,
+ * so a program fills exactly the struct of the header it was built with; the function
+ * clink_options_init itself fills the first layout only (the one programs built against
+ * 0.1 have). */
+CLINK_API void clink_options_init_size(clink_options_t *o, size_t size);
+CLINK_API void(clink_options_init)(clink_options_t *o);
+#define clink_options_init(o) clink_options_init_size((o), sizeof *(o))
 /* The library's ABI version (CLINK_ABI_VERSION of the library, not of the header you built
  * with) and its release ("0.1.0"). */
 CLINK_API int clink_abi_version(void);
@@ -174,6 +209,10 @@ CLINK_API const char *clink_last_error(clink_engine_t *e, int *line, int *column
  * here: use clink_query. */
 CLINK_API int clink_exec(clink_engine_t *e, const char *sql, clink_job_t **jobs, int max_jobs,
                          int *njobs);
+/* clink_exec of the len bytes at sql (not NUL-terminated; a NUL byte inside is a syntax error
+ * at its position, as any byte that is not SQL). */
+CLINK_API int clink_exec_len(clink_engine_t *e, const char *sql, size_t len, clink_job_t **jobs,
+                             int max_jobs, int *njobs);
 /* Runs one bare SELECT as a job whose rows come out of out (an Arrow C stream; released by the
  * caller). *job (may be NULL) receives the job's handle. The stream ends when the job does:
  * its input ended, or it was cancelled (then get_next fails with "cancelled"). */
@@ -181,7 +220,21 @@ CLINK_API int clink_query(clink_engine_t *e, const char *sql, struct ArrowArrayS
                           clink_job_t **job);
 /* Reads a collect table: its rows, batch by batch as its job produces them, through out.
  * One reader per table; an unread stream makes the job wait (nothing is dropped); the
- * stream ends when the job writing the table ends (an error if it failed). */
+ * stream ends when the job writing the table ends (an error if it failed).
+ *
+ * Row kinds. An append-only result (a projection, a filter, a windowed aggregate) keeps the
+ * table's columns exactly: no extra column. An update stream (a GROUP BY without a window:
+ * each group's row is inserted, then updated, and deleted when a HAVING stops holding) leads
+ * with one more column, "__op", before the table's: the row's kind as an Arrow int8
+ * dictionary-encoded column over the strings "+I", "-U", "+U", "-D" — the int8 codes are
+ * clink_row_kind_t (the batch's own array, not copied), the strings Flink's RowKind short
+ * names. Its schema's metadata then has "clink.upsert_key": the JSON array of the columns
+ * whose values name the row an update or delete replaces (the GROUP BY keys; [] for a global
+ * aggregate), absent when the table does not carry every key column. The final table is
+ * the changelog applied in order: +I and +U set the row of their key, -U and -D remove it.
+ * Which shape a stream has is fixed by the job that writes the table (clink_exec before
+ * clink_collect); a stream whose schema was read before any job wrote its table is
+ * append-only, and a later job writing an update stream into it is refused. */
 CLINK_API int clink_collect(clink_engine_t *e, const char *table, struct ArrowArrayStream *out);
 /* Waits up to timeout_ms (< 0: for ever) until get_next on s, a stream of clink_query or
  * clink_collect that has not been moved, would return without blocking (a batch, the end or
@@ -197,6 +250,22 @@ CLINK_API int clink_push(clink_engine_t *e, const char *table, struct ArrowArray
                          struct ArrowSchema *schema);
 /* Ends a push table's input: its source ends once its job took every batch. */
 CLINK_API int clink_push_close(clink_engine_t *e, const char *table);
+
+/* What a push or collect table's queue holds and has passed: for a collect table, batches its
+ * job produced that the reader has not taken (queued), and how many of the job's sink
+ * subtasks wait for room (blocked: the job is held by its reader); for a push table, batches
+ * pushed that the job has not taken, and clink_push calls waiting for room. Set size (to
+ * sizeof(clink_table_stats_t)) before the call: the struct grows at its end; the library
+ * fills what both know and sets size to that. */
+typedef struct clink_table_stats {
+  size_t size;
+  int capacity;                 /* batches the queue holds (collect_batches) */
+  int queued;                   /* batches in the queue now */
+  int blocked;                  /* writers waiting for room now */
+  int64_t batches_in, batches_out; /* batches put and taken so far */
+  int64_t rows_in, rows_out;
+} clink_table_stats_t;
+CLINK_API int clink_table_stats(clink_engine_t *e, const char *table, clink_table_stats_t *out);
 
 /* ---- jobs */
 typedef enum clink_job_status {
@@ -215,6 +284,11 @@ CLINK_API int clink_job_wait(clink_job_t *j, int64_t timeout_ms);
 /* Stops the job: its sources stop, its collect streams fail with "cancelled", and it ends
  * soon after (clink_job_wait). Nothing happens to a job that already ended. */
 CLINK_API void clink_job_cancel(clink_job_t *j);
+/* Stops the job gracefully: its sources stop reading, what is in flight drains into the
+ * sinks (a final checkpoint, when it checkpoints), and it ends FINISHED — Ctrl-C in
+ * `clink run`. Call it from a thread, not a signal handler (it takes a lock). Nothing happens
+ * to a job that already ended. */
+CLINK_API void clink_job_stop(clink_job_t *j);
 /* Why the job failed (NULL unless it did); *line, *column as for clink_last_error. */
 CLINK_API const char *clink_job_error(clink_job_t *j, int *line, int *column);
 /* Records read and written so far. */

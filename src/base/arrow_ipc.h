@@ -81,11 +81,41 @@ typedef struct ck_arrow_batch {
 void ck_arrow_batch_init(ck_arrow_batch_t *batch, const ck_arrow_field_t *fields, int nfields);
 void ck_arrow_batch_fini(ck_arrow_batch_t *batch);
 void ck_arrow_batch_reset(ck_arrow_batch_t *batch); /* no rows; memory kept */
+/* memcpy for the short variable-length copies of a row loop: inline, no call up to 32 bytes
+ * (d and s do not overlap). */
+static inline void ck_arrow_copy_short(void *d, const void *s, size_t n) {
+  uint8_t *dp = d;
+  const uint8_t *sp = s;
+  if (n > 32) {
+    memcpy(dp, sp, n);
+  } else if (n >= 16) {
+    uint8_t a[16], b[16];
+    memcpy(a, sp, 16);
+    memcpy(b, sp + n - 16, 16);
+    memcpy(dp, a, 16);
+    memcpy(dp + n - 16, b, 16);
+  } else if (n >= 8) {
+    uint64_t a, b;
+    memcpy(&a, sp, 8);
+    memcpy(&b, sp + n - 8, 8);
+    memcpy(dp, &a, 8);
+    memcpy(dp + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    memcpy(&a, sp, 4);
+    memcpy(&b, sp + n - 4, 4);
+    memcpy(dp, &a, 4);
+    memcpy(dp + n - 4, &b, 4);
+  } else if (n) {
+    uint8_t a = sp[0], b = sp[n / 2], c = sp[n - 1];
+    dp[0] = a, dp[n / 2] = b, dp[n - 1] = c;
+  }
+}
 /* One value of the current row into column col (of the matching type); then ck_arrow_batch_row
  * when every column has its value. Inline: a snapshot writes millions of rows. */
 static inline void ck_arrow_col_put_(ck_buf_t *b, const void *p, size_t n) {
   if (b->len + n >= b->cap) ck_buf_reserve(b, n);
-  memcpy(b->data + b->len, p, n);
+  ck_arrow_copy_short(b->data + b->len, p, n);
   b->len += n;
 }
 static inline void ck_arrow_put_u16(ck_arrow_batch_t *batch, int col, uint16_t v) {
@@ -105,8 +135,8 @@ static inline void ck_arrow_put_bytes2(ck_arrow_batch_t *batch, int col, const v
                                        const void *q, size_t m) {
   ck_arrow_col_t *c = &batch->cols[col];
   if (c->data.len + n + m >= c->data.cap) ck_buf_reserve(&c->data, n + m);
-  if (n) memcpy(c->data.data + c->data.len, p, n);
-  if (m) memcpy(c->data.data + c->data.len + n, q, m);
+  ck_arrow_copy_short(c->data.data + c->data.len, p, n);
+  ck_arrow_copy_short(c->data.data + c->data.len + n, q, m);
   c->data.len += n + m;
   int32_t end = (int32_t)c->data.len;
   ck_arrow_col_put_(&c->offsets, &end, 4);

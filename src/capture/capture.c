@@ -364,6 +364,35 @@ static void copy_col(ck_arrow_col_t *ac, const ck_col_t *col, size_t k) {
   }
 }
 
+/* Column col's first k rows as the Arrow column ac without copying them, where the layouts
+ * already agree (8-byte values; strings whose offsets start at 0; a validity bitmap): ac's own
+ * buffers are saved in *keep and replaced by views of the batch's memory, which hold only for
+ * the one ck_arrow_write_batch that follows (ck_capture_batch puts keep back). false: copy. */
+static bool view_col(ck_arrow_col_t *ac, const ck_col_t *col, size_t k, ck_arrow_col_t *keep) {
+  switch (col->type.id) {
+    case CK_T_INT64:
+    case CK_T_TIMESTAMP:
+    case CK_T_FLOAT64: break;
+    case CK_T_STRING:
+      if (((const int32_t *)col->values)[0] != 0) return false;
+      break;
+    default: return false;
+  }
+  *keep = *ac;
+  if (col->validity) {
+    ac->validity = (ck_buf_t){(char *)col->validity, (k + 7) / 8, 0};
+    ac->null_count = (int64_t)k - popcount_prefix(col->validity, k);
+  }
+  if (col->type.id == CK_T_STRING) {
+    const int32_t *off = col->values;
+    ac->offsets = (ck_buf_t){(char *)col->values, (k + 1) * 4, 0};
+    ac->data = (ck_buf_t){col->data, (size_t)off[k], 0};
+  } else {
+    ac->data = (ck_buf_t){(char *)col->values, k * 8, 0};
+  }
+  return true;
+}
+
 void ck_capture_batch(ck_capture_rec_t *rec, const ck_batch_t *batch, int input) {
   if (!rec || !rec->nfields) return;
   size_t n = batch->nrows;
@@ -395,9 +424,19 @@ void ck_capture_batch(ck_capture_rec_t *rec, const ck_batch_t *batch, int input)
   } else {
     put_zeros(&ab->cols[3].data, k * 2);
   }
-  for (int c = 0; c < batch->ncols; c++) copy_col(&ab->cols[NCTL + c], &batch->cols[c], k);
+  /* the input columns: written from the batch's own memory where the layouts agree (one
+   * copy, into the file's body), copied into the interval's batch otherwise */
+  ck_arrow_col_t keep[CK_CAPTURE_MAX_COLS];
+  bool viewed[CK_CAPTURE_MAX_COLS];
+  for (int c = 0; c < batch->ncols; c++) {
+    ck_arrow_col_t *ac = &ab->cols[NCTL + c];
+    viewed[c] = view_col(ac, &batch->cols[c], k, &keep[c]);
+    if (!viewed[c]) copy_col(ac, &batch->cols[c], k);
+  }
   ab->nrows = (int64_t)k;
   ck_arrow_write_batch(&rec->body, ab);
+  for (int c = 0; c < batch->ncols; c++)
+    if (viewed[c]) ab->cols[NCTL + c] = keep[c];
   ck_arrow_batch_reset(ab);
   rec->stored += (int64_t)k;
 }

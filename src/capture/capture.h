@@ -35,8 +35,10 @@
  * of the barrier before it in this run (from_checkpoint: 0 for a fresh start, the restored
  * checkpoint's id after a restore), which is what replay restores.
  *
- * Cost: the per-batch path copies the batch's columns into the open interval's buffer, encoded
- * as the record batch it will be (no per-row calls); the file is written at the barrier. Past
+ * Cost: the per-batch path encodes the batch as one record batch message into the open
+ * interval's buffer: columns whose layout is already Arrow's straight from the batch's memory
+ * (capture.c view_col), the others converted column at a time (no per-row calls); the file is
+ * written at the barrier. Past
  * --capture-records rows an interval keeps counting what it sees but stores no more records
  * and says truncated; watermarks and idleness are bounded by the same number (barriers and the
  * end are always stored).

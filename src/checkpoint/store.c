@@ -115,18 +115,26 @@ static int fs_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, 
     if (errno == ENOENT) return CK_ENOTFOUND;
     return ck_error_set(err, CK_EIO, "could not open '%s': %s", path, strerror(errno));
   }
-  char chunk[65536];
+  /* straight into out, sized by the file (one buffer, no copy through a chunk); a file that
+   * grows meanwhile is read to its end all the same */
+  struct stat st;
+  size_t room = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size : 0;
   for (;;) {
-    ssize_t r = read(fd, chunk, sizeof chunk);
+    if (room || out->cap - out->len < 2) ck_buf_reserve(out, room ? room : 65536);
+    size_t cap = out->cap - out->len - 1; /* ck_buf keeps a byte for its terminating NUL */
+    ssize_t r = read(fd, out->data + out->len, cap);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       int e = errno;
       close(fd);
+      out->data[out->len] = 0;
       return ck_error_set(err, CK_EIO, "could not read '%s': %s", path, strerror(e));
     }
     if (r == 0) break;
-    ck_buf_append(out, chunk, (size_t)r);
+    out->len += (size_t)r;
+    room = room > (size_t)r ? room - (size_t)r : 0;
   }
+  if (out->data) out->data[out->len] = 0;
   close(fd);
   return 0;
 }
@@ -1061,6 +1069,19 @@ static int decode(const void *data, size_t len, uint8_t *place, int64_t id, uint
         memcpy(&from, vo + from_row, 4);
         memcpy(&to, vo + run, 4);
         if (to > from) ck_buf_append(out, vd + from, (size_t)(to - from));
+        continue;
+      }
+      if (joiner->rows && run > from_row) {
+        const ck_arrow_rcol_t *kc = &r.cols[COL_KEY], *vc = &r.cols[COL_VALUE];
+        ck_snap_rows_t rows = {.n = run - from_row,
+                               .key_group = r.cols[COL_GROUP].data + 2 * from_row,
+                               .key_off = kc->offsets + from_row, .key_data = kc->data,
+                               .val_off = vc->offsets + from_row, .val_data = vc->data};
+        if (joiner->rows(js, &rows, out, &perr)) {
+          rc = ck_error_set(err, CK_ESTATE, "%s is damaged (a row of node %u: %s)", what, node,
+                            perr.message);
+          goto fail;
+        }
         continue;
       }
       for (int64_t k = from_row; k < run; k++) {

@@ -166,16 +166,29 @@ typedef int (*ck_snap_emit_fn)(void *ctx, const ck_snap_entry_t *entry, ck_error
 typedef int (*ck_snap_split_fn)(const void *data, size_t len, bool decode, ck_snap_emit_fn emit,
                                 void *ctx, ck_error_t *err);
 
+/* Consecutive rows of one record batch, as its columns hold them: row i's key group is the
+ * little-endian u16 at key_group + 2 i, its user_key bytes key_data[key_off[i]..key_off[i+1]),
+ * its value val_data[val_off[i]..val_off[i+1]) (the reader has checked every offset). */
+typedef struct ck_snap_rows {
+  int64_t n;
+  const uint8_t *key_group;
+  const int32_t *key_off, *val_off;
+  const uint8_t *key_data, *val_data;
+} ck_snap_rows_t;
+
 /* The inverse of a splitter: puts a component's encoding back together from its rows. open
  * gets the value of a section's first row (the encoding's header) and returns the joiner's
  * state, or NULL when the section is not one it joins (not its encoding, or written whole as
  * one row): that section's values are then concatenated as they are. row appends to out the
  * bytes of the encoding that the row (key_group, user_key, value) stands for; CK_ESTATE when it
- * cannot. */
+ * cannot; rows, when set, does the same for a run of rows. */
 typedef struct ck_snap_joiner {
   void *(*open)(const void *head, size_t len);
   int (*row)(void *state, int key_group, const uint8_t *key, size_t key_len,
              const uint8_t *value, size_t value_len, ck_buf_t *out, ck_error_t *err);
+  /* Optional: the rows of a run at once (what row would give for each, in order; a restore
+   * rebuilds millions of records, so no call per row). NULL: row is called per row. */
+  int (*rows)(void *state, const ck_snap_rows_t *rows, ck_buf_t *out, ck_error_t *err);
   void (*close)(void *state);
 } ck_snap_joiner_t;
 

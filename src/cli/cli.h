@@ -90,5 +90,6 @@ CK_CLI_DECLARE(state_query);
 CK_CLI_DECLARE(capture_cat);
 CK_CLI_DECLARE(replay);
 CK_CLI_DECLARE(replay_diff);
+CK_CLI_DECLARE(incident);
 
 #endif

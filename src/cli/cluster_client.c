@@ -59,13 +59,15 @@ int ck_cli_cluster_call(const char *host, int port, int type, const ck_buf_t *pa
 }
 
 int ck_cli_submit(const char *host, int port, const char *name, const char *sql,
-                  int parallelism) {
+                  int parallelism, const char *capture_dir, int64_t capture_records) {
   ck_buf_t p, text;
   ck_buf_init(&p);
   ck_buf_init(&text);
   ck_proto_put_str(&p, name);
   ck_proto_put_str(&p, sql);
   ck_proto_put_u32(&p, (uint32_t)parallelism);
+  ck_proto_put_str(&p, capture_dir); /* the per-job options */
+  ck_proto_put_i64(&p, capture_records);
   int64_t id = 0;
   int rc = ck_cli_cluster_call(host, port, CK_PROTO_SUBMIT, &p, &id, &text);
   if (rc) {

@@ -21,8 +21,10 @@ int ck_cli_cluster_call(const char *host, int port, int type, const ck_buf_t *pa
 
 /* `clink run FILE --coordinator-host …`: submits the script (the coordinator plans it, and
  * refuses bad SQL with its position); prints "submitted job N" and logs the job's delivery
- * guarantee. Returns the exit status (0, or 1 after printing why). */
+ * guarantee. capture_dir, capture_records: the job's flight recorder on its workers (NULL, 0:
+ * the workers' own --capture-dir and --capture-records). Returns the exit status (0, or 1
+ * after printing why). */
 int ck_cli_submit(const char *host, int port, const char *name, const char *sql,
-                  int parallelism);
+                  int parallelism, const char *capture_dir, int64_t capture_records);
 
 #endif

@@ -1,11 +1,15 @@
 /*
- * DESIGN: `clink run` — option parsing, then one call: the embedded run of job/embedded.h
- * (plan the script, run it over a local deployment through the job lifecycle, restarts and
- * rewinds by job/policy.h), or, with --coordinator-host/--coordinator-port, a submission to a
- * cluster (cli/cluster_client.h).
+ * DESIGN: `clink run` — option parsing, then either a submission to a cluster
+ * (--coordinator-host/--coordinator-port, cli/cluster_client.h) or a run in this process
+ * through libclink's public API (include/clink/clink.h), the library a host program embeds:
+ * clink_engine_open with the run's options (one_job: the whole script is one job that
+ * checkpoints into --checkpoint-dir itself, SQL errors name the file), clink_exec, then
+ * clink_job_wait until the job ends; clink_job_error says why it failed. --http-port serves
+ * the running job's REST routes through the library's one internal hook (lib/lib_internal.h).
  *
- * Ctrl-C: the first stops the sources and drains what is in flight into the sinks (exit 0);
- * a second one exits at once (exit 130).
+ * Ctrl-C: the handler only counts; the waiting thread turns the first into clink_job_stop
+ * (the sources stop and what is in flight drains into the sinks: exit 0); a second one exits
+ * at once (exit 130) from the handler.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -19,7 +23,9 @@
 #include "cli/cli.h"
 #include "cli/cluster_client.h"
 #include "cluster/rest_embedded.h"
-#include "job/embedded.h"
+#include "base/log.h"
+#include "clink/clink.h"
+#include "lib/lib_internal.h"
 
 static const ck_cli_opt_t opts[] = {
     {"e", "SQL", "run this SQL text instead of a file", 0, 0, 0, false},
@@ -48,7 +54,6 @@ static volatile sig_atomic_t interrupts;
 static void on_interrupt(int sig) {
   (void)sig;
   if (++interrupts > 1) _exit(130);
-  ck_job_embedded_stop();
 }
 
 static int usage(const char *msg) {
@@ -56,9 +61,9 @@ static int usage(const char *msg) {
   return 2;
 }
 
-/* Everything but the script: into o, or 2 after printing why. */
+/* Everything but the script: into o (the library's options), or 2 after printing why. */
 static int parse_run_opts(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args,
-                          ck_job_embedded_t *o) {
+                          clink_options_t *o) {
   long par, maxpar, interval, ckpt_timeout, retained, restarts, progress, capture_records;
   if (ck_cli_int(cmd, args, "parallelism", &par) ||
       ck_cli_int(cmd, args, "max-parallelism", &maxpar) ||
@@ -70,19 +75,59 @@ static int parse_run_opts(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args,
       ck_cli_int(cmd, args, "capture-records", &capture_records) ||
       ck_cli_apply_log_level(cmd, args) || ck_cli_max_memory(cmd, args, &o->max_memory))
     return 2;
-  o->prog = "clink run";
+  o->log_level = (clink_log_level_t)ck_log_level(); /* --log-level, $CLINK_LOG_LEVEL or info */
+  o->one_job = 1;
   o->parallelism = (int)par;
   o->max_parallelism = (int)maxpar;
   o->checkpoint_interval_ms = interval;
   o->checkpoint_timeout_ms = ckpt_timeout;
   o->checkpoints_retained = (int)retained;
   o->max_restarts = (int)restarts;
-  o->progress_ms = progress;
+  o->progress_interval_ms = progress;
   o->checkpoint_dir = ck_cli_get(cmd, args, "checkpoint-dir");
   o->fresh = ck_cli_flag(cmd, args, "fresh");
   o->capture_dir = ck_cli_get(cmd, args, "capture-dir");
   o->capture_records = capture_records;
   return 0;
+}
+
+/* The script as one job of an engine of its own: 0 when it finished (or drained after
+ * Ctrl-C), 1 with what to print in errors (a SQL error rendered with the file's name and
+ * position, or "clink run: error: …") when it could not start or failed. */
+static int run_here(const clink_options_t *o, const char *sql, size_t len,
+                    ck_rest_embedded_t *srv, ck_buf_t *errors) {
+  clink_engine_t *e = NULL;
+  char why[512];
+  if (clink_engine_open(o, &e, why, sizeof why)) {
+    ck_buf_printf(errors, "clink run: %s\n", why);
+    return 1;
+  }
+  if (srv) ck_lib_set_on_exec(e, ck_rest_embedded_on_exec, srv);
+  clink_job_t *job = NULL;
+  int status = 1;
+  if (clink_exec_len(e, sql, len, &job, 1, NULL)) { /* rendered as the SQL front end does */
+    ck_buf_printf(errors, "%s\n", clink_last_error(e, NULL, NULL));
+    goto out;
+  }
+  bool stopped = false;
+  int rc;
+  while ((rc = clink_job_wait(job, 50)) == CLINK_ETIMEOUT &&
+         clink_job_status(job) == CLINK_JOB_RUNNING) {
+    if (interrupts && !stopped) { /* Ctrl-C: drain, on this thread (the handler only counts) */
+      clink_job_stop(job);
+      stopped = true;
+    }
+  }
+  fflush(stdout);
+  if (rc) {
+    const char *msg = clink_job_error(job, NULL, NULL);
+    ck_buf_printf(errors, "clink run: %s\n", msg ? msg : "error: the job failed");
+  } else {
+    status = 0;
+  }
+out:
+  clink_engine_close(e);
+  return status;
 }
 
 static int run_main(int argc, char **argv) {
@@ -96,7 +141,8 @@ static int run_main(int argc, char **argv) {
                     "usage: clink run %s\n", cmd->usage);
     return 2;
   }
-  ck_job_embedded_t o = {0};
+  clink_options_t o;
+  clink_options_init(&o);
   if (parse_run_opts(cmd, &args, &o)) return 2;
   const char *co_host = ck_cli_get(cmd, &args, "coordinator-host");
   const char *co_port = ck_cli_get(cmd, &args, "coordinator-port");
@@ -135,12 +181,13 @@ static int run_main(int argc, char **argv) {
   }
   if (submit) {
     const char *name = ck_cli_get(cmd, &args, "name");
+    /* --capture-dir and --capture-records are the job's own on its workers; left out, the
+     * workers' options apply */
     rc = ck_cli_submit(co_host ? co_host : "127.0.0.1", (int)port, name ? name : filename,
-                       sql.data, o.parallelism);
+                       sql.data, o.parallelism, o.capture_dir,
+                       ck_cli_get(cmd, &args, "capture-records") ? o.capture_records : 0);
   } else {
-    o.sql = sql.data;
-    o.sql_len = sql.len;
-    o.filename = filename;
+    o.script_name = filename;
     ck_cli_on_stop(on_interrupt);
     ck_buf_t errors;
     ck_buf_init(&errors);
@@ -157,10 +204,8 @@ static int run_main(int argc, char **argv) {
       }
       CK_LOG_INFO("rest", "serving the job's REST API on 127.0.0.1:%d (job id 1)",
                   ck_rest_embedded_port(srv));
-      o.on_exec = ck_rest_embedded_on_exec;
-      o.on_exec_ctx = srv;
     }
-    rc = ck_job_embedded_run(&o, &errors);
+    rc = run_here(&o, sql.data, sql.len, srv, &errors);
     if (srv) {
       ck_rest_embedded_ended(srv, rc ? "FAILED" : interrupts ? "STOPPED" : "FINISHED");
       ck_rest_embedded_stop(srv);

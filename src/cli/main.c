@@ -24,6 +24,7 @@ static const ck_cli_cmd_t *const commands[] = {
     &ck_cli_cmd_capture_cat,
     &ck_cli_cmd_replay,
     &ck_cli_cmd_replay_diff,
+    &ck_cli_cmd_incident,
     &ck_cli_cmd_connectors,
     &ck_cli_cmd_version,
 };

@@ -85,6 +85,8 @@ struct planner {
   conn_t *c;              /* NULL: the planner of the recovered jobs */
   char *name, *sql;
   int par;
+  char *capture_dir;      /* the per-job options (ck_co_job_opts_t) */
+  int64_t capture_records;
   ck_co_recovered_t *recovered; /* their list, planned one after the other */
   ck_thread_t th;
   bool done; /* under co->mu: the control loop may join it */
@@ -97,7 +99,8 @@ static void *planner_main(void *arg) {
   ck_error_clear(&err);
   int64_t id = 0;
   const char *guarantee = NULL;
-  int rc = ck_co_job_plan_add(co, pl->name, pl->sql, pl->par, &id, &guarantee, &err);
+  ck_co_job_opts_t jo = {pl->capture_dir, pl->capture_records};
+  int rc = ck_co_job_plan_add(co, pl->name, pl->sql, pl->par, &jo, &id, &guarantee, &err);
   conn_t *c = pl->c;
   c->planning = false;
   if (c->closed) { /* the client went away meanwhile; the job stays submitted */
@@ -116,8 +119,11 @@ static void *planner_main(void *arg) {
  * while the control loop already serves workers and clients. */
 static void *recover_main(void *arg) {
   planner_t *pl = arg;
-  for (ck_co_recovered_t *r = pl->recovered; r; r = r->next)
-    ck_co_job_recover(pl->co, r->id, r->name, r->sql, r->plan, r->plan_len, r->par, r->attempt);
+  for (ck_co_recovered_t *r = pl->recovered; r; r = r->next) {
+    ck_co_job_opts_t jo = {r->capture_dir, r->capture_records};
+    ck_co_job_recover(pl->co, r->id, r->name, r->sql, r->plan, r->plan_len, r->par, r->attempt,
+                      &jo);
+  }
   ck_mutex_lock(&pl->co->mu);
   pl->done = true;
   ck_mutex_unlock(&pl->co->mu);
@@ -128,11 +134,13 @@ static void planner_free(planner_t *pl) {
   ck_thread_join(&pl->th);
   ck_free(pl->name);
   ck_free(pl->sql);
+  ck_free(pl->capture_dir);
   while (pl->recovered) {
     ck_co_recovered_t *r = pl->recovered;
     pl->recovered = r->next;
     ck_free(r->name);
     ck_free(r->sql);
+    ck_free(r->capture_dir);
     ck_free(r->plan);
     ck_free(r);
   }
@@ -148,8 +156,11 @@ void ck_co_planners_recover(co_t *co, ck_co_recovered_t *list) {
     CK_LOG_WARN(LOG_CO, "could not start a thread to plan the recovered jobs: planning them "
                 "before serving");
     ck_mutex_unlock(&co->mu);
-    for (ck_co_recovered_t *r = list; r; r = r->next)
-      ck_co_job_recover(co, r->id, r->name, r->sql, r->plan, r->plan_len, r->par, r->attempt);
+    for (ck_co_recovered_t *r = list; r; r = r->next) {
+      ck_co_job_opts_t jo = {r->capture_dir, r->capture_records};
+      ck_co_job_recover(co, r->id, r->name, r->sql, r->plan, r->plan_len, r->par, r->attempt,
+                        &jo);
+    }
     ck_mutex_lock(&co->mu);
     pl->th = (ck_thread_t){0};
     planner_free(pl);
@@ -190,6 +201,13 @@ void ck_co_on_cli_frame(co_t *co, conn_t *c, ck_proto_frame_t *f) {
     size_t name_len, sql_len;
     char *name = ck_proto_strn(r, &name_len), *sql = ck_proto_strn(r, &sql_len);
     int par = (int)ck_proto_u32(r);
+    char *capture_dir = NULL; /* the per-job options, when the client sent them */
+    int64_t capture_records = 0;
+    if (!r->bad && r->off < r->n) {
+      capture_dir = ck_proto_str(r);
+      capture_records = ck_proto_i64(r);
+    }
+    ck_co_job_opts_t jo = {capture_dir, capture_records};
     const char *bad = r->bad ? "could not accept the job: a malformed SUBMIT frame"
                     : name_len != strlen(name) ? "could not accept the job: its name holds a "
                                                  "NUL character"
@@ -199,20 +217,28 @@ void ck_co_on_cli_frame(co_t *co, conn_t *c, ck_proto_frame_t *f) {
                                                       "coordinator is planning 8 jobs already; "
                                                       "submit it again in a moment"
                     : NULL;
+    char why[1024];
+    if (!bad && ck_co_job_opts_check(&jo, &err)) { /* the message, its detail and its hint */
+      ck_job_error_line(&err, why, sizeof why);
+      bad = why;
+    }
     if (bad) {
       reply(c, CK_EINVAL, 0, bad);
       ck_free(name);
       ck_free(sql);
+      ck_free(capture_dir);
       return;
     }
     planner_t *pl = ck_calloc(1, sizeof *pl);
-    *pl = (planner_t){.co = co, .c = c, .name = name, .sql = sql, .par = par};
+    *pl = (planner_t){.co = co, .c = c, .name = name, .sql = sql, .par = par,
+                      .capture_dir = capture_dir, .capture_records = capture_records};
     c->planning = true;
     if (ck_thread_start(&pl->th, "ck-planner", planner_main, pl)) {
       c->planning = false;
       reply(c, CK_EINTERNAL, 0, "could not start a thread to plan the job");
       ck_free(name);
       ck_free(sql);
+      ck_free(capture_dir);
       ck_free(pl);
       return;
     }

@@ -158,6 +158,8 @@ static int remote_deploy(void *dep, const ck_job_point_t *point, ck_error_t *err
     ck_proto_put_u32(&p, (uint32_t)job->parts[i].worker);
     ck_proto_put_u32(&p, (uint32_t)job->plan.nslots);
     for (int s = 0; s < job->plan.nslots; s++) ck_proto_put_u32(&p, (uint32_t)job->slot_worker[s]);
+    ck_proto_put_str(&p, job->capture_dir); /* the job's flight recorder ("": the worker's) */
+    ck_proto_put_i64(&p, job->capture_records);
     send_to(co, job->parts[i].worker, CK_PROTO_DEPLOY, &p);
   }
   ck_buf_fini(&p);
@@ -390,13 +392,48 @@ static int check_job_name(const char *name, ck_error_t *err) {
  * WITHOUT co->mu (plan-time checks may wait on the network), one at a time under plan_mu
  * (the planner is not known to be reentrant). *out is the caller's until add_job.
  */
+int ck_co_job_opts_check(const ck_co_job_opts_t *jo, ck_error_t *err) {
+  if (!jo) return 0;
+  const char *dir = jo->capture_dir;
+  if (dir && *dir) {
+    size_t n = strlen(dir);
+    bool control = false;
+    for (size_t i = 0; i < n; i++) control |= (unsigned char)dir[i] < 0x20;
+    if (dir[0] != '/' || n >= 3072 || control) {
+      ck_error_set(err, CK_EINVAL, "could not accept the job: its capture directory '%.200s' "
+                   "must be an absolute path", dir);
+      ck_error_detail(err, "the directory is created on every worker that runs a subtask of "
+                      "the job, which resolves a relative path against its own working "
+                      "directory");
+      ck_error_hint(err, "give an absolute path of at most 3071 bytes, without control "
+                    "characters");
+      return CK_EINVAL;
+    }
+  }
+  if (jo->capture_records < 0 || jo->capture_records > 1000000000)
+    return ck_error_set(err, CK_EINVAL, "could not accept the job: its capture records must "
+                        "be from 1 to 1000000000 (0: the workers' --capture-records), not "
+                        "%lld", (long long)jo->capture_records);
+  return 0;
+}
+
+static char *dup_str(const char *s) {
+  if (!s || !*s) return NULL;
+  size_t n = strlen(s);
+  char *d = ck_malloc(n + 1);
+  memcpy(d, s, n + 1);
+  return d;
+}
+
 static int plan_job(co_t *co, const char *name, const char *sql, const void *wire,
-                    size_t wire_len, int parallelism, job_t **out, ck_error_t *err) {
+                    size_t wire_len, int parallelism, const ck_co_job_opts_t *jo, job_t **out,
+                    ck_error_t *err) {
   *out = NULL;
   if (parallelism < 1 || parallelism > 4096)
     return ck_error_set(err, CK_EINVAL, "parallelism must be from 1 to 4096, not %d",
                         parallelism);
   if (name && *name && check_job_name(name, err)) return CK_EINVAL;
+  if (ck_co_job_opts_check(jo, err)) return CK_EINVAL;
   job_t *job = ck_calloc(1, sizeof *job);
   char fname[256];
   snprintf(fname, sizeof fname, "%s", name && *name ? name : "<submitted>");
@@ -409,6 +446,10 @@ static int plan_job(co_t *co, const char *name, const char *sql, const void *wir
     return rc;
   }
   job->parallelism = parallelism;
+  if (jo) {
+    job->capture_dir = dup_str(jo->capture_dir);
+    job->capture_records = jo->capture_records;
+  }
   size_t n = strlen(sql);
   job->sql = ck_malloc(n + 1);
   memcpy(job->sql, sql, n + 1);
@@ -445,12 +486,23 @@ static int64_t add_job(co_t *co, job_t *job) {
   job->life.ops = &ck_co_remote_ops;
   job->life.dep = job;
   job->life.job_id = job->id;
+  ck_buf_t jm;
+  ck_buf_init(&jm);
+  ck_job_manifest_json(&(ck_job_manifest_t){job->plan.graph, job->id, job->name,
+                                           job->parallelism, job->plan.ntasks,
+                                           job->plan.fingerprint, job->guarantee}, &jm);
+  job->manifest = ck_buf_detach(&jm);
+  job->life.manifest = job->manifest;
   co->jobs = ck_realloc(co->jobs, sizeof *co->jobs * (size_t)(co->njobs + 1));
   co->jobs[co->njobs++] = job;
   CK_LOG_INFO("coordinator.guarantee", "job_id=%lld job delivery guarantee: %s",
               (long long)job->id, job->guarantee);
   CK_LOG_INFO(LOG_CO, "job_id=%lld submitted: '%s', parallelism %d, %d task(s)",
               (long long)job->id, job->name, job->parallelism, job->plan.ntasks);
+  if (job->capture_dir)
+    CK_LOG_INFO(LOG_CO, "job_id=%lld records its operators' input under %s on its workers "
+                "(capture records %lld)", (long long)job->id, job->capture_dir,
+                (long long)job->capture_records);
   save_manifest(co, job);
   deploy(co, job);
   return job->id;
@@ -459,9 +511,10 @@ static int64_t add_job(co_t *co, job_t *job) {
 int ck_co_job_check_name(const char *name, ck_error_t *err) { return check_job_name(name, err); }
 
 int ck_co_job_plan_add(co_t *co, const char *name, const char *sql, int parallelism,
-                       int64_t *id, const char **guarantee, ck_error_t *err) {
+                       const ck_co_job_opts_t *jo, int64_t *id, const char **guarantee,
+                       ck_error_t *err) {
   job_t *job;
-  int rc = plan_job(co, name, sql, NULL, 0, parallelism, &job, err);
+  int rc = plan_job(co, name, sql, NULL, 0, parallelism, jo, &job, err);
   ck_mutex_lock(&co->mu);
   if (rc) return rc;
   *id = add_job(co, job);
@@ -469,10 +522,11 @@ int ck_co_job_plan_add(co_t *co, const char *name, const char *sql, int parallel
   return 0;
 }
 
-int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelism, int64_t *id,
-                     const char **guarantee, ck_error_t *err) {
+int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelism,
+                     const ck_co_job_opts_t *jo, int64_t *id, const char **guarantee,
+                     ck_error_t *err) {
   ck_mutex_unlock(&co->mu);
-  return ck_co_job_plan_add(co, name, sql, parallelism, id, guarantee, err);
+  return ck_co_job_plan_add(co, name, sql, parallelism, jo, id, guarantee, err);
 }
 
 int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err) {
@@ -492,11 +546,13 @@ int ck_co_job_cancel(co_t *co, int64_t id, ck_error_t *err) {
 }
 
 void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql,
-                       const void *plan, size_t plan_len, int parallelism, int attempt) {
+                       const void *plan, size_t plan_len, int parallelism, int attempt,
+                       const ck_co_job_opts_t *jo) {
   job_t *job;
   ck_error_t err;
   ck_error_clear(&err);
-  int rc = plan_job(co, name, sql, plan, plan_len, parallelism, &job, &err); /* without co->mu */
+  /* without co->mu */
+  int rc = plan_job(co, name, sql, plan, plan_len, parallelism, jo, &job, &err);
   ck_mutex_lock(&co->mu);
   if (rc) {
     CK_LOG_ERR(LOG_CO, "could not recover job %lld: %s", (long long)id, err.message);
@@ -753,8 +809,10 @@ static void free_all(co_t *co) {
     ck_jobplan_fini(&job->plan);
     ck_free(job->name);
     ck_free(job->sql);
+    ck_free(job->capture_dir);
     ck_free(job->error);
     ck_free(job->guarantee);
+    ck_free(job->manifest);
     ck_free(job);
   }
   ck_free(co->jobs);

@@ -77,10 +77,21 @@ typedef struct part {
   char *metrics; /* its last heartbeat's JSON array for this deployment */
 } part_t;
 
+/* What a submission sets for its job beyond its SQL and parallelism (docs/cluster.md,
+ * "Per-job options"): sent to its workers in every DEPLOY, kept in its HA manifest. */
+typedef struct ck_co_job_opts {
+  const char *capture_dir;  /* the job's flight recorder on its workers (capture/capture.h);
+                               NULL or "": the workers' own --capture-dir, if any */
+  int64_t capture_records;  /* its --capture-records; 0: the workers' */
+} ck_co_job_opts_t;
+
 typedef struct job {
   int64_t id;
   char *name, *sql, *error, *guarantee;
+  char *manifest; /* the job manifest (job/job.h), written at every deployment */
   int parallelism;
+  char *capture_dir;      /* ck_co_job_opts_t's, NULL: none */
+  int64_t capture_records;
   job_status_t status;
   ck_job_t life;          /* the job module's state machine (job/job.h): restarts, the
                              restore point, ids used; its deployment is this job's remote
@@ -167,12 +178,16 @@ static inline int free_slots(const co_t *co, int worker) {
  * co->mu, adds and deploys it. Returns with co->mu held: 0 with *id and *guarantee (the
  * job's, valid while co->mu is held), or an error. */
 int ck_co_job_plan_add(co_t *co, const char *name, const char *sql, int parallelism,
-                       int64_t *id, const char **guarantee, ck_error_t *err);
+                       const ck_co_job_opts_t *jo, int64_t *id, const char **guarantee,
+                       ck_error_t *err);
 /* Called with co->mu held: plans the job WITHOUT co->mu (plan-time checks may wait on the
  * network; planning is serialised by co->plan_mu), then adds and deploys it under co->mu.
  * 0 with *id and *guarantee (the job's, valid while co->mu is held), or an error. */
-int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelism, int64_t *id,
-                     const char **guarantee, ck_error_t *err);
+int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelism,
+                     const ck_co_job_opts_t *jo, int64_t *id, const char **guarantee,
+                     ck_error_t *err);
+/* The per-job options' checks (a submission's, before planning): 0, or CK_EINVAL why. */
+int ck_co_job_opts_check(const ck_co_job_opts_t *jo, ck_error_t *err);
 /* A job name (and a worker id) is 1 to 128 bytes of UTF-8 without control characters. */
 int ck_co_job_check_name(const char *name, ck_error_t *err);
 /* Under co->mu: the worker is lost (its connection closed, or its heartbeats stopped); the
@@ -186,6 +201,8 @@ typedef struct ck_co_recovered {
   int64_t id;
   int attempt, par;
   char *name, *sql;
+  char *capture_dir;    /* the job's per-job options (NULL: none) */
+  int64_t capture_records;
   void *plan; /* the serialised job graph (NULL: plan from sql, an older manifest) */
   size_t plan_len;
   struct ck_co_recovered *next;
@@ -195,7 +212,8 @@ typedef struct ck_co_recovered {
  * WITHOUT co->mu (on the recovery planner thread); builds it from its serialised plan when the
  * manifest has one (sql then only shown), else plans sql; then adds it under co->mu. */
 void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql,
-                       const void *plan, size_t plan_len, int parallelism, int attempt);
+                       const void *plan, size_t plan_len, int parallelism, int attempt,
+                       const ck_co_job_opts_t *jo);
 
 /* ---- conns.c: the control port's connections (the control loop, under co->mu) */
 

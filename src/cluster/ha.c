@@ -63,7 +63,9 @@ static void manifest_path(const co_t *co, int64_t id, char *out, size_t n) {
  * "clink-job 3", "id N", "parallelism N", "status S", "attempt N", "redacted 1" when the job
  * graph held a credential, then three length-prefixed fields — "name <bytes>\n" followed by
  * exactly that many bytes and a newline, "plan <bytes>\n" (the serialised job graph,
- * runtime/plan.h, in hex) and "sql <bytes>\n" — so no content of any can move a field.
+ * runtime/plan.h, in hex) and "sql <bytes>\n" — so no content of any can move a field; then,
+ * for a job submitted with per-job options, the field "capture_dir <bytes>\n" and the line
+ * "capture_records N".
  * Written 0600 in a 0700 directory.
  *
  * The plan is what a takeover runs: it is decoded, not planned, so the SQL is kept only for
@@ -100,6 +102,11 @@ void ck_co_ha_save_manifest(co_t *co, const job_t *job) {
   ck_buf_printf(&b, "\nsql %zu\n", sql.len);
   ck_buf_append(&b, sql.data, sql.len);
   ck_buf_putc(&b, '\n');
+  if (job->capture_dir || job->capture_records) { /* the per-job options, when it has them */
+    const char *cd = job->capture_dir ? job->capture_dir : "";
+    ck_buf_printf(&b, "capture_dir %zu\n%s\ncapture_records %lld\n", strlen(cd), cd,
+                  (long long)job->capture_records);
+  }
   ck_buf_fini(&sql);
   ck_buf_fini(&masked);
   char path[PATH_MAX];
@@ -233,7 +240,8 @@ static char *manifest_field(char **p, const char *end, const char *key) {
  * *plan NULL) in place. */
 static int parse_manifest(char *text, size_t len, int *par, int *attempt, char *status,
                           bool *redacted, const char **name, char **plan, size_t *plan_len,
-                          const char **sql) {
+                          const char **sql, const char **capture_dir,
+                          int64_t *capture_records) {
   char *end = text + len, *p = text, *v;
   *redacted = false;
   *plan = NULL;
@@ -275,6 +283,11 @@ static int parse_manifest(char *text, size_t len, int *par, int *attempt, char *
     if (!unhex(*plan, plan_len)) return -1;
   }
   if (!(*sql = manifest_field(&p, end, "sql"))) return -1;
+  if (p < end) { /* the per-job options (format 3 of this version on) */
+    if (!(*capture_dir = manifest_field(&p, end, "capture_dir"))) return -1;
+    if (!(v = manifest_line(&p, end, "capture_records"))) return -1;
+    *capture_records = strtoll(v, NULL, 10);
+  }
   return p == end ? 0 : -1;
 }
 
@@ -301,8 +314,10 @@ ck_co_recovered_t *ck_co_ha_recover(co_t *co) {
     char *plan = NULL;
     size_t plan_len = 0;
     bool redacted = false;
+    const char *capture_dir = NULL;
+    int64_t capture_records = 0;
     if (parse_manifest(text, len, &par, &attempt, status, &redacted, &name, &plan, &plan_len,
-                       &sql)) {
+                       &sql, &capture_dir, &capture_records)) {
       CK_LOG_WARN(LOG_CO, "ignoring the unreadable job manifest '%s'", path);
       ck_free(text);
       continue;
@@ -329,6 +344,11 @@ ck_co_recovered_t *ck_co_ha_recover(co_t *co) {
     memcpy(r->name, name, strlen(name) + 1);
     r->sql = ck_malloc(strlen(sql) + 1);
     memcpy(r->sql, sql, strlen(sql) + 1);
+    if (capture_dir) {
+      r->capture_dir = ck_malloc(strlen(capture_dir) + 1);
+      memcpy(r->capture_dir, capture_dir, strlen(capture_dir) + 1);
+      r->capture_records = capture_records;
+    }
     if (plan) {
       r->plan = ck_malloc(plan_len ? plan_len : 1);
       memcpy(r->plan, plan, plan_len);

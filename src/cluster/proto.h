@@ -47,7 +47,9 @@
   X(HEARTBEAT, 3, "worker → coordinator: u32 n, n × (i64 deployment, str metrics JSON)")       \
   X(DEPLOY, 4, "coordinator → worker: i64 deployment, i64 job, str name, str plan (the "      \
                "serialised job graph, runtime/plan.h), str checkpoint dir, i64 restore_id, "    \
-               "i64 ids_above, i64 fingerprint, u32 self, u32 nslots, nslots × u32 worker")     \
+               "i64 ids_above, i64 fingerprint, u32 self, u32 nslots, nslots × u32 worker, "   \
+               "then optionally str capture dir (\"\": the worker's), i64 capture records "    \
+               "(0: the worker's)")                                                           \
   X(DEPLOYED, 5, "worker → coordinator: i64 deployment, u32 data port, i32 rc, str error")     \
   X(START, 6, "coordinator → worker: i64 deployment, u32 n, n × (str host, u32 data port)")    \
   X(TRIGGER, 7, "coordinator → worker: i64 deployment, i64 checkpoint, u8 final")               \
@@ -58,7 +60,8 @@
   X(CANCEL, 12, "coordinator → worker: i64 deployment")                                         \
   X(ENDED, 13, "worker → coordinator: i64 deployment, i32 rc, u8 retriable, u8 input_ended, "   \
                "i64 last_triggered, i64 records_in, i64 records_out, str error")               \
-  X(SUBMIT, 14, "cli → coordinator: str token, str name, str sql, u32 parallelism")             \
+  X(SUBMIT, 14, "cli → coordinator: str token, str name, str sql, u32 parallelism, then "      \
+                "optionally str capture dir, i64 capture records (the per-job options)")      \
   X(LIST, 15, "cli → coordinator: str token")                                                  \
   X(CANCEL_JOB, 16, "cli → coordinator: str token, i64 job")                                    \
   X(REPLY, 17, "coordinator → cli: i32 rc, i64 value, str text (JSON or an error message)")

@@ -38,6 +38,9 @@ static void job_json(co_t *co, const job_t *job, ck_buf_t *out) {
                 (long long)job->life.point.restore_id);
   if (job->error) ck_buf_put_json_str(out, job->error, strlen(job->error));
   else ck_buf_puts(out, "null");
+  ck_buf_puts(out, ",\"capture_dir\":");
+  if (job->capture_dir) ck_buf_put_json_str(out, job->capture_dir, strlen(job->capture_dir));
+  else ck_buf_puts(out, "null");
   ck_buf_puts(out, ",\"workers\":[");
   for (int i = 0; i < job->nparts; i++) {
     worker_t *w = find_worker(co, job->parts[i].worker);
@@ -187,7 +190,8 @@ static void r_workers(void *ctx, const ck_http_req_t *req, const char *const *pa
 }
 
 /*
- * A tiny reader for the submit body: {"sql": "...", "name": "...", "parallelism": 2}. Every
+ * A tiny reader for the submit body: {"sql": "...", "name": "...", "parallelism": 2,
+ * "capture_dir": "/abs/dir", "capture_records": 500} (the last two: per-job options). Every
  * read is bounded by the body's length (json_t.end), never by a NUL: a body may be empty, hold
  * NULs, or stop in the middle of a token.
  */
@@ -293,7 +297,8 @@ static int json_string(json_t *j, ck_buf_t *out, char *why, size_t whylen) {
 }
 
 static int parse_submit(const char *body, size_t len, ck_buf_t *sql, ck_buf_t *name, int *par,
-                        char *why, size_t whylen) {
+                        ck_buf_t *capture_dir, int64_t *capture_records, char *why,
+                        size_t whylen) {
   json_t j = {body, body + len, body};
   char sub[160];
   json_skip_ws(&j);
@@ -316,8 +321,9 @@ static int parse_submit(const char *body, size_t len, ck_buf_t *sql, ck_buf_t *n
     }
     j.p++;
     json_skip_ws(&j);
-    if (!strcmp(key.data, "sql") || !strcmp(key.data, "name")) {
-      ck_buf_t *dst = key.data[0] == 's' ? sql : name;
+    if (!strcmp(key.data, "sql") || !strcmp(key.data, "name") ||
+        !strcmp(key.data, "capture_dir")) {
+      ck_buf_t *dst = key.data[0] == 's' ? sql : key.data[0] == 'n' ? name : capture_dir;
       ck_buf_reset(dst);
       if (json_string(&j, dst, sub, sizeof sub)) {
         snprintf(why, whylen, "'%s' must be a JSON string: %s", key.data, sub);
@@ -334,9 +340,20 @@ static int parse_submit(const char *body, size_t len, ck_buf_t *sql, ck_buf_t *n
         return snprintf(why, whylen, "'parallelism' must be a whole number from 1 to 4096"), -1;
       }
       *par = (int)v;
+    } else if (!strcmp(key.data, "capture_records")) {
+      long long v = 0;
+      int digits = 0;
+      while (j.p < j.end && *j.p >= '0' && *j.p <= '9' && digits < 10)
+        v = v * 10 + (*j.p++ - '0'), digits++;
+      if (!digits || v < 1 || v > 1000000000 || (j.p < j.end && *j.p >= '0' && *j.p <= '9')) {
+        ck_buf_fini(&key);
+        return snprintf(why, whylen, "'capture_records' must be a whole number from 1 to "
+                        "1000000000"), -1;
+      }
+      *capture_records = v;
     } else {
-      snprintf(why, whylen, "unknown field '%.64s' (expected sql, name, parallelism)",
-               key.data);
+      snprintf(why, whylen, "unknown field '%.64s' (expected sql, name, parallelism, "
+               "capture_dir, capture_records)", key.data);
       ck_buf_fini(&key);
       return -1;
     }
@@ -360,20 +377,26 @@ static int parse_submit(const char *body, size_t len, ck_buf_t *sql, ck_buf_t *n
 static void r_submit(void *ctx, const ck_http_req_t *req, const char *const *params,
                      ck_http_resp_t *resp) {
   co_t *co = ctx;
-  ck_buf_t sql, name;
+  ck_buf_t sql, name, capture_dir;
   ck_buf_init(&sql);
   ck_buf_init(&name);
+  ck_buf_init(&capture_dir);
   int par = 1;
+  int64_t capture_records = 0;
   char why[256];
-  if (parse_submit(req->body, req->body_len, &sql, &name, &par, why, sizeof why)) {
+  if (parse_submit(req->body, req->body_len, &sql, &name, &par, &capture_dir, &capture_records,
+                   why, sizeof why)) {
     ck_http_error(resp, 400, "%s", why);
   } else {
     ck_error_t err;
     ck_error_clear(&err);
     int64_t id;
     const char *guarantee;
+    ck_co_job_opts_t jo = {capture_dir.len ? capture_dir.data : NULL, capture_records};
     /* called with co->mu held (ck_co_rest_serve), which the planning releases */
-    if (ck_co_job_submit(co, name.data, sql.data, par, &id, &guarantee, &err)) {
+    if (capture_dir.len != (capture_dir.data ? strlen(capture_dir.data) : 0)) {
+      ck_http_error(resp, 400, "'capture_dir' holds a NUL character");
+    } else if (ck_co_job_submit(co, name.data, sql.data, par, &jo, &id, &guarantee, &err)) {
       ck_http_error(resp, 400, "%s", err.message);
     } else {
       resp->status = 201;
@@ -384,6 +407,7 @@ static void r_submit(void *ctx, const ck_http_req_t *req, const char *const *par
   }
   ck_buf_fini(&sql);
   ck_buf_fini(&name);
+  ck_buf_fini(&capture_dir);
 }
 
 static void r_cancel(void *ctx, const ck_http_req_t *req, const char *const *params,
@@ -460,7 +484,7 @@ static void r_metrics(void *ctx, const ck_http_req_t *req, const char *const *pa
 const ck_http_route_t ck_coordinator_routes[] = {
     {"GET", "/api/v1/health", true, r_health, "liveness: 200 while the coordinator runs"},
     {"GET", "/api/v1/jobs", false, r_jobs, "every job: id, name, status, error_count, restarts, guarantee"},
-    {"POST", "/api/v1/jobs/sql", false, r_submit, "submit {\"sql\":…, \"name\":…, \"parallelism\":…}; 201 {\"id\":…}"},
+    {"POST", "/api/v1/jobs/sql", false, r_submit, "submit {\"sql\":…, \"name\":…, \"parallelism\":…, \"capture_dir\":…, \"capture_records\":…}; 201 {\"id\":…}"},
     {"GET", "/api/v1/jobs/:id", false, r_job, "one job, with its last error and its workers"},
     {"GET", "/api/v1/jobs/:id/operators", false, r_operators, "per operator and subtask: every operator metric (docs/cluster.md, metrics)"},
     {"GET", "/api/v1/jobs/:id/checkpoints", false, r_checkpoints, "latest completed/confirmed, in flight, recent checkpoints"},

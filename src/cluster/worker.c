@@ -47,6 +47,7 @@ typedef struct dep {
   int *peer_port;
   int npeers;
   char *dir, *name;
+  char *capture_dir; /* the job's (DEPLOY); NULL or "" when it has none: --capture-dir's */
   ck_thread_t waiter;
   bool running;     /* waiter started */
   atomic_int ended; /* waiter reported: reap it */
@@ -187,6 +188,7 @@ static void dep_free(dep_t *d) {
   ck_free(d->slot_worker);
   ck_free(d->dir);
   ck_free(d->name);
+  ck_free(d->capture_dir);
   ck_mutex_fini(&d->dmu);
   ck_free(d);
 }
@@ -227,6 +229,14 @@ static void on_deploy(wk_t *wk, ck_proto_reader_t *r) {
     d->slot_worker = ck_calloc((size_t)d->nslots, sizeof(int));
     for (int s = 0; s < d->nslots; s++) d->slot_worker[s] = (int)ck_proto_u32(r);
   }
+  /* the job's flight recorder, when its submission asked for one (and the coordinator sent
+   * the fields: an older one does not); else this worker's */
+  int64_t capture_records = 0;
+  if (!r->bad && r->off < r->n) {
+    d->capture_dir = ck_proto_str(r);
+    capture_records = ck_proto_i64(r);
+  }
+  bool own_capture = d->capture_dir && d->capture_dir[0];
   ck_error_t err;
   ck_error_clear(&err);
   int rc = 0;
@@ -257,6 +267,11 @@ static void on_deploy(wk_t *wk, ck_proto_reader_t *r) {
     eo.plan = &d->plan.phys;
     eo.max_memory = wk->o.max_memory;
     eo.capture = (ck_capture_opts_t){wk->o.capture_dir, wk->o.capture_records};
+    if (own_capture) eo.capture.dir = d->capture_dir;
+    if (capture_records > 0) eo.capture.max_records = capture_records;
+    if (own_capture)
+      CK_LOG_INFO(LOG_W, "job %lld: recording its operators' input under %s (the job's "
+                  "capture directory)", (long long)d->job, d->capture_dir);
     rc = ck_exec_new(d->plan.graph, &eo, &d->ex, &err);
   }
   ck_free(wire);

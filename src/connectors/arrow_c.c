@@ -6,6 +6,9 @@
  * Arrow's, so nothing is copied) except BOOLEAN, stored a byte per row and repacked into a
  * bitmap here. The parent and every child hold a reference to one holder that frees the batch
  * when the last of them is released, so a consumer may move a child out (the spec allows it).
+ * An update stream's batch leads with its row kinds ("__op"): the batch's kinds array as int8
+ * dictionary codes over the static strings "+I", "-U", "+U", "-D" (ck_row_kind_t's order), so
+ * they too leave without a copy.
  *
  * Import: the host's struct array is read column by column into a new batch of the table's
  * columns, matched by name without regard to case; types convert where no value changes
@@ -27,16 +30,20 @@ _Atomic int64_t ck_arrow_bytes_in_place, ck_arrow_bytes_copied;
 /* ---------------------------------------------------------------- schema export */
 
 typedef struct schema_priv {
-  char *format, *name;
+  char *format, *name, *metadata;
+  struct ArrowSchema *dict; /* the row-kind column's dictionary (its strings), or NULL */
 } schema_priv_t;
 
 static void schema_release(struct ArrowSchema *s) {
   for (int64_t i = 0; i < s->n_children; i++)
     if (s->children[i]->release) s->children[i]->release(s->children[i]);
+  if (s->dictionary && s->dictionary->release) s->dictionary->release(s->dictionary);
   schema_priv_t *p = s->private_data;
   if (p) {
     ck_free(p->format);
     ck_free(p->name);
+    ck_free(p->metadata);
+    ck_free(p->dict);
     ck_free(p);
   }
   if (s->n_children) {
@@ -63,30 +70,53 @@ static const char *format_of(ck_type_t t, char *buf, size_t n) {
   return "n";
 }
 
-void ck_arrow_schema_export(const ck_schema_t *s, struct ArrowSchema *out) {
-  memset(out, 0, sizeof *out);
+static struct ArrowSchema leaf_schema(const char *format, const char *name, int64_t flags) {
   schema_priv_t *p = ck_calloc(1, sizeof *p);
-  p->format = ck_strdup("+s");
-  p->name = ck_strdup("");
-  out->format = p->format;
-  out->name = p->name;
-  out->private_data = p;
-  out->release = schema_release;
-  out->n_children = s->ncols;
-  if (s->ncols) {
-    out->children = ck_calloc((size_t)s->ncols, sizeof *out->children);
-    struct ArrowSchema *kids = ck_calloc((size_t)s->ncols, sizeof *kids);
-    for (int i = 0; i < s->ncols; i++) {
-      char buf[32];
-      schema_priv_t *cp = ck_calloc(1, sizeof *cp);
-      cp->format = ck_strdup(format_of(s->types[i], buf, sizeof buf));
-      cp->name = ck_strdup(s->names[i]);
-      kids[i] = (struct ArrowSchema){.format = cp->format, .name = cp->name,
-                                     .flags = ARROW_FLAG_NULLABLE, .private_data = cp,
-                                     .release = schema_release};
-      out->children[i] = &kids[i];
-    }
+  p->format = ck_strdup(format);
+  p->name = ck_strdup(name);
+  return (struct ArrowSchema){.format = p->format, .name = p->name, .flags = flags,
+                              .private_data = p, .release = schema_release};
+}
+
+/* The Arrow C interface's metadata: int32 pair count, then per pair int32 length + bytes of
+ * the key and of the value (native byte order). */
+static char *metadata_one(const char *key, const char *value) {
+  int32_t kl = (int32_t)strlen(key), vl = (int32_t)strlen(value), one = 1;
+  char *m = ck_calloc(1, 12 + (size_t)kl + (size_t)vl), *w = m;
+  memcpy(w, &one, 4), w += 4;
+  memcpy(w, &kl, 4), w += 4;
+  memcpy(w, key, (size_t)kl), w += kl;
+  memcpy(w, &vl, 4), w += 4;
+  memcpy(w, value, (size_t)vl);
+  return m;
+}
+
+void ck_arrow_schema_export(const ck_schema_t *s, bool changelog, const char *upsert_key,
+                            struct ArrowSchema *out) {
+  int op = changelog ? 1 : 0, n = s->ncols + op;
+  *out = leaf_schema("+s", "", 0);
+  schema_priv_t *p = out->private_data;
+  if (changelog && upsert_key) {
+    p->metadata = metadata_one("clink.upsert_key", upsert_key);
+    out->metadata = p->metadata;
   }
+  out->n_children = n;
+  if (!n) return;
+  out->children = ck_calloc((size_t)n, sizeof *out->children);
+  struct ArrowSchema *kids = ck_calloc((size_t)n, sizeof *kids);
+  if (changelog) { /* int8 codes over the dictionary of the kinds' names */
+    kids[0] = leaf_schema("c", CK_ARROW_OP, 0);
+    schema_priv_t *kp = kids[0].private_data;
+    kp->dict = ck_calloc(1, sizeof *kp->dict);
+    *kp->dict = leaf_schema("u", "", 0);
+    kids[0].dictionary = kp->dict;
+  }
+  for (int i = 0; i < s->ncols; i++) {
+    char buf[32];
+    kids[op + i] = leaf_schema(format_of(s->types[i], buf, sizeof buf), s->names[i],
+                               ARROW_FLAG_NULLABLE);
+  }
+  for (int i = 0; i < n; i++) out->children[i] = &kids[i];
 }
 
 /* ---------------------------------------------------------------- batch export */
@@ -95,11 +125,15 @@ typedef struct holder {
   _Atomic int refs;
   ck_batch_t *batch;
   int ncols;
-  struct ArrowArray *kids;  /* ncols */
+  struct ArrowArray *kids;  /* ncols, then the row-kind column and its dictionary */
   struct ArrowArray **kidp;
-  const void **bufs;        /* 3 per column, then the parent's one */
+  const void **bufs;        /* 3 per column, the parent's one, the row kinds' 2, the dictionary's 3 */
   uint8_t **bitmaps;        /* BOOLEAN columns' repacked values (NULL for the others) */
 } holder_t;
+
+/* The row-kind column's dictionary: the names of ck_row_kind_t, in code order. */
+static const int32_t kind_offsets[5] = {0, 2, 4, 6, 8};
+static const char kind_names[] = "+I-U+U-D";
 
 static void holder_unref(holder_t *h) {
   if (atomic_fetch_sub(&h->refs, 1) != 1) return;
@@ -116,6 +150,11 @@ static void child_release(struct ArrowArray *a) {
   holder_t *h = a->private_data;
   a->release = NULL;
   holder_unref(h);
+}
+
+static void op_release(struct ArrowArray *a) { /* the row kinds: their dictionary too */
+  if (a->dictionary && a->dictionary->release) a->dictionary->release(a->dictionary);
+  child_release(a);
 }
 
 static void parent_release(struct ArrowArray *a) {
@@ -137,15 +176,15 @@ static int64_t count_nulls(const uint8_t *v, size_t n) {
   return (int64_t)n - set;
 }
 
-void ck_arrow_batch_export(ck_batch_t *b, struct ArrowArray *out) {
-  int n = b->ncols;
+void ck_arrow_batch_export(ck_batch_t *b, bool changelog, struct ArrowArray *out) {
+  int n = b->ncols, op = changelog ? 1 : 0;
   holder_t *h = ck_calloc(1, sizeof *h);
   h->batch = b;
   h->ncols = n;
-  h->refs = n + 1;
-  h->kids = ck_calloc((size_t)n + 1, sizeof *h->kids);
-  h->kidp = ck_calloc((size_t)n + 1, sizeof *h->kidp);
-  h->bufs = ck_calloc((size_t)n * 3 + 1, sizeof *h->bufs);
+  h->refs = n + 1 + 2 * op;
+  h->kids = ck_calloc((size_t)n + 2, sizeof *h->kids);
+  h->kidp = ck_calloc((size_t)n + 2, sizeof *h->kidp);
+  h->bufs = ck_calloc((size_t)n * 3 + 6, sizeof *h->bufs);
   h->bitmaps = ck_calloc((size_t)n + 1, sizeof *h->bitmaps);
   int64_t rows = (int64_t)b->nrows, in_place = 0, copied = 0;
   for (int i = 0; i < n; i++) {
@@ -191,11 +230,28 @@ void ck_arrow_batch_export(ck_batch_t *b, struct ArrowArray *out) {
     k->buffers = bf;
     h->kidp[i] = k;
   }
+  h->bufs[3 * n] = NULL;
+  if (changelog) { /* the row kinds lead: the batch's own kinds array as int8 codes */
+    memmove(h->kidp + 1, h->kidp, sizeof *h->kidp * (size_t)n);
+    if (!b->kinds) b->kinds = ck_calloc((size_t)rows + 1, 1); /* every row an INSERT */
+    struct ArrowArray *k = &h->kids[n], *d = &h->kids[n + 1];
+    const void **kb = &h->bufs[3 * n + 1], **db = &h->bufs[3 * n + 3];
+    kb[0] = NULL;
+    kb[1] = b->kinds;
+    db[0] = NULL;
+    db[1] = kind_offsets;
+    db[2] = kind_names;
+    *d = (struct ArrowArray){.length = 4, .n_buffers = 3, .buffers = db, .private_data = h,
+                             .release = child_release};
+    *k = (struct ArrowArray){.length = rows, .n_buffers = 2, .buffers = kb, .dictionary = d,
+                             .private_data = h, .release = op_release};
+    h->kidp[0] = k;
+    in_place += rows;
+  }
   atomic_fetch_add(&ck_arrow_bytes_in_place, in_place);
   atomic_fetch_add(&ck_arrow_bytes_copied, copied);
-  h->bufs[3 * n] = NULL;
   *out = (struct ArrowArray){.length = rows, .n_buffers = 1, .buffers = &h->bufs[3 * n],
-                             .n_children = n, .children = h->kidp, .private_data = h,
+                             .n_children = n + op, .children = h->kidp, .private_data = h,
                              .release = parent_release};
 }
 

@@ -6,8 +6,10 @@
  * batch's own buffers, so column data is not copied on the way out. A full queue blocks the
  * sink (backpressure, nothing dropped); the host's library ends the queue when the job ends.
  *
- * Delivery: at least once (a restart from a checkpoint sends the rows after it again); the
- * rows of an update stream arrive as rows, without their kind.
+ * Delivery: at least once (a restart from a checkpoint sends the rows after it again). An
+ * update stream's batches keep their row kinds (the runner gives every row of one a kind), and
+ * the host's stream shows them as a leading "__op" column (src/lib/, arrow_c.c); an append-only
+ * stream's batches have none and its stream is the table's columns alone.
  *
  * Under `clink run` there is no host: opening the sink fails, saying to use print instead.
  *
@@ -43,9 +45,7 @@ static int collect_open(ck_sink_t *sink, bool restored, ck_error_t *err) {
 }
 
 static int collect_take(ck_sink_t *sink, ck_batch_t *batch, ck_error_t *err) {
-  ck_free(batch->kinds); /* the host reads rows; see the DESIGN note on update streams */
-  batch->kinds = NULL;
-  return ck_hostq_put(sink->impl, batch, err);
+  return ck_hostq_put(sink->impl, batch, err); /* with its row kinds, if it has any */
 }
 
 static int collect_write(ck_sink_t *sink, const ck_batch_t *batch, ck_error_t *err) {

@@ -23,6 +23,10 @@ struct ck_hostq {
   int end_code;         /* the end's code, valid once ended */
   bool ended, aborted;
   char msg[CK_ERR_MSG];
+  int blocked;          /* puts waiting for room */
+  int64_t batches_in, batches_out, rows_in, rows_out;
+  int mode;             /* CK_HOSTQ_*: fixed once */
+  char *key;            /* the changelog's upsert key (JSON), or NULL */
 };
 
 ck_hostq_t *ck_hostq_new(int capacity) {
@@ -49,6 +53,7 @@ void ck_hostq_unref(ck_hostq_t *q) {
   if (!q || atomic_fetch_sub(&q->refs, 1) != 1) return;
   drop_batches(q);
   ck_free(q->ring);
+  ck_free(q->key);
   if (q->efd >= 0) close(q->efd);
   ck_cond_fini(&q->not_full);
   ck_mutex_fini(&q->mu);
@@ -63,7 +68,9 @@ static void signal_consumer(ck_hostq_t *q) {
 
 int ck_hostq_put(ck_hostq_t *q, ck_batch_t *b, ck_error_t *err) {
   ck_mutex_lock(&q->mu);
+  q->blocked++;
   while (q->count == q->cap && !q->ended && !q->aborted) ck_cond_wait(&q->not_full, &q->mu);
+  q->blocked--;
   if (q->ended || q->aborted) { /* nobody takes batches any more */
     int code = q->end_code ? q->end_code : CK_ECANCELLED;
     ck_error_set(err, code, "%s", q->msg[0] ? q->msg : "the table's queue was closed");
@@ -72,6 +79,8 @@ int ck_hostq_put(ck_hostq_t *q, ck_batch_t *b, ck_error_t *err) {
     return code;
   }
   q->ring[(q->head + q->count++) % q->cap] = b;
+  q->batches_in++;
+  q->rows_in += (int64_t)b->nrows;
   signal_consumer(q);
   ck_mutex_unlock(&q->mu);
   return 0;
@@ -90,6 +99,8 @@ int ck_hostq_get(ck_hostq_t *q, ck_batch_t **out, int64_t timeout_ms, const int 
       q->ring[q->head] = NULL;
       q->head = (q->head + 1) % q->cap;
       q->count--;
+      q->batches_out++;
+      q->rows_out += (int64_t)(*out)->nrows;
       ck_cond_signal(&q->not_full);
       ck_mutex_unlock(&q->mu);
       return 1;
@@ -155,4 +166,23 @@ bool ck_hostq_wait_ready(ck_hostq_t *q, int64_t timeout_ms) {
       (void)r;
     }
   }
+}
+
+void ck_hostq_stats(ck_hostq_t *q, ck_hostq_stats_t *out) {
+  ck_mutex_lock(&q->mu);
+  *out = (ck_hostq_stats_t){q->cap, q->count, q->blocked, q->batches_in, q->batches_out,
+                            q->rows_in, q->rows_out};
+  ck_mutex_unlock(&q->mu);
+}
+
+int ck_hostq_mode(ck_hostq_t *q, int want, const char *key, const char **key_out) {
+  ck_mutex_lock(&q->mu);
+  if (q->mode == CK_HOSTQ_UNSET && want != CK_HOSTQ_UNSET) {
+    q->mode = want;
+    q->key = want == CK_HOSTQ_CHANGELOG && key ? ck_strdup(key) : NULL;
+  }
+  int mode = q->mode;
+  if (key_out) *key_out = q->key;
+  ck_mutex_unlock(&q->mu);
+  return mode;
 }

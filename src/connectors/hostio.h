@@ -14,6 +14,10 @@
  * The host object (ck_host_t, ck_conn_ctx_t.host) maps a table's name to its queue; libclink
  * gives every job one. Under `clink run` there is none, and both connectors refuse to open.
  *
+ * A collect queue also fixes, once, whether its stream is an update stream (ck_hostq_mode):
+ * then the host sees every row's kind as a leading "__op" column; an append-only stream keeps
+ * the table's columns as they are.
+ *
  * Arrow (arrow_c.c): a table's schema as an ArrowSchema; a batch as an ArrowArray that owns
  * it — every column's validity, values, offsets and bytes are the batch's own buffers (the
  * layout of runtime/batch.h is Arrow's), except BOOLEAN, whose bytes are repacked into a
@@ -55,6 +59,22 @@ bool ck_hostq_ended(ck_hostq_t *q);
  * timeout. Takes nothing. */
 bool ck_hostq_wait_ready(ck_hostq_t *q, int64_t timeout_ms);
 
+/* What a queue has seen: batches queued now, puts blocked on a full queue now, and batches and
+ * rows put and taken so far (clink_table_stats). */
+typedef struct ck_hostq_stats {
+  int capacity, queued, blocked;
+  int64_t batches_in, batches_out, rows_in, rows_out;
+} ck_hostq_stats_t;
+void ck_hostq_stats(ck_hostq_t *q, ck_hostq_stats_t *out);
+
+/* A collect queue's stream shape, fixed once by whichever side needs it first: the job that
+ * writes it (APPEND or CHANGELOG, from its plan) or the reader asking for the schema before
+ * any job writes it (APPEND). ck_hostq_mode fixes want (with key: the changelog's upsert key,
+ * a JSON array of column names, or NULL) unless a mode is fixed already, and returns the mode
+ * in force and its key (owned by the queue, valid for its life). */
+enum { CK_HOSTQ_UNSET = 0, CK_HOSTQ_APPEND = 1, CK_HOSTQ_CHANGELOG = 2 };
+int ck_hostq_mode(ck_hostq_t *q, int want, const char *key, const char **key_out);
+
 /* The host: a table's queue (sink: a collect table's; else a push table's), or NULL. */
 typedef struct ck_host {
   ck_hostq_t *(*queue)(struct ck_host *h, const char *table, bool sink);
@@ -62,10 +82,16 @@ typedef struct ck_host {
 
 /* Arrow (arrow_c.c). Column data bytes exported in place and copied, process-wide. */
 extern _Atomic int64_t ck_arrow_bytes_in_place, ck_arrow_bytes_copied;
-/* s as an Arrow struct schema ("+s", one child per column). */
-void ck_arrow_schema_export(const ck_schema_t *s, struct ArrowSchema *out);
-/* b as an Arrow struct array that owns it (the release frees it). Takes b. */
-void ck_arrow_batch_export(ck_batch_t *b, struct ArrowArray *out);
+/* s as an Arrow struct schema ("+s", one child per column). A changelog stream leads with the
+ * row-kind column CK_ARROW_OP ("__op": int8 codes 0..3 = ck_row_kind_t, dictionary-encoded
+ * over the strings "+I", "-U", "+U", "-D"), and upsert_key (JSON, or NULL) goes into the
+ * schema's metadata as "clink.upsert_key". */
+#define CK_ARROW_OP "__op"
+void ck_arrow_schema_export(const ck_schema_t *s, bool changelog, const char *upsert_key,
+                            struct ArrowSchema *out);
+/* b as an Arrow struct array that owns it (the release frees it). Takes b. With changelog, the
+ * row kinds lead as the "__op" column (b's own kinds array, in place). */
+void ck_arrow_batch_export(ck_batch_t *b, bool changelog, struct ArrowArray *out);
 /* A new batch of s's columns from the host's array and schema (released here, also on
  * error); a column of s the array lacks is NULL. */
 int ck_arrow_batch_import(struct ArrowArray *a, struct ArrowSchema *as, const ck_schema_t *s,

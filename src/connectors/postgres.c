@@ -299,6 +299,15 @@ typedef struct pg_sink {
   int nprepared, prepared_cap;
   uint64_t identity;   /* live registry entry, when instance >= 0 */
   int instance;
+  /* the interval evidence's account (pg_account) */
+  char *dest;          /* the destination as open found it: JSON object members */
+  int64_t copies;      /* COPY statements that succeeded, in all */
+  int64_t acct_ckpt;   /* the interval the last prepare closed (0: none yet) */
+  int64_t acct_rows, acct_copies; /* rows and COPYs of that interval */
+  int64_t rows_mark, copies_mark; /* rows_sent and copies when it began */
+  bool acct_prepared;  /* exactly once: it prepared a transaction (an empty one does not) */
+  int64_t recovered_ckpt; /* recover(): the checkpoint, and what it resolved */
+  int recovered_committed, recovered_rolled;
 } pg_sink_t;
 
 /* Copies a libpq message without its trailing newline and with the password masked. Neither
@@ -558,6 +567,7 @@ static int send_rows(pg_sink_t *pk, ck_error_t *err) {
   }
   if (rc) return rc;
   pk->rows_sent += pk->buf_rows;
+  pk->copies++;
   pk->buf_rows = 0;
   ck_buf_reset(&pk->buf);
   return 0;
@@ -667,7 +677,77 @@ static void pg_free(pg_sink_t *pk) {
   ck_free(pk->copy_sql);
   ck_free(pk->tz);
   ck_free(pk->prepared);
+  ck_free(pk->dest);
   ck_free(pk);
+}
+
+/* One fact of the destination for the account: the first value of sql, a JSON string member
+ * "key":"value" — or, when the server refuses it (a function this server or role lacks), null
+ * with the server's reason under absent. Only a broken connection is an error. */
+static int dest_fact(pg_sink_t *pk, const char *key, const char *sql, ck_buf_t *out,
+                     ck_buf_t *absent, ck_error_t *err) {
+  PGresult *res = PQexec(pk->conn, sql);
+  ck_buf_printf(out, "%s\"%s\":", out->len ? "," : "", key);
+  if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
+    const char *v = PQgetvalue(res, 0, 0);
+    ck_buf_put_json_str(out, v, strlen(v));
+  } else {
+    ck_buf_puts(out, "null");
+    char why[512];
+    scrub(pk, PQresultStatus(res) == PGRES_TUPLES_OK ? "the server has no value for it"
+                                                     : PQresultErrorMessage(res), why, sizeof why);
+    ck_buf_printf(absent, "%s\"%s\":", absent->len ? "," : "", key);
+    ck_buf_put_json_str(absent, why, strlen(why));
+  }
+  PQclear(res);
+  if (PQstatus(pk->conn) != CONNECTION_OK)
+    return pg_fail(pk, err, CK_EREMOTE, NULL, "read what the server is (for the interval "
+                   "evidence)");
+  return 0;
+}
+
+/* The destination as open finds it, for the interval evidence: the server (version, its
+ * cluster's system identifier and start time, the address and port it answered on), the
+ * database, the role, and the table (its name as regclass prints it, its oid, and the
+ * prepared-transactions setting exactly once needs). Read once per open. */
+static int dest_read(pg_sink_t *pk, ck_error_t *err) {
+  ck_buf_t out, absent;
+  ck_buf_init(&out);
+  ck_buf_init(&absent);
+  char *lit = PQescapeLiteral(pk->conn, pk->relname, strlen(pk->relname));
+  if (!lit) return pg_fail(pk, err, CK_EREMOTE, NULL, "quote the table name %s", pk->relname);
+  char oid_sql[1024];
+  snprintf(oid_sql, sizeof oid_sql, "SELECT (%s::regclass)::oid::text", lit);
+  PQfreemem(lit);
+  static const char *const facts[][2] = {
+      {"server_version", "SELECT current_setting('server_version')"},
+      {"server_version_num", "SELECT current_setting('server_version_num')"},
+      {"system_identifier", "SELECT system_identifier::text FROM pg_control_system()"},
+      {"server_started", "SELECT pg_postmaster_start_time()::text"},
+      {"server_address", "SELECT coalesce(host(inet_server_addr()), 'local socket')"},
+      {"server_port", "SELECT current_setting('port')"},
+      {"database", "SELECT current_database()"},
+      {"user", "SELECT current_user"},
+      {"max_prepared_transactions", "SELECT current_setting('max_prepared_transactions')"},
+  };
+  int rc = 0;
+  for (size_t i = 0; !rc && i < sizeof facts / sizeof facts[0]; i++)
+    rc = dest_fact(pk, facts[i][0], facts[i][1], &out, &absent, err);
+  if (!rc) {
+    ck_buf_puts(&out, ",\"table\":");
+    ck_buf_put_json_str(&out, pk->relname, strlen(pk->relname));
+    rc = dest_fact(pk, "table_oid", oid_sql, &out, &absent, err);
+  }
+  if (!rc) {
+    ck_buf_puts(&out, ",\"absent\":{");
+    if (absent.len) ck_buf_append(&out, absent.data, absent.len);
+    ck_buf_putc(&out, '}');
+    ck_free(pk->dest);
+    pk->dest = ck_buf_detach(&out);
+  }
+  ck_buf_fini(&out);
+  ck_buf_fini(&absent);
+  return rc;
 }
 
 /* The password libpq will use, if the options give one (to scrub it from messages). */
@@ -720,6 +800,7 @@ static int pg_open_impl(ck_sink_t *sink, bool restored, ck_error_t *err) {
   pk->target = ck_strdup(clean);
   int rc = pg_connect(pk, dsn, password, err);
   if (!rc) rc = match_columns(pk, err);
+  if (!rc) rc = dest_read(pk, err);
   if (rc || !pk->eos) return rc;
 
   PGresult *res = NULL;
@@ -795,6 +876,13 @@ static int pg_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *
   pg_sink_t *pk = sink->impl;
   int rc = send_rows(pk, err);
   if (rc) return rc;
+  /* the interval the account reports: its rows and COPYs, and (below) its transaction */
+  pk->acct_ckpt = ckpt;
+  pk->acct_rows = pk->rows_sent - pk->rows_mark;
+  pk->acct_copies = pk->copies - pk->copies_mark;
+  pk->acct_prepared = false;
+  pk->rows_mark = pk->rows_sent;
+  pk->copies_mark = pk->copies;
   ck_buf_putc(out, PG_STATE_VERSION);
   ck_buf_putc(out, pk->eos ? 1 : 0);
   if (!pk->eos) return 0;
@@ -813,6 +901,7 @@ static int pg_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *
     }
     pk->prepared[pk->nprepared++] = ckpt;
     prepared = true;
+    pk->acct_prepared = true;
   }
   size_t plen = strlen(pk->prefix);
   ck_buf_put_uvarint(out, plen);
@@ -870,6 +959,9 @@ static int pg_recover(ck_sink_t *sink, int64_t ckpt, const void *state, size_t l
   int committed, rolled;
   int rc = resolve(pk, ckpt, true, &committed, &rolled, err);
   if (rc) return rc;
+  pk->recovered_ckpt = ckpt;
+  pk->recovered_committed = committed;
+  pk->recovered_rolled = rolled;
   CK_TRACE("sink_recover", "sink=postgres ckpt=%lld committed=%d rolled_back=%d outcome=resolved", (long long)ckpt, committed, rolled);
   if (committed || rolled)
     CK_LOG_INFO("sink.postgres", "table '%s' subtask %d recovered at checkpoint %lld: committed "
@@ -938,8 +1030,68 @@ static int pg_check(const ck_schema_t *schema, const ck_options_t *opts, bool as
   return 0;
 }
 
+/*
+ * The interval evidence's account (docs/evidence.md): the destination as open found it, the
+ * rows and COPY statements of the interval prepare(ckpt) closed, and — exactly once — the
+ * prepared transaction holding them (its name, which COMMIT PREPARED or ROLLBACK PREPARED
+ * takes) and every transaction of this sink still prepared and awaiting its commit: in doubt
+ * until the checkpoint that owns it completes. At least once every COPY committed on its own
+ * when it returned: nothing is in doubt, and a restore from an earlier checkpoint writes the
+ * interval's rows again.
+ */
+static int pg_account(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err) {
+  (void)err;
+  pg_sink_t *pk = sink->impl;
+  bool ours = pk->acct_ckpt == ckpt;
+  ck_buf_printf(out, "{\"kind\":\"postgres\",\"checkpoint\":%lld,\"endpoint\":",
+                (long long)ckpt);
+  ck_buf_put_json_str(out, pk->target, strlen(pk->target));
+  ck_buf_printf(out, ",\"mode\":\"%s\",\"destination\":{%s}", pk->eos ? "exactly_once"
+                : "at_least_once", pk->dest ? pk->dest : "");
+  ck_buf_printf(out, ",\"rows\":%lld,\"copies\":%lld,\"transaction\":",
+                ours ? (long long)pk->acct_rows : 0LL, ours ? (long long)pk->acct_copies : 0LL);
+  if (pk->eos && ours && pk->acct_prepared) {
+    char gid[PG_GID_MAX];
+    snprintf(gid, sizeof gid, "%s%lld", pk->prefix, (long long)ckpt);
+    ck_buf_puts(out, "{\"name\":");
+    ck_buf_put_json_str(out, gid, strlen(gid));
+    ck_buf_puts(out, ",\"state\":\"prepared\"}");
+  } else {
+    ck_buf_puts(out, "null"); /* at least once, or an empty interval: nothing prepared */
+  }
+  ck_buf_puts(out, ",\"in_doubt\":[");
+  for (int i = 0; pk->eos && i < pk->nprepared; i++) {
+    char gid[PG_GID_MAX];
+    snprintf(gid, sizeof gid, "%s%lld", pk->prefix, (long long)pk->prepared[i]);
+    ck_buf_printf(out, "%s{\"checkpoint\":%lld,\"name\":", i ? "," : "",
+                  (long long)pk->prepared[i]);
+    ck_buf_put_json_str(out, gid, strlen(gid));
+    ck_buf_puts(out, ",\"resolved_by\":\"COMMIT PREPARED once the checkpoint completed; after "
+                "a crash, recovery at the restored checkpoint commits it if the checkpoint "
+                "completed and rolls it back if not\"}");
+  }
+  ck_buf_puts(out, "]");
+  if (pk->eos) {
+    ck_buf_puts(out, ",\"transaction_prefix\":");
+    ck_buf_put_json_str(out, pk->prefix, strlen(pk->prefix));
+  } else {
+    ck_buf_puts(out, ",\"resend\":\"after a restore from a checkpoint before this one, the "
+                "interval's rows are written again (at least once)\"");
+  }
+  ck_buf_puts(out, ",\"recovered\":");
+  if (pk->recovered_ckpt)
+    ck_buf_printf(out, "{\"checkpoint\":%lld,\"committed\":%d,\"rolled_back\":%d}",
+                  (long long)pk->recovered_ckpt, pk->recovered_committed,
+                  pk->recovered_rolled);
+  else
+    ck_buf_puts(out, "null");
+  ck_buf_putc(out, '}');
+  return 0;
+}
+
 static const ck_sink_ops_t pg_sink_ops = {
     pg_open, pg_write, pg_prepare, pg_commit, pg_finish, pg_close, pg_recover,
+    .account = pg_account,
 };
 
 const ck_connector_t ck_postgres_connector = {

@@ -85,12 +85,19 @@ int ck_job_embedded_run(const ck_job_embedded_t *o, ck_buf_t *errors) {
   ck_buf_init(&g);
   ck_graph_guarantee(graph, o->checkpoint_dir != NULL, &g);
   CK_LOG_INFO("job", "job delivery guarantee: %s", g.data);
+  ck_buf_t manifest;
+  ck_buf_init(&manifest);
+  ck_job_manifest_t jm = {graph, 0, o->filename, o->parallelism, job.identity.ntasks,
+                          local.eopts.ckpt.fingerprint, g.data};
+  ck_job_manifest_json(&jm, &manifest);
+  job.manifest = manifest.data;
   ck_buf_fini(&g);
 
   job.stopping = stop_asked;
   current = &job;
   rc = ck_job_run(&job, &err);
   current = NULL;
+  ck_buf_fini(&manifest);
   if (job.started) {
     ck_exec_totals_t tot = job.outcome.totals;
     CK_LOG_INFO("job", "%s: %lld records read, %lld written, %lld late records dropped, %lld undecodable records skipped, %lld records without event time skipped, %lld checkpoints",

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "checkpoint/lineage.h"
+#include "checkpoint/store.h"
 
 static const char *const state_names[] = {"PLANNED", "DEPLOYING", "RUNNING", "FAILING",
                                           "FINISHED", "STOPPED",   "FAILED"};
@@ -73,6 +74,14 @@ int ck_job_deploy(ck_job_t *job, ck_error_t *err) {
       set_state(job, CK_JOB_FAILED);
       return rc;
     }
+  }
+  if (job->dir && job->manifest) { /* the job manifest, for incident bundles */
+    ck_store_t store = {0};
+    int rc = ck_store_open(job->dir, &store, err);
+    if (!rc) rc = ck_store_write(&store, CK_JOB_MANIFEST, job->manifest, strlen(job->manifest),
+                                 err);
+    if (store.root) ck_store_close(&store);
+    if (rc) return rc;
   }
   job->below = 0;
   job->deployments++;

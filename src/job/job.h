@@ -45,6 +45,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 #include "job/policy.h"
 #include "runtime/exec.h"
@@ -93,6 +94,22 @@ void ck_job_error_line(const ck_error_t *err, char *out, int len);
 /* The finish protocol: records a clean finish in dir when the job's input ended. */
 int ck_job_finish(const char *dir, bool input_ended, ck_error_t *err);
 
+/* The job manifest (job/manifest.c; docs/incidents.md): <dir>/v1/CK_JOB_MANIFEST, written by
+ * ck_job_deploy at every deployment when job->manifest is set. */
+#define CK_JOB_MANIFEST "_meta/job.json"
+#define CK_JOB_MANIFEST_FORMAT "clink-job-manifest"
+#define CK_JOB_MANIFEST_VERSION 1
+typedef struct ck_job_manifest {
+  const ck_graph_t *graph;
+  int64_t job_id;          /* a cluster job's id; 0: embedded */
+  const char *name;
+  int parallelism, ntasks;
+  uint64_t fingerprint;    /* as the checkpoints record it */
+  const char *guarantee;   /* the delivery report, as the job stated it */
+} ck_job_manifest_t;
+/* The manifest's JSON text (one object and a newline; every option value redacted). */
+void ck_job_manifest_json(const ck_job_manifest_t *m, ck_buf_t *out);
+
 /* How a deployment ended. */
 typedef struct ck_job_outcome {
   ck_exec_totals_t totals;  /* input_ended, last_triggered, the counters */
@@ -133,6 +150,7 @@ typedef struct ck_job {
   bool have_point;              /* point below is the first deployment's, chosen already */
   int64_t job_id;               /* a cluster job's id: its log lines say "job_id=N "; 0: none */
   int restarts;                 /* restarts used (a recovered cluster job: its count so far) */
+  const char *manifest;         /* the job manifest's text (ck_job_manifest_json); NULL: none */
   /* kept by the state machine */
   volatile sig_atomic_t stopping;
   ck_job_state_t state;

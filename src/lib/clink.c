@@ -18,6 +18,12 @@
  * collect queues: the end of stream, or the error that ended the job; a cancel aborts them at
  * once, so a sink blocked on a full queue unwinds.
  *
+ * With options.one_job (`clink run` goes through here) a script is planned whole into one
+ * graph, exactly as the embedded run plans it, its job is named after the script, has no host
+ * (push and collect refuse to open, as under `clink run`) and checkpoints into checkpoint_dir
+ * itself; its end logs `clink run`'s summary line. clink_job_stop drains where
+ * clink_job_cancel aborts.
+ *
  * Locks: e->mu guards the catalog, the job list and every job's done/status; job->cmu guards
  * the deployment's executor against release. No lock is held while waiting on a queue or
  * joining a thread.
@@ -25,6 +31,7 @@
 #include "clink/clink.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,6 +50,7 @@
 #include "job/job.h"
 #include "job/local.h"
 #include "job/policy.h"
+#include "lib/lib_internal.h"
 #include "runtime/metrics.h"
 #include "runtime/exec.h"
 #include "runtime/plan.h"
@@ -64,6 +72,8 @@ typedef struct jqueue {
   const char *table;
   ck_hostq_t *q;
   bool sink;
+  int mode;        /* sink: CK_HOSTQ_APPEND or CK_HOSTQ_CHANGELOG, from the plan */
+  char *key;       /* sink, changelog: its upsert key as JSON, or NULL when the rows lost it */
 } jqueue_t;
 
 struct clink_job {
@@ -109,23 +119,39 @@ struct clink_engine {
   int64_t next_id;
   bool closing;
   bool log_hook;         /* this engine set the process's log callback */
+  char *script_name, *capture_dir; /* the options' copies */
+  void (*on_exec)(void *ctx, ck_exec_t *ex); /* lib_internal.h */
+  void *on_exec_ctx;
 };
 
 /* ---------------------------------------------------------------- errors */
 
+/* The calling thread's last error: in msg, or when longer (a SQL excerpt of a very long line)
+ * in big, a heap copy freed by the thread's next shorter error or its engine's close. */
 static _Thread_local struct {
   const clink_engine_t *e;
   char msg[8192];
+  char *big;
   int line, col;
 } last;
+
+static const char *last_text(void) { return last.big ? last.big : last.msg; }
 
 static int set_last(clink_engine_t *e, int code, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 static int set_last(clink_engine_t *e, int code, int line, int col, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(last.msg, sizeof last.msg, fmt, ap);
+  int n = vsnprintf(last.msg, sizeof last.msg, fmt, ap);
   va_end(ap);
+  ck_free(last.big);
+  last.big = NULL;
+  if (n >= (int)sizeof last.msg) {
+    last.big = ck_malloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(last.big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
   last.e = e;
   last.line = line;
   last.col = col;
@@ -134,9 +160,10 @@ static int set_last(clink_engine_t *e, int code, int line, int col, const char *
 
 /* err rendered as the SQL front end does (file:line:col, the line, a caret, the hint) when it
  * has a position in sql, else as "error: message / detail / hint". */
-static void render(const ck_error_t *err, const char *sql, ck_buf_t *out) {
-  if (err->line > 0 && sql) {
-    ck_sql_render_error(sql, "<sql>", err, out);
+static void render(const ck_error_t *err, const char *sql, const char *name, bool always,
+                   ck_buf_t *out) {
+  if (sql && (err->line > 0 || always)) { /* always: one_job renders as `clink run` did */
+    ck_sql_render_error(sql, name, err, out);
   } else {
     char msg[2048];
     ck_error_format(err, msg, sizeof msg);
@@ -148,7 +175,7 @@ static void render(const ck_error_t *err, const char *sql, ck_buf_t *out) {
 static int fail_err(clink_engine_t *e, const ck_error_t *err, const char *sql) {
   ck_buf_t b;
   ck_buf_init(&b);
-  render(err, sql, &b);
+  render(err, sql, e->script_name, e->o.one_job, &b);
   int code = err->code ? err->code : CK_EINTERNAL;
   set_last(e, code, err->line, err->column, "%s", b.data);
   ck_buf_fini(&b);
@@ -159,20 +186,32 @@ const char *clink_last_error(clink_engine_t *e, int *line, int *column) {
   bool mine = last.e == e;
   if (line) *line = mine ? last.line : 0;
   if (column) *column = mine ? last.col : 0;
-  return mine ? last.msg : "";
+  return mine ? last_text() : "";
 }
 
 /* ---------------------------------------------------------------- options, logging */
 
-void clink_options_init(clink_options_t *o) {
-  memset(o, 0, sizeof *o);
-  o->size = sizeof *o;
-  o->parallelism = 1;
-  o->max_parallelism = 128;
-  o->checkpoint_interval_ms = 10000;
-  o->log_level = CLINK_LOG_WARN;
-  o->collect_batches = 16;
+/* The first layout's size (0.1: up to collect_batches): what clink_options_init, the
+ * function, fills for the programs built against it. */
+#define OPTIONS_V1_SIZE offsetof(clink_options_t, script_name)
+
+void clink_options_init_size(clink_options_t *o, size_t size) {
+  clink_options_t d;
+  memset(&d, 0, sizeof d);
+  d.parallelism = 1;
+  d.max_parallelism = 128;
+  d.checkpoint_interval_ms = 10000;
+  d.log_level = CLINK_LOG_WARN;
+  d.collect_batches = 16;
+  d.max_restarts = -1;
+  if (size < OPTIONS_V1_SIZE) size = OPTIONS_V1_SIZE; /* never less than the first layout */
+  memset(o, 0, size);
+  if (size > sizeof d) size = sizeof d; /* a newer program's: the fields this library knows */
+  d.size = size;
+  memcpy(o, &d, size);
 }
+
+void(clink_options_init)(clink_options_t *o) { clink_options_init_size(o, OPTIONS_V1_SIZE); }
 
 int clink_abi_version(void) { return CLINK_ABI_VERSION; }
 const char *clink_version(void) { return CLINK_VERSION; }
@@ -208,6 +247,11 @@ int clink_engine_open(const clink_options_t *in, clink_engine_t **out, char *err
   else if (o.log_level < CLINK_LOG_OFF || o.log_level > CLINK_LOG_DEBUG)
     why = "log_level is not one of CLINK_LOG_OFF … CLINK_LOG_DEBUG";
   else if (o.max_memory < 0) why = "max_memory may not be negative";
+  else if (o.checkpoint_timeout_ms < 0 || o.checkpoints_retained < 0 || o.capture_records < 0 ||
+           o.progress_interval_ms < 0)
+    why = "checkpoint_timeout_ms, checkpoints_retained, capture_records and "
+          "progress_interval_ms may not be negative";
+  else if (o.one_job && o.checkpoint_dir == NULL && o.fresh) why = "fresh needs a checkpoint_dir";
   if (why) {
     if (errbuf && err_len) snprintf(errbuf, err_len, "could not open the engine: %s", why);
     return CLINK_EINVAL;
@@ -225,6 +269,10 @@ int clink_engine_open(const clink_options_t *in, clink_engine_t **out, char *err
     e->ckdir = ck_strdup(o.checkpoint_dir);
     e->o.checkpoint_dir = e->ckdir;
   }
+  e->script_name = ck_strdup(o.script_name ? o.script_name : "<sql>");
+  e->o.script_name = e->script_name;
+  if (o.capture_dir) e->o.capture_dir = e->capture_dir = ck_strdup(o.capture_dir);
+  if (!e->o.capture_records) e->o.capture_records = 10000;
   e->o.log_fn = NULL; /* set once, process-wide */
   ck_mutex_init(&e->mu);
   ck_cond_init(&e->cv);
@@ -271,10 +319,11 @@ static ck_hostq_t *job_queue(ck_host_t *h, const char *table, bool sink) {
   return NULL;
 }
 
-static void job_add_queue(clink_job_t *j, const char *table, ck_hostq_t *q, bool sink) {
+static jqueue_t *job_add_queue(clink_job_t *j, const char *table, ck_hostq_t *q, bool sink) {
   j->queues = ck_realloc(j->queues, sizeof *j->queues * (size_t)(j->nqueues + 1));
   ck_hostq_ref(q);
-  j->queues[j->nqueues++] = (jqueue_t){table, q, sink};
+  j->queues[j->nqueues] = (jqueue_t){table, q, sink, CK_HOSTQ_APPEND, NULL};
+  return &j->queues[j->nqueues++];
 }
 
 /* the local deployment, with the executor guarded against a concurrent cancel */
@@ -291,6 +340,7 @@ static int lib_start(void *dep, ck_error_t *err) {
   int rc = ck_job_local_ops.start(&j->local, err);
   ck_mutex_lock(&j->cmu);
   if (!rc && j->cancel_asked) ck_job_local_ops.cancel(&j->local, false, "cancelled by the host");
+  else if (!rc && j->job.stopping) ck_job_local_ops.cancel(&j->local, true, NULL); /* drain */
   ck_mutex_unlock(&j->cmu);
   return rc;
 }
@@ -328,11 +378,20 @@ static void *job_main(void *arg) {
   ck_error_t err;
   ck_error_clear(&err);
   int rc = 0;
+  clink_engine_t *e = j->e;
   if (j->job.dir) {
-    rc = ck_job_restore_point(j->job.dir, &j->job.identity, false, 0, 0, 0, &j->job.point, &err);
+    rc = ck_job_restore_point(j->job.dir, &j->job.identity, e->o.fresh != 0, 0, 0, 0,
+                              &j->job.point, &err);
     j->job.have_point = rc == 0;
   }
-  if (!rc) rc = ck_job_run(&j->job, &err);
+  if (!rc) {
+    ck_buf_t g;
+    ck_buf_init(&g);
+    ck_graph_guarantee(j->graph, j->job.dir != NULL, &g);
+    CK_LOG_INFO("job", "job delivery guarantee: %s", g.data);
+    ck_buf_fini(&g);
+    rc = ck_job_run(&j->job, &err);
+  }
   ck_mutex_lock(&j->cmu);
   bool cancelled = j->cancel_asked;
   ck_mutex_unlock(&j->cmu);
@@ -340,12 +399,21 @@ static void *job_main(void *arg) {
   if (rc && !cancelled) {
     ck_buf_t b;
     ck_buf_init(&b);
-    render(&err, NULL, &b);
+    render(&err, NULL, NULL, false, &b);
     text = ck_strdup(b.data);
     ck_buf_fini(&b);
   }
+  /* closing the engine marks the job stopping and fails its tables in one hold of e->mu: a
+   * job that ends because of the mark leaves the tables' "the engine was closed" in place */
+  ck_mutex_lock(&j->e->mu);
+  bool closing = j->e->closing;
+  ck_mutex_unlock(&j->e->mu);
   for (int i = 0; i < j->nqueues; i++) {
     jqueue_t *q = &j->queues[i];
+    if (closing) { /* a query's own queue is not one of the engine's tables: fail it alike */
+      ck_hostq_abort(q->q, CK_EIO, "the engine was closed");
+      continue;
+    }
     if (!q->sink) { /* nobody takes the host's batches any more */
       ck_hostq_abort(q->q, CK_ECANCELLED, "the job reading this table ended");
       continue;
@@ -354,10 +422,20 @@ static void *job_main(void *arg) {
     else if (rc) ck_hostq_end(q->q, rc, text);
     else ck_hostq_end(q->q, 0, NULL);
   }
-  clink_engine_t *e = j->e;
+  if (e->o.one_job && j->job.started) { /* `clink run`'s summary */
+    ck_exec_totals_t tot = j->job.outcome.totals;
+    CK_LOG_INFO("job", "%s: %lld records read, %lld written, %lld late records dropped, %lld "
+                "undecodable records skipped, %lld records without event time skipped, %lld "
+                "checkpoints", rc && !cancelled ? "failed" : j->job.stopping ? "stopped" : "finished",
+                (long long)tot.source_records, (long long)tot.sink_records,
+                (long long)tot.late_dropped, (long long)tot.decode_skipped,
+                (long long)tot.no_event_time, (long long)tot.checkpoints_completed);
+  }
   ck_mutex_lock(&e->mu);
   j->done = true;
-  j->rc = cancelled ? CLINK_ECANCELLED : rc;
+  /* a job that failed on a timeout of its own (a checkpoint not complete in time) must not
+   * read as clink_job_wait's "still running" */
+  j->rc = cancelled ? CLINK_ECANCELLED : rc == CLINK_ETIMEOUT ? CLINK_EJOBTIMEOUT : rc;
   j->status = cancelled ? CLINK_JOB_CANCELLED : rc ? CLINK_JOB_FAILED : CLINK_JOB_FINISHED;
   j->error = text;
   j->err_line = err.line;
@@ -365,14 +443,18 @@ static void *job_main(void *arg) {
   j->totals = j->job.outcome.totals;
   ck_cond_broadcast(&e->cv);
   ck_mutex_unlock(&e->mu);
-  CK_LOG_INFO("job", "%s %s: %lld records read, %lld written", j->name,
-              clink_job_status_name(j->status), (long long)j->totals.source_records,
-              (long long)j->totals.sink_records);
+  if (!e->o.one_job)
+    CK_LOG_INFO("job", "%s %s: %lld records read, %lld written", j->name,
+                clink_job_status_name(j->status), (long long)j->totals.source_records,
+                (long long)j->totals.sink_records);
   return NULL;
 }
 
 static void job_free(clink_job_t *j) {
-  for (int i = 0; i < j->nqueues; i++) ck_hostq_unref(j->queues[i].q);
+  for (int i = 0; i < j->nqueues; i++) {
+    ck_hostq_unref(j->queues[i].q);
+    ck_free(j->queues[i].key);
+  }
   ck_free(j->queues);
   ck_free(j->error);
   ck_buf_fini(&j->desc);
@@ -414,11 +496,22 @@ static int job_start(clink_engine_t *e, clink_job_t *j) {
   snprintf(j->name, sizeof j->name, "job-%lld", (long long)j->id);
   ck_plan_identity(j->graph, &j->desc);
   j->local.graph = j->graph;
-  j->local.eopts.job_name = j->name;
+  j->local.eopts.job_name = e->o.one_job ? e->script_name : j->name;
   j->local.eopts.max_memory = e->o.max_memory;
-  j->local.eopts.host = &j->host;
+  j->local.eopts.host = e->o.one_job ? NULL : &j->host; /* one_job: no host tables */
+  j->local.eopts.capture = (ck_capture_opts_t){e->o.capture_dir, e->o.capture_records};
+  j->local.eopts.ckpt.timeout_ms = e->o.checkpoint_timeout_ms;
+  j->local.eopts.ckpt.retain = e->o.checkpoints_retained;
+  j->local.progress_ms = e->o.progress_interval_ms;
+  j->local.on_exec = e->on_exec;
+  j->local.on_exec_ctx = e->on_exec_ctx;
   const char *dir = NULL;
-  if (e->ckdir) {
+  if (e->ckdir && e->o.one_job) { /* the directory is the job's own, as `clink run`'s */
+    dir = e->ckdir;
+    j->local.eopts.ckpt.dir = dir;
+    j->local.eopts.ckpt.interval_ms = e->o.checkpoint_interval_ms;
+    j->local.eopts.ckpt.fingerprint = ck_lineage_fingerprint(j->desc.data);
+  } else if (e->ckdir) {
     snprintf(j->dir, sizeof j->dir, "%s/%s", e->ckdir, j->name);
     mkdir(e->ckdir, 0777);
     mkdir(j->dir, 0777);
@@ -431,7 +524,8 @@ static int job_start(clink_engine_t *e, clink_job_t *j) {
       .dir = dir,
       .identity = {j->desc.data, e->o.parallelism, ck_exec_task_count(j->graph),
                    ck_exec_rigid_sink(j->graph)},
-      .max_restarts = CK_JOB_RESTARTS_DEFAULT,
+      .fresh = e->o.fresh != 0,
+      .max_restarts = e->o.max_restarts < 0 ? CK_JOB_RESTARTS_DEFAULT : e->o.max_restarts,
       .ops = &lib_ops,
       .dep = j,
   };
@@ -445,9 +539,96 @@ static int job_start(clink_engine_t *e, clink_job_t *j) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- update streams */
+
+/* The agg key a column of node id's output carries through calcs (a column or a cast of one),
+ * or -1; *agg receives the aggregation it comes from. */
+static int key_origin(const ck_graph_t *g, int id, int col, const ck_node_t **agg) {
+  for (;;) {
+    const ck_node_t *n = &g->nodes[id];
+    if (n->kind == CK_NODE_AGG) {
+      *agg = n;
+      return col < n->u.agg.nkeys ? col : -1;
+    }
+    if (n->kind != CK_NODE_CALC || col < 0 || col >= n->u.calc.nexprs || n->input < 0) return -1;
+    const ck_expr_t *x = n->u.calc.exprs[col];
+    while (x->kind == CK_EX_CAST && x->nargs == 1) x = x->args[0];
+    if (x->kind != CK_EX_COLUMN) return -1;
+    col = x->column;
+    id = n->input;
+  }
+}
+
+static void json_str(ck_buf_t *b, const char *s) {
+  ck_buf_puts(b, "\"");
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') ck_buf_printf(b, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) ck_buf_printf(b, "\\u%04x", (unsigned char)*s);
+    else ck_buf_printf(b, "%c", *s);
+  }
+  ck_buf_puts(b, "\"");
+}
+
+/* The upsert key of an update stream's sink: the names of the sink columns that carry every
+ * GROUP BY key of the aggregation producing the changes, as a JSON array in key order ("[]"
+ * for a global aggregate), or NULL when the rows do not carry the whole key (then a host
+ * cannot tell which row an update replaces). */
+static char *upsert_key(const ck_graph_t *g, const ck_node_t *sink) {
+  const ck_node_t *agg = NULL;
+  int ncols = sink->u.conn.schema.ncols, *of_key = ck_calloc((size_t)ncols + 1, sizeof *of_key);
+  for (int c = 0; c < ncols; c++) {
+    int in = sink->u.conn.col_map ? sink->u.conn.col_map[c] : c;
+    of_key[c] = in < 0 || sink->input < 0 ? -1 : key_origin(g, sink->input, in, &agg);
+  }
+  char *out = NULL;
+  if (agg) {
+    ck_buf_t b;
+    ck_buf_init(&b);
+    ck_buf_puts(&b, "[");
+    bool whole = true;
+    for (int k = 0; k < agg->u.agg.nkeys && whole; k++) {
+      int c = 0;
+      while (c < ncols && of_key[c] != k) c++;
+      if (c == ncols) whole = false;
+      else {
+        if (k) ck_buf_puts(&b, ", ");
+        json_str(&b, sink->u.conn.schema.names[c]);
+      }
+    }
+    ck_buf_puts(&b, "]");
+    if (whole) out = ck_strdup(b.data);
+    ck_buf_fini(&b);
+  }
+  ck_free(of_key);
+  return out;
+}
+
+/* Fixes the stream shape of every collect table j writes (it was checked by bind_tables). */
+static void fix_modes(clink_job_t *j) {
+  for (int i = 0; i < j->nqueues; i++)
+    if (j->queues[i].sink) ck_hostq_mode(j->queues[i].q, j->queues[i].mode, j->queues[i].key, NULL);
+}
+
 /* The push and collect tables j's graph reads and writes: bound to j and marked taken, or an
- * error (a table another job has). Under e->mu. */
+ * error (a table another job has, a collect table already read as an append-only stream
+ * that this job would write an update stream into). Under e->mu. */
+static int check_mode(clink_engine_t *e, const char *table, const ck_schema_t *s, ck_hostq_t *q,
+                      int mode) {
+  if (mode == CK_HOSTQ_CHANGELOG && ck_schema_find(s, CK_ARROW_OP) >= 0)
+    return set_last(e, CLINK_EINVAL, 0, 0, "could not start the job: collect table '%s' has a "
+                    "column named '%s', the name its update stream gives the row kinds; rename "
+                    "the column", table, CK_ARROW_OP);
+  int fixed = ck_hostq_mode(q, CK_HOSTQ_UNSET, NULL, NULL);
+  if (fixed != CK_HOSTQ_UNSET && fixed != mode)
+    return set_last(e, CLINK_EINVAL, 0, 0, "could not start the job: it writes an update stream "
+                    "(row kinds) into collect table '%s', whose reader already took its schema "
+                    "as append-only rows; call clink_collect (or read the stream's schema) after "
+                    "starting the job that writes the table", table);
+  return 0;
+}
+
 static int bind_tables(clink_engine_t *e, clink_job_t *j) {
+  int rc;
   for (int i = 0; i < j->graph->nnodes; i++) {
     const ck_node_t *n = &j->graph->nodes[i];
     if (n->kind != CK_NODE_SOURCE && n->kind != CK_NODE_SINK) continue;
@@ -465,9 +646,13 @@ static int bind_tables(clink_engine_t *e, clink_job_t *j) {
     if (!sink && t->closed)
       return set_last(e, CLINK_ECLOSED, 0, 0, "could not start the job: push table '%s' "
                       "is closed", t->name);
+    int mode = sink && n->changelog ? CK_HOSTQ_CHANGELOG : CK_HOSTQ_APPEND;
+    if (sink && (rc = check_mode(e, t->name, &n->u.conn.schema, t->q, mode))) return rc;
     if (sink) t->writer = true;
     else t->reader = true;
-    job_add_queue(j, t->name, t->q, sink);
+    jqueue_t *jq = job_add_queue(j, t->name, t->q, sink);
+    jq->mode = mode;
+    if (mode == CK_HOSTQ_CHANGELOG) jq->key = upsert_key(j->graph, n);
   }
   return 0;
 }
@@ -517,14 +702,14 @@ typedef struct planned {
 
 /* Parses and checks sql, and plans each query (select: only one bare SELECT, else only
  * INSERTs) into graphs. On success *arena holds the script (to keep if it is accepted). */
-static int prepare(clink_engine_t *e, const char *sql, bool select, ck_arena_t **arena_out,
+static int prepare(clink_engine_t *e, const char *sql, size_t len, bool select, ck_arena_t **arena_out,
                    ck_script_t *script, planned_t *p) {
   ck_error_t err;
   ck_error_clear(&err);
   ck_arena_t *arena = ck_calloc(1, sizeof *arena);
   ck_arena_init(arena, 0);
   memset(p, 0, sizeof *p);
-  int rc = ck_sql_parse_n(sql, strlen(sql), arena, script, &err);
+  int rc = ck_sql_parse_n(sql, len, arena, script, &err);
   if (rc) goto fail;
   int nq = 0;
   for (int i = 0; i < script->nstmts; i++) {
@@ -537,7 +722,7 @@ static int prepare(clink_engine_t *e, const char *sql, bool select, ck_arena_t *
       ck_error_hint(&err, "run INSERT INTO … SELECT with clink_exec");
       goto fail;
     }
-    if (!select && st->kind == CK_STMT_SELECT) {
+    if (!select && st->kind == CK_STMT_SELECT && !e->o.one_job) {
       rc = ck_error_set_at(&err, CK_EUNSUPPORTED, st->pos.line, st->pos.column,
                            "a bare SELECT returns rows: run it with clink_query");
       ck_error_hint(&err, "or INSERT its rows INTO a table with connector = 'collect'");
@@ -548,9 +733,21 @@ static int prepare(clink_engine_t *e, const char *sql, bool select, ck_arena_t *
     rc = ck_error_set(&err, CK_EINVAL, "nothing to run: the script has no SELECT");
     goto fail;
   }
+  ck_plan_opts_t po = {e->o.parallelism, e->o.max_parallelism};
+  if (e->o.one_job && !select) { /* the whole script, one graph: `clink run`'s plan */
+    ck_script_t all;
+    all.stmts = ck_arena_alloc(arena, sizeof(ck_stmt_t *) * (size_t)(e->nddl + script->nstmts + 1));
+    all.nstmts = 0;
+    for (int i = 0; i < e->nddl; i++) all.stmts[all.nstmts++] = (ck_stmt_t *)e->ddl[i];
+    for (int i = 0; i < script->nstmts; i++) all.stmts[all.nstmts++] = script->stmts[i];
+    p->graphs = ck_calloc(2, sizeof *p->graphs);
+    if ((rc = ck_sql_plan(&all, &po, &p->graphs[0], &err))) goto fail;
+    p->n = 1;
+    *arena_out = arena;
+    return 0;
+  }
   if ((rc = check_ddl(e, script, arena, &err))) goto fail;
   p->graphs = ck_calloc((size_t)nq + 1, sizeof *p->graphs);
-  ck_plan_opts_t po = {e->o.parallelism, e->o.max_parallelism};
   for (int i = 0; i < script->nstmts; i++) {
     const ck_stmt_t *st = script->stmts[i];
     if (st->kind == CK_STMT_CREATE_TABLE) continue;
@@ -589,6 +786,11 @@ static void drop_arena(ck_arena_t *arena) {
 
 int clink_exec(clink_engine_t *e, const char *sql, clink_job_t **jobs, int max_jobs,
                int *njobs) {
+  return clink_exec_len(e, sql, sql ? strlen(sql) : 0, jobs, max_jobs, njobs);
+}
+
+int clink_exec_len(clink_engine_t *e, const char *sql, size_t len, clink_job_t **jobs,
+                   int max_jobs, int *njobs) {
   if (njobs) *njobs = 0;
   if (!e || !sql) return set_last(e, CLINK_EINVAL, 0, 0, "clink_exec: no engine or no SQL");
   ck_mutex_lock(&e->mu);
@@ -601,17 +803,18 @@ int clink_exec(clink_engine_t *e, const char *sql, clink_job_t **jobs, int max_j
   ck_arena_t *arena = NULL;
   ck_script_t script;
   planned_t p;
-  if ((rc = prepare(e, sql, false, &arena, &script, &p))) goto out;
+  if ((rc = prepare(e, sql, len, false, &arena, &script, &p))) goto out;
   accept_script(e, arena, &script); /* the tables, so the jobs' push/collect tables bind */
   clink_job_t **made = ck_calloc((size_t)p.n + 1, sizeof *made);
   for (int i = 0; i < p.n; i++) made[i] = job_new(e, p.graphs[i]);
-  for (int i = 0; i < p.n && !rc; i++) rc = bind_tables(e, made[i]);
+  for (int i = 0; i < p.n && !rc && !e->o.one_job; i++) rc = bind_tables(e, made[i]);
   if (rc) {
     for (int i = 0; i < p.n; i++) {
       unbind_tables(e, made[i]);
       job_free(made[i]);
     }
   } else {
+    for (int i = 0; i < p.n && !e->o.one_job; i++) fix_modes(made[i]);
     for (int i = 0; i < p.n; i++) {
       if ((rc = job_start(e, made[i]))) {
         set_last(e, rc, 0, 0, "could not start a thread for the job");
@@ -639,9 +842,13 @@ typedef struct lstream {
   char error[CK_ERR_MSG + 2 * CK_ERR_TEXT + 32];
 } lstream_t;
 
+/* The stream's shape: the job writing its table fixed it; before any does, asking fixes it as
+ * append-only (hostio.h, ck_hostq_mode). */
 static int st_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
   lstream_t *l = s->private_data;
-  ck_arrow_schema_export(&l->schema, out);
+  const char *key = NULL;
+  int mode = ck_hostq_mode(l->q, CK_HOSTQ_APPEND, NULL, &key);
+  ck_arrow_schema_export(&l->schema, mode == CK_HOSTQ_CHANGELOG, key, out);
   return 0;
 }
 
@@ -651,8 +858,9 @@ static int st_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
   ck_error_clear(&err);
   ck_batch_t *b = NULL;
   int rc = ck_hostq_get(l->q, &b, -1, NULL, &err);
-  if (rc == 1) {
-    ck_arrow_batch_export(b, out);
+  if (rc == 1) { /* a batch: its writer fixed the shape before it ran */
+    ck_arrow_batch_export(b, ck_hostq_mode(l->q, CK_HOSTQ_UNSET, NULL, NULL) == CK_HOSTQ_CHANGELOG,
+                          out);
     return 0;
   }
   if (rc == 3) {
@@ -736,7 +944,7 @@ int clink_query(clink_engine_t *e, const char *sql, struct ArrowArrayStream *out
   ck_arena_t *arena = NULL;
   ck_script_t script;
   planned_t p;
-  if ((rc = prepare(e, sql, true, &arena, &script, &p))) goto out;
+  if ((rc = prepare(e, sql, strlen(sql), true, &arena, &script, &p))) goto out;
   accept_script(e, arena, &script);
   clink_job_t *j = job_new(e, p.graphs[0]);
   ck_free(p.graphs);
@@ -746,13 +954,17 @@ int clink_query(clink_engine_t *e, const char *sql, struct ArrowArrayStream *out
   ck_hostq_t *q = ck_hostq_new(e->o.collect_batches);
   sink->u.conn.connector = &ck_collect_connector;
   sink->u.conn.table = ck_arena_printf(&j->arena, "query-%lld", (long long)e->next_id);
-  job_add_queue(j, sink->u.conn.table, q, true);
-  if ((rc = bind_tables(e, j))) {
+  jqueue_t *jq = job_add_queue(j, sink->u.conn.table, q, true);
+  jq->mode = sink->changelog ? CK_HOSTQ_CHANGELOG : CK_HOSTQ_APPEND;
+  if (sink->changelog) jq->key = upsert_key(j->graph, sink);
+  if ((rc = check_mode(e, "(the query's result)", &sink->u.conn.schema, q, jq->mode)) ||
+      (rc = bind_tables(e, j))) {
     unbind_tables(e, j);
     job_free(j);
     ck_hostq_unref(q);
     goto out;
   }
+  fix_modes(j);
   stream_init(out, q, &sink->u.conn.schema);
   ck_hostq_unref(q);
   if ((rc = job_start(e, j))) {
@@ -766,6 +978,33 @@ int clink_query(clink_engine_t *e, const char *sql, struct ArrowArrayStream *out
 out:
   ck_mutex_unlock(&e->mu);
   return rc;
+}
+
+int clink_table_stats(clink_engine_t *e, const char *table, clink_table_stats_t *out) {
+  if (!e || !table || !out || out->size < offsetof(clink_table_stats_t, rows_out) + sizeof(int64_t))
+    return set_last(e, CLINK_EINVAL, 0, 0, "clink_table_stats: a NULL argument or a stats "
+                    "struct without its size");
+  ck_mutex_lock(&e->mu);
+  int rc = 0;
+  ltable_t *t = find_table(e, table);
+  ck_hostq_t *q = t ? t->q : NULL;
+  if (!t) rc = set_last(e, CLINK_ENOTFOUND, 0, 0, "could not read the statistics of table '%s': "
+                        "no such table", table);
+  else if (!q)
+    rc = set_last(e, CLINK_EINVAL, 0, 0, "could not read the statistics of table '%s': its "
+                  "connector is neither 'push' nor 'collect'", table);
+  else ck_hostq_ref(q);
+  ck_mutex_unlock(&e->mu);
+  if (rc) return rc;
+  ck_hostq_stats_t st;
+  ck_hostq_stats(q, &st);
+  ck_hostq_unref(q);
+  size_t size = out->size < sizeof *out ? out->size : sizeof *out;
+  clink_table_stats_t full = {sizeof *out, st.capacity, st.queued, st.blocked, st.batches_in,
+                              st.batches_out, st.rows_in, st.rows_out};
+  memcpy(out, &full, size);
+  out->size = size;
+  return 0;
 }
 
 /* ---------------------------------------------------------------- push */
@@ -880,6 +1119,24 @@ void clink_job_cancel(clink_job_t *j) {
   lib_cancel(j, false, "cancelled by the host");
 }
 
+void clink_job_stop(clink_job_t *j) {
+  ck_mutex_lock(&j->e->mu);
+  bool done = j->done;
+  ck_mutex_unlock(&j->e->mu);
+  if (done) return;
+  ck_mutex_lock(&j->cmu); /* the deployment's executor is alive while cmu is held */
+  j->job.stopping = 1;  /* ck_job_run drains a deployment that starts after this */
+  if (j->job.state == CK_JOB_RUNNING) ck_job_local_ops.cancel(&j->local, true, NULL);
+  ck_mutex_unlock(&j->cmu);
+}
+
+void ck_lib_set_on_exec(clink_engine_t *e, void (*fn)(void *ctx, ck_exec_t *ex), void *ctx) {
+  ck_mutex_lock(&e->mu);
+  e->on_exec = fn;
+  e->on_exec_ctx = ctx;
+  ck_mutex_unlock(&e->mu);
+}
+
 const char *clink_job_error(clink_job_t *j, int *line, int *column) {
   ck_mutex_lock(&j->e->mu);
   const char *s = j->done ? j->error : NULL;
@@ -991,8 +1248,14 @@ void clink_engine_close(clink_engine_t *e) {
   ck_cond_fini(&e->cv);
   ck_mutex_fini(&e->mu);
   ck_free(e->ckdir);
+  ck_free(e->script_name);
+  ck_free(e->capture_dir);
   if (e->log_hook && host_log_ctx == e->o.log_ctx) /* its callback may go with it */
     ck_log_set_hook(NULL, NULL);
-  if (last.e == e) last.e = NULL;
+  if (last.e == e) {
+    last.e = NULL;
+    ck_free(last.big);
+    last.big = NULL;
+  }
   ck_free(e);
 }

@@ -13,7 +13,12 @@
  * its key (user_key), and ck_agg_snap_joiner puts the record back together from the three
  * columns: the key parsed back from its JSON by the key types of the header. A key whose JSON
  * would not give its bytes back (a float that is NaN or infinite, a decimal the text does not
- * round-trip) makes the writer keep the whole encoding as one row instead.
+ * round-trip) makes the writer keep the whole encoding as one row instead. Millions of records
+ * go through here, so the common shape has its own paths both ways: windowed records with
+ * fixed-width accumulators and integer keys are cut without a parse of their accumulators,
+ * their keys printed two digits a step; and restore takes a run of rows at once
+ * (ck_snap_joiner.rows), one integer key parsed and each record written straight into the
+ * output, every other shape a row at a time (join_row).
  * Decoded (JSON): the header gives window kind and sizes, key and call types, maximum
  * parallelism, watermark and the number of entries; a record its window bounds, key and each
  * accumulator (COUNT's count; SUM's sum; AVG's sum, count and average; MIN/MAX's value; the
@@ -24,6 +29,8 @@
 #include <stdlib.h>
 
 #include "base/alloc.h"
+#include "base/arrow_ipc.h"
+#include "base/bytes.h"
 #include "checkpoint/store.h"
 #include "runtime/agg.h"
 #include "runtime/types.h"
@@ -344,18 +351,35 @@ static int fixed_acc_len(const shape_t *sh) {
   return n;
 }
 
-/* v as decimal text at p (at most 20 bytes); returns its length. */
+/* v as decimal text at p (at most 20 bytes); returns its length. Two digits a step, from a
+ * table, straight to their place (the writer prints a key a record). */
 static size_t put_i64_text(char *p, int64_t v) {
-  char tmp[24];
-  int n = (int)sizeof tmp;
+  static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                              "34353637383940414243444546474849505152535455565758596061626364656667"
+                              "6869707172737475767778798081828384858687888990919293949596979899";
+  static const uint64_t pow10[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull,
+                                     1000000ull, 10000000ull, 100000000ull, 1000000000ull,
+                                     10000000000ull, 100000000000ull, 1000000000000ull,
+                                     10000000000000ull, 100000000000000ull,
+                                     1000000000000000ull, 10000000000000000ull,
+                                     100000000000000000ull, 1000000000000000000ull,
+                                     10000000000000000000ull};
   uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-  do {
-    tmp[--n] = (char)('0' + (int)(u % 10));
-    u /= 10;
-  } while (u);
-  if (v < 0) tmp[--n] = '-';
-  memcpy(p, tmp + n, sizeof tmp - (size_t)n);
-  return sizeof tmp - (size_t)n;
+  size_t neg = v < 0;
+  size_t t = ((size_t)(64 - __builtin_clzll(u | 1)) * 1233) >> 12; /* log10(u), or one more */
+  size_t nd = t + (u >= pow10[t]);                                   /* u's digits (0: none) */
+  if (!nd) nd = 1;
+  if (neg) p[0] = '-';
+  char *q = p + neg + nd;
+  while (u >= 100) {
+    unsigned d = (unsigned)(u % 100);
+    u /= 100;
+    q -= 2;
+    memcpy(q, pairs + 2 * d, 2);
+  }
+  if (u >= 10) memcpy(q - 2, pairs + 2 * u, 2);
+  else q[-1] = (char)('0' + u);
+  return neg + nd;
 }
 
 int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn emit, void *ctx,
@@ -725,4 +749,65 @@ bad:
                       (int)(key_len < 80 ? key_len : 80), (const char *)key);
 }
 
-const ck_snap_joiner_t ck_agg_snap_joiner = {join_open, join_row, join_close};
+/* The whole JSON integer p[0..n) (as put_i64_text writes it: at most 19 digits) into v. */
+static inline bool parse_i64_whole(const uint8_t *p, size_t n, int64_t *v) {
+  size_t i = n && p[0] == '-';
+  bool neg = i;
+  if (i == n || n - i > 19) return false;
+  uint64_t u = 0;
+  for (; i < n; i++) {
+    unsigned d = (unsigned)p[i] - '0';
+    if (d > 9) return false;
+    u = u * 10 + d;
+  }
+  if (u > (uint64_t)INT64_MAX + neg) return false;
+  *v = neg ? (int64_t)(0 - u) : (int64_t)u;
+  return true;
+}
+
+/* One row of the common shape (one integer key) appended to out, which has room for it
+ * (value_len + 13 bytes); false when its key is not one integer (null, or not as the writer
+ * prints it). head: the bytes of the value before the key (16 windowed, 0 not). */
+static inline __attribute__((always_inline)) bool join_int_row(ck_buf_t *out, size_t head,
+                                                               uint32_t kg, const uint8_t *key,
+                                                               size_t kn, const uint8_t *v,
+                                                               size_t vn) {
+  int64_t x;
+  if (vn < head || !kn || kn > 20 || key[0] == 'n' || !parse_i64_whole(key, kn, &x)) return false;
+  uint8_t *o = (uint8_t *)out->data + out->len;
+  memcpy(o, &kg, 4);
+  memcpy(o + 4, v, head);
+  o[4 + head] = 0;
+  memcpy(o + 5 + head, &x, 8);
+  ck_arrow_copy_short(o + 13 + head, v + head, vn - head);
+  out->len += 13 + vn;
+  return true;
+}
+
+/* A run of rows: for the common shape (one integer key) straight into out, no call per row;
+ * a row that path does not take (and every row of other shapes) goes through join_row. */
+static int join_rows(void *state, const ck_snap_rows_t *rs, ck_buf_t *out, ck_error_t *err) {
+  const join_t *j = state;
+  const shape_t *sh = &j->sh;
+  bool one_int = sh->nkeys == 1 && sh->kcat[0] == CK_AGG_V_INT;
+  if (one_int) /* a record is its row's value, 4 bytes of key group and at most 9 of key */
+    ck_buf_reserve(out, (size_t)(rs->val_off[rs->n] - rs->val_off[0]) + 13 * (size_t)rs->n);
+  for (int64_t i = 0; i < rs->n; i++) {
+    const uint8_t *key = rs->key_data + rs->key_off[i], *v = rs->val_data + rs->val_off[i];
+    size_t kn = (size_t)(rs->key_off[i + 1] - rs->key_off[i]);
+    size_t vn = (size_t)(rs->val_off[i + 1] - rs->val_off[i]);
+    uint32_t kg = ck_get_le16(rs->key_group + 2 * i);
+    if (one_int && (j->windowed ? join_int_row(out, 16, kg, key, kn, v, vn)
+                                : join_int_row(out, 0, kg, key, kn, v, vn)))
+      continue;
+    int rc = join_row(state, (int)kg, key, kn, v, vn, out, err);
+    if (rc) return rc;
+    if (one_int) ck_buf_reserve(out, (size_t)(rs->val_off[rs->n] - rs->val_off[i + 1]) +
+                                         13 * (size_t)(rs->n - i - 1));
+  }
+  if (out->data) out->data[out->len] = 0;
+  return 0;
+}
+
+const ck_snap_joiner_t ck_agg_snap_joiner = {
+    .open = join_open, .row = join_row, .rows = join_rows, .close = join_close};

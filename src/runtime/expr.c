@@ -50,7 +50,7 @@ int ck_fn_lookup(const char *name) {
 }
 
 /* Operators are written between or before their operands; the rest are called by name. */
-static bool fn_is_operator(ck_fn_t fn) { return fn <= CK_FN_LIKE; }
+static bool fn_is_operator(ck_fn_t fn) { return fn <= CK_FN_SIMILAR; }
 
 static const char *fn_kind(ck_fn_t fn) { return fn_is_operator(fn) ? "operator" : "function"; }
 
@@ -461,6 +461,30 @@ static bool ty_like(callb_t *c, ck_type_t *rt) {
   if (c->a[0]->type.id != CK_T_STRING && c->a[0]->type.id != CK_T_NULL) return binary_error(c);
   if (c->a[1]->type.id != CK_T_STRING && c->a[1]->type.id != CK_T_NULL) return binary_error(c);
   if (!want(c, 0, CK_T_STRING) || !want(c, 1, CK_T_STRING)) return false;
+  const ck_expr_t *pat = c->a[1], *esc = c->n > 2 ? c->a[2] : NULL;
+  if (c->fn == CK_FN_SIMILAR && pat->kind == CK_EX_LITERAL && !pat->literal.is_null &&
+      (!esc || (esc->kind == CK_EX_LITERAL && !esc->literal.is_null &&
+                esc->type.id == CK_T_STRING))) {
+    char why[160];
+    if (ck_similar_check(pat->literal.v.s.ptr, pat->literal.v.s.len,
+                         esc ? esc->literal.v.s.ptr : NULL, esc ? esc->literal.v.s.len : 0, why,
+                         sizeof why)) {
+      type_error(c->err, "operator SIMILAR TO cannot use the pattern '%.*s': %s",
+                 (int)(pat->literal.v.s.len > 60 ? 60 : pat->literal.v.s.len),
+                 pat->literal.v.s.ptr, why);
+      return false;
+    }
+  }
+  if (c->n > 2) {
+    if (!want(c, 2, CK_T_STRING)) return false;
+    const ck_expr_t *e = c->a[2];
+    if (e->kind == CK_EX_LITERAL && !e->literal.is_null &&
+        ck_utf8_chars(e->literal.v.s.ptr, e->literal.v.s.len) != 1) {
+      type_error(c->err, "the ESCAPE of %s must be one character, not '%.*s'", ck_fn_name(c->fn),
+                 (int)(e->literal.v.s.len > 20 ? 20 : e->literal.v.s.len), e->literal.v.s.ptr);
+      return false;
+    }
+  }
   *rt = CK_TYPE(CK_T_BOOL);
   return true;
 }
@@ -502,8 +526,8 @@ static bool ty_round(callb_t *c, ck_type_t *rt) {
   if (t.id == CK_T_DECIMAL) {
     int64_t d = 0;
     if (c->n == 2 && !const_int(c->a[1], &d)) {
-      type_error(c->err, "function ROUND needs a constant number of decimal places for %s",
-                 TNAME(t));
+      type_error(c->err, "function %s needs a constant number of decimal places for %s",
+                 ck_fn_name(c->fn), TNAME(t));
       return false;
     }
     *rt = round_dec_type(t, d);
@@ -522,6 +546,161 @@ static bool ty_doubles(callb_t *c, ck_type_t *rt) {
   for (int i = 0; i < c->n; i++)
     if (!want_numeric(c, i) || !coerce_arg(c, i, CK_TYPE(CK_T_FLOAT64))) return false;
   *rt = CK_TYPE(CK_T_FLOAT64);
+  return true;
+}
+
+/* IF(cond, a, b): checked here, built as CASE WHEN cond THEN a ELSE b END by ck_expr_call. */
+static bool ty_if(callb_t *c, ck_type_t *rt) {
+  ck_type_t t = c->a[0]->type;
+  if (t.id != CK_T_BOOL && t.id != CK_T_NULL) {
+    type_error(c->err, "function IF expects a BOOLEAN condition, not %s", TNAME(t));
+    return false;
+  }
+  if (!ck_type_common(c->a[1]->type, c->a[2]->type, rt)) {
+    type_error(c->err, "function IF cannot take %s and %s", TNAME(c->a[1]->type),
+               TNAME(c->a[2]->type));
+    return false;
+  }
+  return true;
+}
+
+/* POSITION(sub, s), LOCATE(sub, s[, from]), INSTR(s, sub): two strings, an integer, INT. */
+static bool ty_locate(callb_t *c, ck_type_t *rt) {
+  if (!want(c, 0, CK_T_STRING) || !want(c, 1, CK_T_STRING)) return false;
+  if (c->n > 2 && !want_integer(c, 2)) return false;
+  *rt = CK_TYPE(CK_T_INT32);
+  return true;
+}
+
+/* A string and an integer count: LEFT, RIGHT, REPEAT. */
+static bool ty_str_int(callb_t *c, ck_type_t *rt) {
+  if (!want(c, 0, CK_T_STRING) || !want_integer(c, 1)) return false;
+  *rt = CK_TYPE(CK_T_STRING);
+  return true;
+}
+
+static bool ty_pad(callb_t *c, ck_type_t *rt) {
+  if (!want(c, 0, CK_T_STRING) || !want_integer(c, 1) || !want(c, 2, CK_T_STRING)) return false;
+  *rt = CK_TYPE(CK_T_STRING);
+  return true;
+}
+
+static bool ty_overlay(callb_t *c, ck_type_t *rt) {
+  if (!want(c, 0, CK_T_STRING) || !want(c, 1, CK_T_STRING) || !want_integer(c, 2)) return false;
+  if (c->n > 3 && !want_integer(c, 3)) return false;
+  *rt = CK_TYPE(CK_T_STRING);
+  return true;
+}
+
+/* REGEXP, REGEXP_EXTRACT, REGEXP_REPLACE: a pattern written as a literal is compiled here, so
+ * a bad one is refused when the script is planned rather than on the first row. */
+static bool ty_regexp(callb_t *c, ck_type_t *rt) {
+  if (!want(c, 0, CK_T_STRING) || !want(c, 1, CK_T_STRING)) return false;
+  if (c->fn == CK_FN_REGEXP_EXTRACT && c->n > 2 && !want_integer(c, 2)) return false;
+  if (c->fn == CK_FN_REGEXP_REPLACE && !want(c, 2, CK_T_STRING)) return false;
+  const ck_expr_t *p = c->a[1];
+  if (p->kind == CK_EX_LITERAL && !p->literal.is_null) {
+    char why[160];
+    if (ck_expr_regex_check(p->literal.v.s.ptr, p->literal.v.s.len, why, sizeof why)) {
+      type_error(c->err, "function %s cannot use the regular expression '%.*s': %s",
+                 ck_fn_name(c->fn), (int)(p->literal.v.s.len > 60 ? 60 : p->literal.v.s.len),
+                 p->literal.v.s.ptr, why);
+      return false;
+    }
+  }
+  *rt = c->fn == CK_FN_REGEXP ? CK_TYPE(CK_T_BOOL) : CK_TYPE(CK_T_STRING);
+  return true;
+}
+
+static bool ty_hex(callb_t *c, ck_type_t *rt) {
+  ck_type_t t = c->a[0]->type;
+  if (t.id == CK_T_NULL && !coerce_arg(c, 0, CK_TYPE(CK_T_INT64))) return false;
+  t = c->a[0]->type;
+  if (ck_type_is_integer(t)) {
+    if (!coerce_arg(c, 0, CK_TYPE(CK_T_INT64))) return false;
+  } else if (t.id != CK_T_STRING) {
+    type_error(c->err, "function HEX expects an integer or VARCHAR, not %s", TNAME(t));
+    return false;
+  }
+  *rt = CK_TYPE(CK_T_STRING);
+  return true;
+}
+
+/* Argument i must be a TIMESTAMP (a bare NULL becomes one). */
+static bool want_ts(callb_t *c, int i) { return want(c, i, CK_T_TIMESTAMP); }
+
+/* EXTRACT, DATE_TRUNC, TIMESTAMPADD, TIMESTAMPDIFF: the first argument is the unit, a keyword
+ * the parser passes as a string literal (or a literal string in DATE_TRUNC('DAY', ts)). */
+static bool ty_time_unit(callb_t *c, ck_type_t *rt) {
+  const ck_expr_t *u = c->a[0];
+  if (u->kind != CK_EX_LITERAL || u->type.id != CK_T_STRING || u->literal.is_null) {
+    type_error(c->err, "function %s expects a time unit as its first argument, such as DAY",
+               ck_fn_name(c->fn));
+    return false;
+  }
+  int unit = ck_time_unit_lookup(u->literal.v.s.ptr, u->literal.v.s.len, c->fn == CK_FN_EXTRACT);
+  if (unit < 0) {
+    type_error(c->err, "function %s does not know the time unit '%.*s' (%s)", ck_fn_name(c->fn),
+               (int)(u->literal.v.s.len > 40 ? 40 : u->literal.v.s.len), u->literal.v.s.ptr,
+               c->fn == CK_FN_EXTRACT ? "YEAR, QUARTER, MONTH, WEEK, DAY, DOY, DOW, HOUR, MINUTE, "
+                                        "SECOND, MILLISECOND or EPOCH"
+                                      : "YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND "
+                                        "or MILLISECOND");
+    return false;
+  }
+  switch (c->fn) {
+    case CK_FN_EXTRACT:
+      if (!want_ts(c, 1)) return false;
+      *rt = CK_TYPE(CK_T_INT64);
+      return true;
+    case CK_FN_DATE_TRUNC: /* of the argument's TIMESTAMP type (its precision, LTZ or not) */
+      if (!want_ts(c, 1)) return false;
+      *rt = c->a[1]->type;
+      return true;
+    case CK_FN_TIMESTAMPADD:
+      if (!want_integer(c, 1) || !coerce_arg(c, 1, CK_TYPE(CK_T_INT64)) || !want_ts(c, 2))
+        return false;
+      *rt = c->a[2]->type;
+      return true;
+    default: /* TIMESTAMPDIFF */
+      if (!want_ts(c, 1) || !want_ts(c, 2)) return false;
+      *rt = CK_TYPE(CK_T_INT32);
+      return true;
+  }
+}
+
+/* DATE_FORMAT(ts, format), TO_TIMESTAMP(s[, format]): a literal format is checked here. */
+static bool ty_date_format(callb_t *c, ck_type_t *rt) {
+  bool to_ts = c->fn == CK_FN_TO_TIMESTAMP;
+  if (!(to_ts ? want(c, 0, CK_T_STRING) : want_ts(c, 0))) return false;
+  if (c->n > 1) {
+    if (!want(c, 1, CK_T_STRING)) return false;
+    const ck_expr_t *f = c->a[1];
+    char why[160];
+    if (f->kind == CK_EX_LITERAL && !f->literal.is_null &&
+        ck_date_pattern_check(f->literal.v.s.ptr, f->literal.v.s.len, why, sizeof why)) {
+      type_error(c->err, "function %s cannot use the format '%.*s': %s", ck_fn_name(c->fn),
+                 (int)(f->literal.v.s.len > 60 ? 60 : f->literal.v.s.len), f->literal.v.s.ptr,
+                 why);
+      return false;
+    }
+  }
+  *rt = to_ts ? CK_TYPE(CK_T_TIMESTAMP) : CK_TYPE(CK_T_STRING);
+  return true;
+}
+
+/* JSON_VALUE, JSON_QUERY, JSON_EXISTS (json, path): a literal path is checked here. */
+static bool ty_json(callb_t *c, ck_type_t *rt) {
+  if (!want(c, 0, CK_T_STRING) || !want(c, 1, CK_T_STRING)) return false;
+  const ck_expr_t *p = c->a[1];
+  char why[160];
+  if (p->kind == CK_EX_LITERAL && !p->literal.is_null &&
+      ck_json_path_check(p->literal.v.s.ptr, p->literal.v.s.len, why, sizeof why)) {
+    type_error(c->err, "function %s cannot use the path '%.*s': %s", ck_fn_name(c->fn),
+               (int)(p->literal.v.s.len > 60 ? 60 : p->literal.v.s.len), p->literal.v.s.ptr, why);
+    return false;
+  }
+  *rt = c->fn == CK_FN_JSON_EXISTS ? CK_TYPE(CK_T_BOOL) : CK_TYPE(CK_T_STRING);
   return true;
 }
 
@@ -554,6 +733,7 @@ ck_expr_t *ck_expr_call(ck_arena_t *arena, ck_fn_t fn, ck_expr_t **args, int nar
   callb_t c = {arena, fn, a, nargs, err};
   ck_type_t rt = CK_TYPE(CK_T_NULL);
   if (!fn_typing[fn](&c, &rt)) return NULL;
+  if (fn == CK_FN_IF) return ck_expr_case(arena, &a[0], &a[1], 1, a[2], err);
   ck_expr_t *e = node_new(arena, CK_EX_CALL, rt, 0);
   e->fn = fn;
   e->nargs = nargs;
@@ -680,7 +860,7 @@ static void node_prefix(const ck_expr_t *e, ck_buf_t *out) {
     case CK_FN_NEG: ck_buf_puts(out, "(- "); return;
     case CK_FN_NOT: ck_buf_puts(out, "(NOT "); return;
     case CK_FN_IS_NULL: case CK_FN_IS_NOT_NULL: case CK_FN_IS_TRUE: case CK_FN_IS_FALSE:
-    case CK_FN_LIKE: ck_buf_putc(out, '('); return;
+    case CK_FN_LIKE: case CK_FN_SIMILAR: ck_buf_putc(out, '('); return;
     default:
       if (is_infix(e->fn)) ck_buf_putc(out, '(');
       else ck_buf_printf(out, "%s(", ck_fn_name(e->fn));
@@ -721,8 +901,15 @@ static void node_suffix(const ck_expr_t *e, ck_buf_t *out) {
       ck_buf_printf(out, " %s)", ck_fn_name(e->fn));
       return;
     case CK_FN_LIKE:
-      ck_buf_puts(out, e->negated ? " NOT LIKE " : " LIKE ");
+    case CK_FN_SIMILAR:
+      ck_buf_puts(out, e->negated ? " NOT " : " ");
+      ck_buf_puts(out, ck_fn_name(e->fn));
+      ck_buf_putc(out, ' ');
       ck_expr_to_string(e->args[1], out);
+      if (e->nargs > 2) {
+        ck_buf_puts(out, " ESCAPE ");
+        ck_expr_to_string(e->args[2], out);
+      }
       ck_buf_putc(out, ')');
       return;
     default:

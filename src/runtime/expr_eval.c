@@ -31,18 +31,24 @@
  * Memory: temporaries are ck_malloc'd and released before returning; the output column is
  * the caller's. Threads: re-entrant and lock-free; many subtasks may share one tree.
  */
+#include <ctype.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <unicode/uchar.h>
+#include <unicode/uregex.h>
+#include <unicode/utext.h>
 #include <unicode/ucasemap.h>
+#include <unicode/utf16.h>
 #include <unicode/utf8.h>
 
 #include "base/alloc.h"
 #include "runtime/decimal.h"
+#include "runtime/digest.h"
 #include "runtime/expr.h"
 
 typedef unsigned __int128 u128;
@@ -757,8 +763,28 @@ static double round_double(double x, int64_t d, bool as_float) {
   return x < 0 ? -r : r;
 }
 
+/* TRUNCATE(x, d) for doubles: the shortest decimal text of x cut after d places. */
+static double trunc_double(double x, int64_t d, bool as_float) {
+  if (!isfinite(x) || x == 0) return x;
+  if (d == 0) return trunc(x);
+  if (d > 400) return x;
+  if (d < -400) return 0.0;
+  char dig[48];
+  int e;
+  int k = shortest_digits(fabs(x), as_float, dig, &e);
+  int64_t keep = (int64_t)e + d;
+  if (keep >= k) return x;
+  if (keep <= 0) return 0.0;
+  char buf[96];
+  memcpy(buf, dig, (size_t)keep);
+  snprintf(buf + keep, sizeof buf - (size_t)keep, "e%lld", (long long)(e - keep));
+  double r = strtod(buf, NULL);
+  return x < 0 ? -r : r;
+}
+
 static int k_round(kc_t *c) {
   const vec_t *A = &c->k[0], *D = c->nk > 1 ? &c->k[1] : NULL;
+  bool trunc_mode = c->e->fn == CK_FN_TRUNCATE;
   ck_type_t rt = c->e->type, at = A->col->type;
   size_t n = c->n;
   ck_col_t *o = out_init(c->out, rt, n);
@@ -774,27 +800,30 @@ static int k_round(kc_t *c) {
         i128 x = vint(A, i), r = x;
         if (d < 0) {
           i128 m = (i128)P10[d < -38 ? 38 : -d], q = x / m, rem = x % m;
-          if (ck_dec_round_away(uabs(rem), (u128)m)) q += x < 0 ? -1 : 1;
+          if (!trunc_mode && ck_dec_round_away(uabs(rem), (u128)m)) q += x < 0 ? -1 : 1;
           r = q * m;
         }
         if (!int_fits(r, at.id)) {
           if (!counts(c, i)) continue;
           return ck_error_set(c->ev->err, CK_EEVAL,
-                              "could not compute ROUND(%lld, %lld): integer overflow, the result "
-                              "does not fit in %s", (long long)x, (long long)d, TNAME(at));
+                              "could not compute %s(%lld, %lld): integer overflow, the result "
+                              "does not fit in %s", ck_fn_name(c->e->fn), (long long)x,
+                              (long long)d, TNAME(at));
         }
         if (at.id == CK_T_INT32) ((int32_t *)o->values)[i] = (int32_t)r;
         else ((int64_t *)o->values)[i] = (int64_t)r;
         break;
       }
       case CK_T_FLOAT32: {
-        float r = (float)round_double(ck_col_f32(A->col, j), d, true);
+        float x = ck_col_f32(A->col, j);
+        float r = (float)(trunc_mode ? trunc_double(x, d, true) : round_double(x, d, true));
         ((float *)o->values)[i] = r;
         nonfinite |= !isfinite(r);
         break;
       }
       case CK_T_FLOAT64: {
-        double r = round_double(ck_col_f64(A->col, j), d, false);
+        double x = ck_col_f64(A->col, j);
+        double r = trunc_mode ? trunc_double(x, d, false) : round_double(x, d, false);
         ((double *)o->values)[i] = r;
         nonfinite |= !isfinite(r);
         break;
@@ -805,6 +834,12 @@ static int k_round(kc_t *c) {
         if (d < -80) d = -80;
         if (d >= at.scale) {
           ok = ck_dec_rescale(v, at.scale, rt.scale, rt.precision, &r);
+        } else if (trunc_mode) {
+          int cut = (int)(at.scale - d);
+          r = cut > 38 ? 0 : v / (i128)P10[cut];
+          ok = true;
+          if (d < 0 && r != 0) ok = -d <= 38 && !__builtin_mul_overflow(r, (i128)P10[-d], &r);
+          ok = ok && uabs(r) < (u128)P10[rt.precision];
         } else {
           ck_u256_t m = ck_u256_of(uabs(v));
           ck_u256_div_p10_round(&m, (int)(at.scale - d));
@@ -816,8 +851,8 @@ static int k_round(kc_t *c) {
           ck_buf_init(&b);
           ck_decimal_format(v, at.scale, &b);
           ck_error_set(c->ev->err, CK_EEVAL,
-                       "could not compute ROUND(%s, %lld): decimal overflow, the result does not "
-                       "fit in %s", b.data, (long long)d, TNAME(rt));
+                       "could not compute %s(%s, %lld): decimal overflow, the result does not "
+                       "fit in %s", ck_fn_name(c->e->fn), b.data, (long long)d, TNAME(rt));
           ck_buf_fini(&b);
           return CK_EEVAL;
         }
@@ -1056,26 +1091,6 @@ static int k_concat(kc_t *c) {
   return 0;
 }
 
-static int k_trim(kc_t *c) {
-  const vec_t *A = &c->k[0];
-  bool left = c->e->fn != CK_FN_RTRIM, right = c->e->fn != CK_FN_LTRIM;
-  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
-  for (size_t i = 0; i < c->n; i++) {
-    if (!counts(c, i)) {
-      ck_col_append_null(o);
-      continue;
-    }
-    size_t len, b = 0;
-    const char *s = vstr(A, i, &len);
-    if (left)
-      while (b < len && s[b] == ' ') b++;
-    if (right)
-      while (len > b && s[len - 1] == ' ') len--;
-    ck_col_append_str(o, s + b, len - b);
-  }
-  return 0;
-}
-
 static int k_replace(kc_t *c) {
   ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
   for (size_t i = 0; i < c->n; i++) {
@@ -1179,6 +1194,43 @@ static bool like_match(const char *s, size_t sn, const char *p, size_t pn) {
   return pi == pn;
 }
 
+/* LIKE … ESCAPE esc: esc followed by a character matches that character itself; an escape at
+ * the very end of the pattern matches nothing. */
+static bool like_match_esc(const char *s, size_t sn, const char *p, size_t pn, const char *esc,
+                           size_t en) {
+  size_t si = 0, pi = 0, star_p = SIZE_MAX, star_s = 0;
+#define LIKE_IS_ESC(at) ((at) + en <= pn && memcmp(p + (at), esc, en) == 0)
+  while (si < sn) {
+    bool lit = pi < pn && LIKE_IS_ESC(pi);
+    size_t q = pi + (lit ? en : 0), cl = q < pn ? u8len((unsigned char)p[q]) : 0;
+    if (lit && q >= pn) return false;
+    if (!lit && pi < pn && p[pi] == '%') {
+      star_p = ++pi;
+      star_s = si;
+    } else if (!lit && pi < pn && p[pi] == '_') {
+      si += u8len((unsigned char)s[si]);
+      if (si > sn) si = sn;
+      pi++;
+    } else if (lit && si + cl <= sn && q + cl <= pn && memcmp(s + si, p + q, cl) == 0) {
+      si += cl;
+      pi = q + cl;
+    } else if (!lit && pi < pn && p[pi] == s[si]) {
+      si++;
+      pi++;
+    } else if (star_p != SIZE_MAX) {
+      pi = star_p;
+      star_s += u8len((unsigned char)s[star_s]);
+      if (star_s > sn) star_s = sn;
+      si = star_s;
+    } else {
+      return false;
+    }
+  }
+  while (pi < pn && p[pi] == '%' && !LIKE_IS_ESC(pi)) pi++;
+#undef LIKE_IS_ESC
+  return pi == pn;
+}
+
 typedef enum like_kind { LK_GENERIC, LK_EXACT, LK_PREFIX, LK_SUFFIX, LK_CONTAINS } like_kind_t;
 
 /* Patterns that need no matcher: 'abc', 'abc%', '%abc', '%abc%'. */
@@ -1217,6 +1269,19 @@ static int k_like(kc_t *c) {
   like_kind_t kind = LK_GENERIC;
   const char *lit = NULL;
   size_t litn = 0;
+  const vec_t *E = c->nk > 2 ? &c->k[2] : NULL;
+  if (E) {
+    and_valid(o, E);
+    for (size_t i = 0; i < n; i++) {
+      size_t sn, pn, en;
+      const char *s = vstr(A, i, &sn), *p = vstr(P, i, &pn), *esc = vstr(E, i, &en);
+      if (counts(c, i) && ck_utf8_chars(esc, en) != 1)
+        return ck_error_set(c->ev->err, CK_EEVAL, "could not compute LIKE: its ESCAPE must be "
+                            "one character, not '%.*s'", (int)(en > 20 ? 20 : en), esc);
+      r[i] = (counts(c, i) && like_match_esc(s, sn, p, pn, esc, en)) != neg;
+    }
+    return 0;
+  }
   if (P->is_const) {
     size_t pn;
     const char *p = vstr(P, 0, &pn);
@@ -1240,6 +1305,1551 @@ static int k_like(kc_t *c) {
     r[i] = m != neg;
   }
   return 0;
+}
+
+/* ---- more strings: positions, padding, words, encodings ---------------------------------- */
+
+/* The longest string a function builds (REPEAT, LPAD, RPAD): a value past it stops the job
+ * rather than the machine. */
+#define CK_EXPR_MAX_STRING ((size_t)16 << 20)
+
+static int too_long(kc_t *c, uint64_t bytes) {
+  return ck_error_set(c->ev->err, CK_EEVAL,
+                      "could not compute %s: the result would be %llu bytes, more than the %zu MiB "
+                      "a value may hold", ck_fn_name(c->e->fn), (unsigned long long)bytes,
+                      CK_EXPR_MAX_STRING >> 20);
+}
+
+size_t ck_utf8_chars(const char *s, size_t n) {
+  size_t k = 0;
+  for (size_t j = 0; j < n; j++) k += ((unsigned char)s[j] & 0xC0) != 0x80;
+  return k;
+}
+
+static bool utf8_valid(const char *s, size_t n) {
+  for (int32_t i = 0; (size_t)i < n;) {
+    UChar32 ch;
+    U8_NEXT(s, i, (int32_t)n, ch);
+    if (ch < 0) return false;
+  }
+  return true;
+}
+
+/* POSITION(sub, s), LOCATE(sub, s[, from]), INSTR(s, sub): 1-based, in code points. */
+static int k_locate(kc_t *c) {
+  bool instr = c->e->fn == CK_FN_INSTR;
+  const vec_t *S = &c->k[instr ? 0 : 1], *SUB = &c->k[instr ? 1 : 0];
+  const vec_t *F = c->nk > 2 ? &c->k[2] : NULL;
+  ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_INT32), c->n);
+  for (int j = 0; j < c->nk; j++) and_valid(o, &c->k[j]);
+  int32_t *r = o->values;
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) continue;
+    int64_t from = F ? vint(F, i) : 1;
+    size_t n, m;
+    const char *s = vstr(S, i, &n), *sub = vstr(SUB, i, &m);
+    if (from < 1) continue;
+    size_t b = 0;
+    int64_t skip = from - 1;
+    while (skip > 0 && b < n) b += u8len((unsigned char)s[b]), skip--;
+    if (skip > 0 || b > n) continue; /* from is past the end */
+    const char *hit = m == 0 ? s + b : memmem(s + b, n - b, sub, m);
+    if (hit) r[i] = (int32_t)(ck_utf8_chars(s, (size_t)(hit - s)) + 1);
+  }
+  return 0;
+}
+
+static int k_left_right(kc_t *c) {
+  bool left = c->e->fn == CK_FN_LEFT;
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t n;
+    const char *s = vstr(&c->k[0], i, &n);
+    int64_t k = vint(&c->k[1], i);
+    if (k <= 0) {
+      ck_col_append_str(o, "", 0);
+    } else if (left) {
+      ck_col_append_str(o, s, u8_offset(s, n, k));
+    } else {
+      size_t chars = ck_utf8_chars(s, n);
+      size_t b = (uint64_t)k >= chars ? 0 : u8_offset(s, n, (int64_t)(chars - (size_t)k));
+      ck_col_append_str(o, s + b, n - b);
+    }
+  }
+  return 0;
+}
+
+/* LPAD / RPAD as Flink's: cut to len when s is longer, NULL for len < 0 or an empty pad. */
+static int k_pad(kc_t *c) {
+  bool lpad = c->e->fn == CK_FN_LPAD;
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    size_t n, pn;
+    int64_t len = vint(&c->k[1], i);
+    const char *s = counts(c, i) ? vstr(&c->k[0], i, &n) : NULL;
+    const char *pad = s ? vstr(&c->k[2], i, &pn) : NULL;
+    if (!s || len < 0 || pn == 0) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t chars = ck_utf8_chars(s, n);
+    if ((uint64_t)len <= chars) {
+      ck_col_append_str(o, s, u8_offset(s, n, len));
+      continue;
+    }
+    uint64_t need = (uint64_t)len - chars; /* pad characters */
+    if (need * 4 + n > CK_EXPR_MAX_STRING) return too_long(c, need + n);
+    size_t at = 0, pb = 0;
+    if (!lpad) str_put(o, &at, s, n);
+    for (uint64_t k = 0; k < need; k++) {
+      size_t cl = u8len((unsigned char)pad[pb]);
+      if (pb + cl > pn) cl = pn - pb;
+      str_put(o, &at, pad + pb, cl);
+      pb += cl;
+      if (pb >= pn) pb = 0;
+    }
+    if (lpad) str_put(o, &at, s, n);
+    str_commit(o, at);
+  }
+  return 0;
+}
+
+static int k_repeat(kc_t *c) {
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t n;
+    const char *s = vstr(&c->k[0], i, &n);
+    int64_t k = vint(&c->k[1], i);
+    if (k <= 0 || n == 0) {
+      ck_col_append_str(o, "", 0);
+      continue;
+    }
+    if ((uint64_t)k > CK_EXPR_MAX_STRING / n) return too_long(c, (uint64_t)k * n);
+    size_t at = 0;
+    str_room(o, (size_t)k * n);
+    for (int64_t j = 0; j < k; j++) str_put(o, &at, s, n);
+    str_commit(o, at);
+  }
+  return 0;
+}
+
+static int k_reverse(kc_t *c) {
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t n;
+    const char *s = vstr(&c->k[0], i, &n);
+    str_room(o, n);
+    char *d = o->data + o->data_len;
+    size_t end = n, at = 0;
+    while (end > 0) {
+      size_t b = end - 1;
+      while (b > 0 && ((unsigned char)s[b] & 0xC0) == 0x80) b--;
+      memcpy(d + at, s + b, end - b);
+      at += end - b;
+      end = b;
+    }
+    str_commit(o, at);
+  }
+  return 0;
+}
+
+/* INITCAP: a word is a run of ASCII letters and digits; its first character is upper-cased
+ * and the rest lower-cased; every other byte (spaces, punctuation, non-ASCII) ends a word. */
+static int k_initcap(kc_t *c) {
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t n;
+    const char *s = vstr(&c->k[0], i, &n);
+    str_room(o, n);
+    char *d = o->data + o->data_len;
+    bool start = true;
+    for (size_t j = 0; j < n; j++) {
+      char ch = s[j];
+      bool lower = ch >= 'a' && ch <= 'z', upper = ch >= 'A' && ch <= 'Z';
+      bool digit = ch >= '0' && ch <= '9';
+      if (start && lower) ch = (char)(ch - 32);
+      else if (!start && upper) ch = (char)(ch + 32);
+      start = !(lower || upper || digit);
+      d[j] = ch;
+    }
+    str_commit(o, n);
+  }
+  return 0;
+}
+
+/* CONCAT_WS(sep, s, ...): not strict (eval_lenient): NULL arguments are skipped. */
+static int k_concat_ws(kc_t *c) {
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!LIVE(c->mask, i) || !VOK(&c->k[0], i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t ns, at = 0;
+    const char *sep = vstr(&c->k[0], i, &ns);
+    bool first = true;
+    for (int j = 1; j < c->nk; j++) {
+      if (!VOK(&c->k[j], i)) continue;
+      size_t len;
+      const char *s = vstr(&c->k[j], i, &len);
+      if (!first) str_put(o, &at, sep, ns);
+      str_put(o, &at, s, len);
+      first = false;
+    }
+    str_commit(o, at);
+  }
+  return 0;
+}
+
+/* OVERLAY(s PLACING r FROM start [FOR len]) = the characters before start, r, and those from
+ * start + len on; NULL when start < 1 or len < 0. */
+static int k_overlay(kc_t *c) {
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    size_t n = 0, rn = 0;
+    int64_t start = vint(&c->k[2], i);
+    const char *s = counts(c, i) ? vstr(&c->k[0], i, &n) : NULL;
+    const char *r = s ? vstr(&c->k[1], i, &rn) : NULL;
+    int64_t len = c->nk > 3 ? vint(&c->k[3], i) : (int64_t)ck_utf8_chars(r ? r : "", rn);
+    if (!s || start < 1 || len < 0) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t b = u8_offset(s, n, start - 1);
+    size_t e = b + u8_offset(s + b, n - b, len);
+    size_t at = 0;
+    str_put(o, &at, s, b);
+    str_put(o, &at, r, rn);
+    str_put(o, &at, s + e, n - e);
+    str_commit(o, at);
+  }
+  return 0;
+}
+
+static const char b64_alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int b64_value(unsigned char ch) {
+  if (ch >= 'A' && ch <= 'Z') return ch - 'A';
+  if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
+  if (ch >= '0' && ch <= '9') return ch - '0' + 52;
+  if (ch == '+') return 62;
+  if (ch == '/') return 63;
+  return -1;
+}
+
+/* Decodes base64 (padding optional, as Java's basic decoder); false when malformed. */
+static bool b64_decode(const char *s, size_t n, ck_col_t *o, size_t *at) {
+  while (n > 0 && s[n - 1] == '=') n--;
+  if (n % 4 == 1) return false;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t j = 0; j < n; j++) {
+    int v = b64_value((unsigned char)s[j]);
+    if (v < 0) return false;
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      char byte = (char)((acc >> bits) & 0xff);
+      str_put(o, at, &byte, 1);
+    }
+  }
+  return true;
+}
+
+static int k_base64(kc_t *c) {
+  bool enc = c->e->fn == CK_FN_TO_BASE64;
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t n, at = 0;
+    const unsigned char *s = (const unsigned char *)vstr(&c->k[0], i, &n);
+    if (enc) {
+      str_room(o, (n + 2) / 3 * 4);
+      char *d = o->data + o->data_len;
+      for (size_t j = 0; j < n; j += 3) {
+        uint32_t v = (uint32_t)s[j] << 16 | (j + 1 < n ? (uint32_t)s[j + 1] << 8 : 0) |
+                     (j + 2 < n ? s[j + 2] : 0);
+        d[at++] = b64_alpha[v >> 18];
+        d[at++] = b64_alpha[(v >> 12) & 63];
+        d[at++] = j + 1 < n ? b64_alpha[(v >> 6) & 63] : '=';
+        d[at++] = j + 2 < n ? b64_alpha[v & 63] : '=';
+      }
+      str_commit(o, at);
+      continue;
+    }
+    if (!b64_decode((const char *)s, n, o, &at) || !utf8_valid(o->data + o->data_len, at)) {
+      ck_col_append_null(o); /* the bytes written past data_len are simply overwritten */
+      continue;
+    }
+    str_commit(o, at);
+  }
+  return 0;
+}
+
+static void hex_put(ck_col_t *o, size_t *at, const uint8_t *p, size_t n, bool upper) {
+  const char *digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  str_room(o, *at + 2 * n);
+  char *d = o->data + o->data_len + *at;
+  for (size_t j = 0; j < n; j++) {
+    d[2 * j] = digits[p[j] >> 4];
+    d[2 * j + 1] = digits[p[j] & 15];
+  }
+  *at += 2 * n;
+}
+
+static int k_digest(kc_t *c) {
+  bool md5 = c->e->fn == CK_FN_MD5;
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t n, at = 0;
+    const char *s = vstr(&c->k[0], i, &n);
+    uint8_t h[32];
+    if (md5) ck_md5(s, n, h);
+    else ck_sha256(s, n, h);
+    hex_put(o, &at, h, md5 ? 16 : 32, false);
+    str_commit(o, at);
+  }
+  return 0;
+}
+
+/* HEX of a BIGINT (Java's Long.toHexString, upper case) or of a string's bytes. */
+static int k_hex(kc_t *c) {
+  bool is_int = c->k[0].col->type.id == CK_T_INT64;
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t at = 0;
+    if (is_int) {
+      char tmp[24];
+      int len = snprintf(tmp, sizeof tmp, "%llX", (unsigned long long)vint(&c->k[0], i));
+      str_put(o, &at, tmp, (size_t)len);
+    } else {
+      size_t n;
+      const char *s = vstr(&c->k[0], i, &n);
+      hex_put(o, &at, (const uint8_t *)s, n, true);
+    }
+    str_commit(o, at);
+  }
+  return 0;
+}
+
+/* ---- regular expressions (ICU, over UTF-8 without conversion) ---------------------------- */
+
+/* A compiled pattern, kept while consecutive rows use the same one (a literal pattern is
+ * compiled once per batch). */
+typedef struct rx {
+  URegularExpression *re;
+  UText *text;
+  const char *pat;
+  size_t plen;
+  bool bad; /* the pattern held does not compile */
+} rx_t;
+
+static void rx_fini(rx_t *rx) {
+  if (rx->re) uregex_close(rx->re);
+  if (rx->text) utext_close(rx->text);
+  memset(rx, 0, sizeof *rx);
+}
+
+static URegularExpression *rx_open(const char *p, size_t n, UParseError *pe, UErrorCode *st) {
+  if (n > INT32_MAX) {
+    *st = U_BUFFER_OVERFLOW_ERROR;
+    return NULL;
+  }
+  UText *ut = utext_openUTF8(NULL, p, (int64_t)n, st);
+  if (U_FAILURE(*st)) return NULL;
+  URegularExpression *re = uregex_openUText(ut, 0, pe, st); /* keeps no reference to ut */
+  utext_close(ut);
+  return re;
+}
+
+int ck_expr_regex_check(const char *pattern, size_t n, char *why, size_t cap) {
+  UParseError pe;
+  UErrorCode st = U_ZERO_ERROR;
+  URegularExpression *re = rx_open(pattern, n, &pe, &st);
+  if (re) uregex_close(re);
+  if (!U_FAILURE(st)) return 0;
+  snprintf(why, cap, "%s at character %d", u_errorName(st), (int)pe.offset + 1);
+  return -1;
+}
+
+/* Points rx at pattern p and subject s; false when the pattern does not compile (the row is
+ * NULL, as in Flink). */
+static bool rx_set(rx_t *rx, const char *p, size_t pn, const char *s, size_t n) {
+  if (!rx->re || rx->plen != pn || memcmp(rx->pat, p, pn) != 0) {
+    if (rx->re) uregex_close(rx->re);
+    UParseError pe;
+    UErrorCode st = U_ZERO_ERROR;
+    rx->re = rx_open(p, pn, &pe, &st);
+    rx->bad = U_FAILURE(st);
+    if (rx->bad && rx->re) uregex_close(rx->re);
+    if (rx->bad) rx->re = NULL;
+    rx->pat = p;
+    rx->plen = pn;
+  }
+  if (rx->bad || !rx->re) return false;
+  UErrorCode st = U_ZERO_ERROR;
+  rx->text = utext_openUTF8(rx->text, s, (int64_t)n, &st);
+  if (U_FAILURE(st)) return false;
+  uregex_setUText(rx->re, rx->text, &st);
+  return !U_FAILURE(st);
+}
+
+/* Appends a Java-style replacement: $n is group n (the longest number that names a group),
+ * \x is x; a $ not followed by a digit is taken literally. */
+static void rx_replacement(rx_t *rx, const char *s, const char *r, size_t rn, ck_col_t *o,
+                           size_t *at) {
+  UErrorCode st = U_ZERO_ERROR;
+  int32_t groups = uregex_groupCount(rx->re, &st);
+  for (size_t j = 0; j < rn; j++) {
+    if (r[j] == '\\' && j + 1 < rn) {
+      str_put(o, at, r + j + 1, 1);
+      j++;
+    } else if (r[j] == '$' && j + 1 < rn && r[j + 1] >= '0' && r[j + 1] <= '9') {
+      int32_t g = r[j + 1] - '0';
+      j++;
+      while (j + 1 < rn && r[j + 1] >= '0' && r[j + 1] <= '9' && g * 10 + (r[j + 1] - '0') <= groups)
+        g = g * 10 + (r[++j] - '0');
+      if (g > groups) continue;
+      st = U_ZERO_ERROR;
+      int64_t b = uregex_start64(rx->re, g, &st), e = uregex_end64(rx->re, g, &st);
+      if (!U_FAILURE(st) && b >= 0 && e >= b) str_put(o, at, s + b, (size_t)(e - b));
+    } else {
+      str_put(o, at, r + j, 1);
+    }
+  }
+}
+
+static int k_regexp(kc_t *c) {
+  ck_fn_t fn = c->e->fn;
+  bool is_bool = fn == CK_FN_REGEXP;
+  ck_col_t *o = is_bool ? out_init(c->out, CK_TYPE(CK_T_BOOL), c->n)
+                        : out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  uint8_t *okv = is_bool ? ck_calloc(c->n ? c->n : 1, 1) : NULL;
+  rx_t rx = {0};
+  for (size_t i = 0; i < c->n; i++) {
+    size_t n, pn;
+    const char *s = counts(c, i) ? vstr(&c->k[0], i, &n) : NULL;
+    const char *p = s ? vstr(&c->k[1], i, &pn) : NULL;
+    bool ok = s && rx_set(&rx, p, pn, s, n);
+    UErrorCode st = U_ZERO_ERROR;
+    if (is_bool) {
+      if (ok) {
+        ((uint8_t *)o->values)[i] = uregex_find64(rx.re, 0, &st) && !U_FAILURE(st);
+        okv[i] = 1;
+      }
+      continue;
+    }
+    if (!ok) {
+      ck_col_append_null(o);
+      continue;
+    }
+    if (fn == CK_FN_REGEXP_EXTRACT) {
+      int64_t g = c->nk > 2 ? vint(&c->k[2], i) : 0;
+      int32_t groups = uregex_groupCount(rx.re, &st);
+      if (g < 0 || g > groups || !uregex_find64(rx.re, 0, &st) || U_FAILURE(st)) {
+        ck_col_append_null(o);
+        continue;
+      }
+      int64_t b = uregex_start64(rx.re, (int32_t)g, &st), e = uregex_end64(rx.re, (int32_t)g, &st);
+      if (U_FAILURE(st) || b < 0) ck_col_append_null(o);
+      else ck_col_append_str(o, s + b, (size_t)(e - b));
+      continue;
+    }
+    size_t rn, at = 0;
+    const char *r = vstr(&c->k[2], i, &rn);
+    int64_t last = 0;
+    uregex_reset64(rx.re, 0, &st);
+    while (uregex_findNext(rx.re, &st) && !U_FAILURE(st)) {
+      int64_t b = uregex_start64(rx.re, 0, &st), e = uregex_end64(rx.re, 0, &st);
+      str_put(o, &at, s + last, (size_t)(b - last));
+      rx_replacement(&rx, s, r, rn, o, &at);
+      last = e;
+      if ((size_t)at > CK_EXPR_MAX_STRING) {
+        rx_fini(&rx);
+        return too_long(c, at);
+      }
+    }
+    str_put(o, &at, s + last, n - (size_t)last);
+    str_commit(o, at);
+  }
+  rx_fini(&rx);
+  if (is_bool) {
+    if (memchr(okv, 0, c->n)) {
+      uint8_t *bm = bitmap(o);
+      for (size_t i = 0; i < c->n; i++)
+        if (!okv[i]) bm[i >> 3] = (uint8_t)(bm[i >> 3] & ~(1u << (i & 7)));
+    }
+    ck_free(okv);
+  }
+  return 0;
+}
+
+/* TRIM / LTRIM / RTRIM (s[, chars]): removes code points that occur in chars (' ' by default). */
+static bool in_set(const char *set, size_t sn, const char *p, size_t cl) {
+  if (sn == 1 && cl == 1) return *set == *p;
+  return cl <= sn && memmem(set, sn, p, cl) != NULL;
+}
+
+static int k_trim(kc_t *c) {
+  const vec_t *A = &c->k[0], *C = c->nk > 1 ? &c->k[1] : NULL;
+  bool left = c->e->fn != CK_FN_RTRIM, right = c->e->fn != CK_FN_LTRIM;
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t len, b = 0, sn = 1;
+    const char *s = vstr(A, i, &len), *set = C ? vstr(C, i, &sn) : " ";
+    if (left)
+      while (b < len) {
+        size_t cl = u8len((unsigned char)s[b]);
+        if (b + cl > len || !in_set(set, sn, s + b, cl)) break;
+        b += cl;
+      }
+    if (right)
+      while (len > b) {
+        size_t e = len - 1;
+        while (e > b && ((unsigned char)s[e] & 0xC0) == 0x80) e--;
+        if (!in_set(set, sn, s + e, len - e)) break;
+        len = e;
+      }
+    ck_col_append_str(o, s + b, len - b);
+  }
+  return 0;
+}
+
+
+/* ---- more numbers: SIGN, logarithms, trigonometry ---------------------------------------- */
+
+static int k_sign(kc_t *c) {
+  const vec_t *A = &c->k[0];
+  ck_type_t t = A->col->type;
+  ck_col_t *o = out_init(c->out, t, c->n);
+  and_valid(o, A);
+  for (size_t i = 0; i < c->n; i++) {
+    size_t j = IX(A, i);
+    switch (t.id) {
+      case CK_T_INT32: {
+        int32_t x = ck_col_i32(A->col, j);
+        ((int32_t *)o->values)[i] = (x > 0) - (x < 0);
+        break;
+      }
+      case CK_T_INT64: {
+        int64_t x = ck_col_i64(A->col, j);
+        ((int64_t *)o->values)[i] = (x > 0) - (x < 0);
+        break;
+      }
+      case CK_T_FLOAT32: {
+        float x = ck_col_f32(A->col, j);
+        ((float *)o->values)[i] = (float)((x > 0) - (x < 0));
+        break;
+      }
+      case CK_T_FLOAT64: {
+        double x = ck_col_f64(A->col, j);
+        ((double *)o->values)[i] = (double)((x > 0) - (x < 0));
+        break;
+      }
+      case CK_T_DECIMAL: {
+        i128 x = ck_col_dec(A->col, j);
+        st128(o->values, i, (i128)((x > 0) - (x < 0)) * (i128)P10[t.scale]);
+        break;
+      }
+      default: ck_assert(!"SIGN of a non-numeric type");
+    }
+  }
+  return 0;
+}
+
+/* Why a math function's result is not a real number, for the error message. */
+static const char *math_why(ck_fn_t fn, double a, double b, int nk) {
+  switch (fn) {
+    case CK_FN_LN:
+    case CK_FN_LOG10:
+    case CK_FN_LOG2: return "the logarithm of a number that is not positive is not a real number";
+    case CK_FN_LOG:
+      if (nk == 2 && (a <= 0 || a == 1)) return "the base of a logarithm must be positive and not 1";
+      return "the logarithm of a number that is not positive is not a real number";
+    case CK_FN_ASIN:
+    case CK_FN_ACOS: return "the argument is outside [-1, 1]";
+    case CK_FN_COT: return "the cotangent of 0 is infinite";
+    default:
+      (void)b;
+      return "floating-point overflow, the result does not fit in DOUBLE";
+  }
+}
+
+static int k_math(kc_t *c) {
+  ck_fn_t fn = c->e->fn;
+  size_t n = c->n;
+  ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_FLOAT64), n);
+  for (int j = 0; j < c->nk; j++) and_valid(o, &c->k[j]);
+  const double *a = c->nk > 0 ? c->k[0].col->values : NULL;
+  const double *b = c->nk > 1 ? c->k[1].col->values : NULL;
+  bool ca = c->nk > 0 && c->k[0].is_const, cb = c->nk > 1 && c->k[1].is_const;
+  double *r = o->values;
+  for (size_t i = 0; i < n; i++) {
+    double x = a ? a[ca ? 0 : i] : 0, y = b ? b[cb ? 0 : i] : 0, v;
+    switch (fn) {
+      case CK_FN_LN: v = x > 0 ? log(x) : NAN; break;
+      case CK_FN_LOG:
+        if (c->nk == 1) v = x > 0 ? log(x) : NAN;
+        else v = x > 0 && x != 1 && y > 0 ? log(y) / log(x) : NAN;
+        break;
+      case CK_FN_LOG10: v = x > 0 ? log10(x) : NAN; break;
+      case CK_FN_LOG2: v = x > 0 ? log2(x) : NAN; break;
+      case CK_FN_EXP: v = exp(x); break;
+      case CK_FN_SIN: v = sin(x); break;
+      case CK_FN_COS: v = cos(x); break;
+      case CK_FN_TAN: v = tan(x); break;
+      case CK_FN_COT: v = x == 0 ? NAN : 1.0 / tan(x); break;
+      case CK_FN_ASIN: v = asin(x); break;
+      case CK_FN_ACOS: v = acos(x); break;
+      case CK_FN_ATAN: v = atan(x); break;
+      case CK_FN_ATAN2: v = atan2(x, y); break;
+      case CK_FN_SINH: v = sinh(x); break;
+      case CK_FN_COSH: v = cosh(x); break;
+      case CK_FN_TANH: v = tanh(x); break;
+      case CK_FN_DEGREES: v = x * (180.0 / M_PI); break;
+      case CK_FN_RADIANS: v = x * (M_PI / 180.0); break;
+      case CK_FN_PI: v = M_PI; break;
+      default: v = M_E; break; /* E */
+    }
+    r[i] = v;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (isfinite(r[i]) || !counts(c, i)) continue;
+    double x = a ? a[ca ? 0 : i] : 0, y = b ? b[cb ? 0 : i] : 0;
+    ck_buf_t t;
+    ck_buf_init(&t);
+    if (a) ck_double_format(x, &t);
+    if (b) {
+      ck_buf_puts(&t, ", ");
+      ck_double_format(y, &t);
+    }
+    ck_error_set(c->ev->err, CK_EEVAL, "could not compute %s(%s): %s", ck_fn_name(fn),
+                 t.data ? t.data : "", math_why(fn, x, y, c->nk));
+    ck_error_detail(c->ev->err, "clink never produces Infinity or NaN: an operation whose "
+                    "result is not a finite number stops the job");
+    ck_buf_fini(&t);
+    return CK_EEVAL;
+  }
+  return 0;
+}
+
+/* ---- time: TIMESTAMP is epoch milliseconds, UTC, on the proleptic Gregorian calendar ------ */
+
+#define MS_DAY INT64_C(86400000)
+
+/* The time units: name, milliseconds when fixed (0: counted in months, -1: a field only
+ * EXTRACT reads), months when counted in months. */
+#define CK_TIME_UNITS(X)                        \
+  X(MILLISECOND, "MILLISECOND", 1, 0)           \
+  X(SECOND, "SECOND", 1000, 0)                  \
+  X(MINUTE, "MINUTE", 60000, 0)                 \
+  X(HOUR, "HOUR", 3600000, 0)                   \
+  X(DAY, "DAY", 86400000, 0)                    \
+  X(WEEK, "WEEK", 604800000, 0)                 \
+  X(MONTH, "MONTH", 0, 1)                       \
+  X(QUARTER, "QUARTER", 0, 3)                   \
+  X(YEAR, "YEAR", 0, 12)                        \
+  X(DOW, "DOW", -1, 0)                          \
+  X(DOY, "DOY", -1, 0)                          \
+  X(EPOCH, "EPOCH", -1, 0)
+
+typedef enum tu {
+#define X(id, name, ms, months) TU_##id,
+  CK_TIME_UNITS(X)
+#undef X
+} tu_t;
+
+static const struct {
+  const char *name;
+  int64_t ms;
+  int months;
+} time_units[] = {
+#define X(id, name, ms, months) {name, ms, months},
+    CK_TIME_UNITS(X)
+#undef X
+};
+
+int ck_time_unit_lookup(const char *name, size_t n, bool extract) {
+  for (size_t u = 0; u < CK_ARRAY_LEN(time_units); u++)
+    if (strlen(time_units[u].name) == n && strncasecmp(name, time_units[u].name, n) == 0)
+      return time_units[u].ms >= 0 || extract ? (int)u : -1;
+  return -1;
+}
+
+static int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* Days since 1970-01-01 of a civil date, and back (the well-known era arithmetic: 400-year
+ * eras of 146,097 days, years starting in March so the leap day comes last). */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+typedef struct civil {
+  int64_t y;
+  int m, d;
+  int64_t days;   /* since the epoch */
+  int64_t tod;    /* milliseconds into the day */
+} civil_t;
+
+static civil_t civil_of(int64_t ms) {
+  civil_t c;
+  c.days = floor_div(ms, MS_DAY);
+  c.tod = ms - c.days * MS_DAY;
+  int64_t z = c.days + 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  c.d = (int)(doy - (153 * mp + 2) / 5 + 1);
+  c.m = (int)(mp < 10 ? mp + 3 : mp - 9);
+  c.y = yoe + era * 400 + (c.m <= 2);
+  return c;
+}
+
+static bool is_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+static int month_days(int64_t y, int m) {
+  static const int len[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && is_leap(y) ? 29 : len[m - 1];
+}
+
+/* Monday = 0 … Sunday = 6 (1970-01-01 was a Thursday). */
+static int weekday_mon0(int64_t days) { return (int)(((days + 3) % 7 + 7) % 7); }
+
+static int64_t extract_field(tu_t u, int64_t ms) {
+  civil_t c = civil_of(ms);
+  switch (u) {
+    case TU_YEAR: return c.y;
+    case TU_QUARTER: return (c.m - 1) / 3 + 1;
+    case TU_MONTH: return c.m;
+    case TU_DAY: return c.d;
+    case TU_HOUR: return c.tod / 3600000;
+    case TU_MINUTE: return c.tod / 60000 % 60;
+    case TU_SECOND: return c.tod / 1000 % 60;
+    case TU_MILLISECOND: return c.tod % 60000; /* seconds × 1000 + milliseconds */
+    case TU_DOY: return c.days - days_from_civil(c.y, 1, 1) + 1;
+    case TU_DOW: return (weekday_mon0(c.days) + 1) % 7 + 1; /* Sunday = 1 … Saturday = 7 */
+    case TU_EPOCH: return floor_div(ms, 1000);
+    case TU_WEEK: { /* ISO 8601: the week of the Thursday of this Monday-started week */
+      int64_t thu = c.days - weekday_mon0(c.days) + 3;
+      civil_t t = civil_of(thu * MS_DAY);
+      return (thu - days_from_civil(t.y, 1, 1)) / 7 + 1;
+    }
+  }
+  return 0;
+}
+
+static int64_t trunc_to(tu_t u, int64_t ms) {
+  civil_t c = civil_of(ms);
+  switch (u) {
+    case TU_WEEK: return (c.days - weekday_mon0(c.days)) * MS_DAY;
+    case TU_MONTH: return days_from_civil(c.y, c.m, 1) * MS_DAY;
+    case TU_QUARTER: return days_from_civil(c.y, (c.m - 1) / 3 * 3 + 1, 1) * MS_DAY;
+    case TU_YEAR: return days_from_civil(c.y, 1, 1) * MS_DAY;
+    default: return floor_div(ms, time_units[u].ms) * time_units[u].ms;
+  }
+}
+
+/* Years a TIMESTAMP may reach through calendar arithmetic (BIGINT milliseconds hold about
+ * ±292 million years). */
+#define TS_MAX_YEAR INT64_C(200000000)
+
+static bool add_months(int64_t ms, int64_t months, int64_t *out) {
+  civil_t c = civil_of(ms);
+  if (months > TS_MAX_YEAR * 12 || months < -TS_MAX_YEAR * 12) return false;
+  int64_t total = c.y * 12 + (c.m - 1) + months;
+  int64_t y = floor_div(total, 12);
+  int m = (int)(total - y * 12) + 1;
+  if (y > TS_MAX_YEAR || y < -TS_MAX_YEAR) return false;
+  int d = c.d > month_days(y, m) ? month_days(y, m) : c.d;
+  *out = days_from_civil(y, m, d) * MS_DAY + c.tod;
+  return true;
+}
+
+/* Whole months from a to b, counted as Flink does: a month is complete when b's day and time
+ * of day reach a's. */
+static int64_t months_between(int64_t a, int64_t b) {
+  civil_t x = civil_of(a), y = civil_of(b);
+  int64_t m = (y.y * 12 + y.m) - (x.y * 12 + x.m);
+  bool y_before = y.d < x.d || (y.d == x.d && y.tod < x.tod);
+  bool y_after = y.d > x.d || (y.d == x.d && y.tod > x.tod);
+  if (m > 0 && y_before) m--;
+  if (m < 0 && y_after) m++;
+  return m;
+}
+
+/* ---- date patterns (Java's letters: y M d H m s S; 'quoted' text; other characters as
+ * they are) ---- */
+
+typedef struct dpat_item {
+  char letter; /* 0: literal text */
+  int count;
+  const char *lit;
+  size_t litn;
+} dpat_item_t;
+
+/* Splits a pattern; -1 with why on a letter clink does not know. Calls fn per item. */
+static int dpat_walk(const char *p, size_t n, char *why, size_t cap,
+                     int (*fn)(void *, const dpat_item_t *), void *arg) {
+  for (size_t i = 0; i < n;) {
+    dpat_item_t it = {0};
+    char ch = p[i];
+    if (ch == '\'') {
+      size_t j = i + 1;
+      if (j < n && p[j] == '\'') { /* '' is a quote */
+        it.lit = p + i;
+        it.litn = 1;
+        i += 2;
+      } else {
+        while (j < n && p[j] != '\'') j++;
+        if (j >= n) {
+          if (why) snprintf(why, cap, "a quote (') is not closed");
+          return -1;
+        }
+        it.lit = p + i + 1;
+        it.litn = j - i - 1;
+        i = j + 1;
+      }
+    } else if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) {
+      if (!strchr("yMdHmsS", ch)) {
+        if (why)
+          snprintf(why, cap, "the letter '%c' is not supported (clink knows y, M, d, H, m, s and "
+                   "S; quote literal text as 'T')", ch);
+        return -1;
+      }
+      size_t j = i;
+      while (j < n && p[j] == ch) j++;
+      it.letter = ch;
+      it.count = (int)(j - i);
+      if (ch == 'M' && it.count > 2) {
+        if (why) snprintf(why, cap, "month names (MMM) are not supported; write MM");
+        return -1;
+      }
+      i = j;
+    } else {
+      size_t j = i;
+      while (j < n && p[j] != '\'' && !((p[j] >= 'a' && p[j] <= 'z') || (p[j] >= 'A' && p[j] <= 'Z')))
+        j++;
+      it.lit = p + i;
+      it.litn = j - i;
+      i = j;
+    }
+    if (fn) {
+      int rc = fn(arg, &it);
+      if (rc) return rc;
+    }
+  }
+  return 0;
+}
+
+int ck_date_pattern_check(const char *pattern, size_t n, char *why, size_t cap) {
+  return dpat_walk(pattern, n, why, cap, NULL, NULL);
+}
+
+typedef struct dfmt {
+  civil_t c;
+  ck_col_t *o;
+  size_t at;
+} dfmt_t;
+
+static void put_num(dfmt_t *f, int64_t v, int width) {
+  char tmp[32];
+  int len = snprintf(tmp, sizeof tmp, "%0*lld", width, (long long)v);
+  str_put(f->o, &f->at, tmp, (size_t)len);
+}
+
+static int dfmt_item(void *arg, const dpat_item_t *it) {
+  dfmt_t *f = arg;
+  const civil_t *c = &f->c;
+  switch (it->letter) {
+    case 0: str_put(f->o, &f->at, it->lit, it->litn); break;
+    case 'y':
+      if (it->count == 2) put_num(f, ((c->y % 100) + 100) % 100, 2);
+      else put_num(f, c->y, it->count);
+      break;
+    case 'M': put_num(f, c->m, it->count); break;
+    case 'd': put_num(f, c->d, it->count); break;
+    case 'H': put_num(f, c->tod / 3600000, it->count); break;
+    case 'm': put_num(f, c->tod / 60000 % 60, it->count); break;
+    case 's': put_num(f, c->tod / 1000 % 60, it->count); break;
+    default: { /* S: the first `count` digits of the fraction of a second */
+      char tmp[16];
+      snprintf(tmp, sizeof tmp, "%03d000000", (int)(c->tod % 1000));
+      int k = it->count > 9 ? 9 : it->count;
+      str_put(f->o, &f->at, tmp, (size_t)k);
+      break;
+    }
+  }
+  return 0;
+}
+
+typedef struct dparse {
+  const char *s;
+  size_t n, pos;
+  int64_t y;
+  int m, d, h, mi, sec, ms;
+} dparse_t;
+
+/* Reads a number: `count` digits exactly when count >= 2, else one or more (up to max). */
+static bool read_num(dparse_t *p, int count, int max, int64_t *v) {
+  size_t start = p->pos;
+  int limit = count >= 2 ? count : max;
+  *v = 0;
+  while (p->pos < p->n && (int)(p->pos - start) < limit && p->s[p->pos] >= '0' &&
+         p->s[p->pos] <= '9')
+    *v = *v * 10 + (p->s[p->pos++] - '0');
+  int got = (int)(p->pos - start);
+  return count >= 2 ? got == count : got > 0;
+}
+
+static int dparse_item(void *arg, const dpat_item_t *it) {
+  dparse_t *p = arg;
+  int64_t v;
+  switch (it->letter) {
+    case 0:
+      if (p->n - p->pos < it->litn || memcmp(p->s + p->pos, it->lit, it->litn) != 0) return 1;
+      p->pos += it->litn;
+      return 0;
+    case 'y':
+      if (!read_num(p, it->count, 9, &v)) return 1;
+      p->y = it->count == 2 ? 2000 + v : v;
+      return 0;
+    case 'S': {
+      size_t start = p->pos;
+      if (!read_num(p, it->count, 9, &v)) return 1;
+      int digits = (int)(p->pos - start);
+      while (digits > 3) v /= 10, digits--;
+      while (digits < 3) v *= 10, digits++;
+      p->ms = (int)v;
+      return 0;
+    }
+    default:
+      if (!read_num(p, it->count, 2, &v)) return 1;
+      switch (it->letter) {
+        case 'M': p->m = (int)v; break;
+        case 'd': p->d = (int)v; break;
+        case 'H': p->h = (int)v; break;
+        case 'm': p->mi = (int)v; break;
+        default: p->sec = (int)v; break;
+      }
+      return 0;
+  }
+}
+
+/* Text in pattern p as a TIMESTAMP; false when it does not match or names no real time. */
+static bool date_parse(const char *s, size_t n, const char *p, size_t pn, int64_t *out) {
+  dparse_t d = {.s = s, .n = n, .y = 1970, .m = 1, .d = 1};
+  if (dpat_walk(p, pn, NULL, 0, dparse_item, &d) || d.pos != n) return false;
+  if (d.m < 1 || d.m > 12 || d.d < 1 || d.d > month_days(d.y, d.m) || d.h > 23 || d.mi > 59 ||
+      d.sec > 59 || d.y > 9999999)
+    return false;
+  *out = days_from_civil(d.y, d.m, d.d) * MS_DAY + d.h * INT64_C(3600000) + d.mi * 60000 +
+         d.sec * 1000 + d.ms;
+  return true;
+}
+
+static int ts_range(kc_t *c, size_t i) {
+  (void)i;
+  return ck_error_set(c->ev->err, CK_EEVAL, "could not compute %s: the result is outside the "
+                      "range of TIMESTAMP", ck_fn_name(c->e->fn));
+}
+
+static int k_time(kc_t *c) {
+  ck_fn_t fn = c->e->fn;
+  size_t n = c->n;
+  if (fn == CK_FN_DATE_FORMAT) {
+    ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), n);
+    for (size_t i = 0; i < n; i++) {
+      if (!counts(c, i)) {
+        ck_col_append_null(o);
+        continue;
+      }
+      size_t pn;
+      const char *p = vstr(&c->k[1], i, &pn);
+      dfmt_t f = {civil_of(vint(&c->k[0], i)), o, 0};
+      if (dpat_walk(p, pn, NULL, 0, dfmt_item, &f)) {
+        ck_col_append_null(o); /* a pattern from a column that is not one */
+        continue;
+      }
+      str_commit(o, f.at);
+    }
+    return 0;
+  }
+  if (fn == CK_FN_TO_TIMESTAMP) {
+    ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_TIMESTAMP), n);
+    for (int j = 0; j < c->nk; j++) and_valid(o, &c->k[j]);
+    for (size_t i = 0; i < n; i++) {
+      if (!counts(c, i)) continue;
+      size_t sn, pn = 0;
+      const char *s = vstr(&c->k[0], i, &sn), *p = c->nk > 1 ? vstr(&c->k[1], i, &pn) : NULL;
+      int64_t v = 0;
+      bool ok = p ? date_parse(s, sn, p, pn, &v) : ck_timestamp_parse(s, sn, &v);
+      if (ok) {
+        ((int64_t *)o->values)[i] = v;
+      } else {
+        uint8_t *bm = bitmap(o);
+        bm[i >> 3] = (uint8_t)(bm[i >> 3] & ~(1u << (i & 7)));
+      }
+    }
+    return 0;
+  }
+  size_t un;
+  const char *uname = vstr(&c->k[0], 0, &un);
+  tu_t u = (tu_t)ck_time_unit_lookup(uname, un, true);
+  ck_type_t rt = c->e->type;
+  ck_col_t *o = out_init(c->out, rt, n);
+  for (int j = 1; j < c->nk; j++) and_valid(o, &c->k[j]);
+  for (size_t i = 0; i < n; i++) {
+    if (!counts(c, i)) continue;
+    int64_t r = 0;
+    switch (fn) {
+      case CK_FN_EXTRACT: r = extract_field(u, vint(&c->k[1], i)); break;
+      case CK_FN_DATE_TRUNC: r = trunc_to(u, vint(&c->k[1], i)); break;
+      case CK_FN_TIMESTAMPADD: {
+        int64_t k = vint(&c->k[1], i), ts = vint(&c->k[2], i), d;
+        if (time_units[u].months) {
+          if (__builtin_mul_overflow(k, (int64_t)time_units[u].months, &d) ||
+              !add_months(ts, d, &r))
+            return ts_range(c, i);
+        } else if (__builtin_mul_overflow(k, time_units[u].ms, &d) ||
+                   __builtin_add_overflow(ts, d, &r)) {
+          return ts_range(c, i);
+        }
+        break;
+      }
+      default: { /* TIMESTAMPDIFF */
+        int64_t a = vint(&c->k[1], i), b = vint(&c->k[2], i), d;
+        if (time_units[u].months) {
+          r = months_between(a, b) / time_units[u].months;
+        } else {
+          if (__builtin_sub_overflow(b, a, &d)) d = b > a ? INT64_MAX : INT64_MIN;
+          r = d / time_units[u].ms;
+        }
+        if (r > INT32_MAX || r < INT32_MIN)
+          return ck_error_set(c->ev->err, CK_EEVAL, "could not compute TIMESTAMPDIFF(%s, …): "
+                              "integer overflow, the result does not fit in INT",
+                              time_units[u].name);
+        break;
+      }
+    }
+    if (rt.id == CK_T_INT32) ((int32_t *)o->values)[i] = (int32_t)r;
+    else ((int64_t *)o->values)[i] = r;
+  }
+  return 0;
+}
+
+
+/* ---- JSON_VALUE, JSON_QUERY, JSON_EXISTS: a path into JSON text, without building a tree ---
+ *
+ * The text is checked whole (a scanner that skips values), then the path's steps are followed
+ * by skipping what they do not name. Paths: an optional `lax` (the default; `strict` is
+ * refused), `$`, then `.key`, `."key"` and `[index]` steps. */
+
+#define JS_MAX_DEPTH 200
+#define JS_BAD SIZE_MAX
+
+static size_t js_ws(const char *s, size_t n, size_t i) {
+  while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+  return i;
+}
+
+/* The end of the string whose opening quote is at i, or JS_BAD. */
+static size_t js_string_end(const char *s, size_t n, size_t i) {
+  for (i++; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '"') return i + 1;
+    if (ch < 0x20) return JS_BAD;
+    if (ch == '\\') {
+      if (++i >= n) return JS_BAD;
+      if (s[i] == 'u') {
+        for (int k = 1; k <= 4; k++)
+          if (i + k >= n || !isxdigit((unsigned char)s[i + k])) return JS_BAD;
+        i += 4;
+      } else if (!strchr("\"\\/bfnrt", s[i])) {
+        return JS_BAD;
+      }
+    }
+  }
+  return JS_BAD;
+}
+
+/* The end of the value at i (no leading blanks), or JS_BAD when it is not JSON. */
+static size_t js_skip(const char *s, size_t n, size_t i, int depth) {
+  if (i >= n || depth > JS_MAX_DEPTH) return JS_BAD;
+  char ch = s[i];
+  if (ch == '"') return js_string_end(s, n, i);
+  if (ch == '{' || ch == '[') {
+    char close = ch == '{' ? '}' : ']';
+    i = js_ws(s, n, i + 1);
+    if (i < n && s[i] == close) return i + 1;
+    for (;;) {
+      if (ch == '{') {
+        if (i >= n || s[i] != '"' || (i = js_string_end(s, n, i)) == JS_BAD) return JS_BAD;
+        i = js_ws(s, n, i);
+        if (i >= n || s[i] != ':') return JS_BAD;
+        i = js_ws(s, n, i + 1);
+      }
+      if ((i = js_skip(s, n, i, depth + 1)) == JS_BAD) return JS_BAD;
+      i = js_ws(s, n, i);
+      if (i < n && s[i] == ',') {
+        i = js_ws(s, n, i + 1);
+        continue;
+      }
+      return i < n && s[i] == close ? i + 1 : JS_BAD;
+    }
+  }
+  static const char *const words[] = {"true", "false", "null"};
+  for (size_t w = 0; w < 3; w++) {
+    size_t len = strlen(words[w]);
+    if (n - i >= len && memcmp(s + i, words[w], len) == 0) return i + len;
+  }
+  /* a number: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)? */
+  size_t j = i;
+  if (j < n && s[j] == '-') j++;
+  if (j >= n || !isdigit((unsigned char)s[j])) return JS_BAD;
+  if (s[j] == '0') j++;
+  else
+    while (j < n && isdigit((unsigned char)s[j])) j++;
+  if (j < n && s[j] == '.') {
+    if (++j >= n || !isdigit((unsigned char)s[j])) return JS_BAD;
+    while (j < n && isdigit((unsigned char)s[j])) j++;
+  }
+  if (j < n && (s[j] == 'e' || s[j] == 'E')) {
+    j++;
+    if (j < n && (s[j] == '+' || s[j] == '-')) j++;
+    if (j >= n || !isdigit((unsigned char)s[j])) return JS_BAD;
+    while (j < n && isdigit((unsigned char)s[j])) j++;
+  }
+  return j;
+}
+
+static unsigned js_hex4(const char *p) {
+  unsigned v = 0;
+  for (int k = 0; k < 4; k++) {
+    char c = p[k];
+    v = v * 16 + (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+  }
+  return v;
+}
+
+/* Appends the text of the (checked) string token [b, e) with its escapes undone. */
+static void js_unescape(const char *s, size_t b, size_t e, ck_col_t *o, size_t *at) {
+  for (size_t i = b + 1; i + 1 < e; i++) {
+    if (s[i] != '\\') {
+      str_put(o, at, s + i, 1);
+      continue;
+    }
+    char c = s[++i];
+    if (c != 'u') {
+      char out = c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r'
+                 : c == 't' ? '\t' : c;
+      str_put(o, at, &out, 1);
+      continue;
+    }
+    UChar32 cp = (UChar32)js_hex4(s + i + 1);
+    i += 4;
+    if (U16_IS_LEAD(cp) && i + 6 < e && s[i + 1] == '\\' && s[i + 2] == 'u' &&
+        U16_IS_TRAIL(js_hex4(s + i + 3))) {
+      cp = U16_GET_SUPPLEMENTARY(cp, (UChar32)js_hex4(s + i + 3));
+      i += 6;
+    } else if (U_IS_SURROGATE(cp)) {
+      cp = 0xFFFD;
+    }
+    char buf[4];
+    int32_t len = 0;
+    U8_APPEND_UNSAFE(buf, len, cp);
+    str_put(o, at, buf, (size_t)len);
+  }
+}
+
+/* True when the string token [b, e) of s says `key` (escapes undone). */
+static bool js_key_is(const char *s, size_t b, size_t e, const char *key, size_t kn) {
+  if (!memchr(s + b, '\\', e - b)) return e - b - 2 == kn && memcmp(s + b + 1, key, kn) == 0;
+  ck_col_t tmp;
+  ck_col_init(&tmp, CK_TYPE(CK_T_STRING), 1);
+  size_t at = 0;
+  js_unescape(s, b, e, &tmp, &at);
+  bool eq = at == kn && memcmp(tmp.data ? tmp.data : "", key, kn) == 0;
+  ck_col_fini(&tmp);
+  return eq;
+}
+
+typedef struct jstep {
+  const char *key; /* NULL: an index step */
+  size_t kn;
+  int64_t index;
+} jstep_t;
+
+/* Parses a path into steps (at most cap); -1 with why when it is not one clink reads. */
+static int js_path(const char *p, size_t n, jstep_t *steps, int cap, int *nsteps, char *why,
+                   size_t wcap) {
+  size_t i = 0;
+  while (i < n && p[i] == ' ') i++;
+  if (n - i >= 6 && strncasecmp(p + i, "strict", 6) == 0) {
+    snprintf(why, wcap, "strict mode is not supported (paths are lax)");
+    return -1;
+  }
+  if (n - i >= 3 && strncasecmp(p + i, "lax", 3) == 0) i += 3;
+  while (i < n && p[i] == ' ') i++;
+  if (i >= n || p[i] != '$') {
+    snprintf(why, wcap, "a path starts with $");
+    return -1;
+  }
+  i++;
+  int k = 0;
+  while (i < n) {
+    if (k == cap) {
+      snprintf(why, wcap, "more than %d steps", cap);
+      return -1;
+    }
+    jstep_t *st = &steps[k];
+    if (p[i] == '.') {
+      i++;
+      if (i < n && p[i] == '"') {
+        size_t b = ++i;
+        while (i < n && p[i] != '"') i++;
+        if (i >= n) {
+          snprintf(why, wcap, "a quoted key is not closed");
+          return -1;
+        }
+        st->key = p + b, st->kn = i - b;
+        i++;
+      } else {
+        size_t b = i;
+        while (i < n && (isalnum((unsigned char)p[i]) || p[i] == '_' || p[i] == '$' ||
+                         (unsigned char)p[i] >= 0x80))
+          i++;
+        if (i == b) {
+          snprintf(why, wcap, "'.' is followed by no key at character %zu", i + 1);
+          return -1;
+        }
+        st->key = p + b, st->kn = i - b;
+      }
+    } else if (p[i] == '[') {
+      size_t b = ++i;
+      int64_t v = 0;
+      while (i < n && isdigit((unsigned char)p[i]) && v < INT32_MAX) v = v * 10 + (p[i++] - '0');
+      if (i == b || i >= n || p[i] != ']') {
+        snprintf(why, wcap, "only [index] with a number is supported at character %zu", b);
+        return -1;
+      }
+      i++;
+      st->key = NULL, st->index = v;
+    } else {
+      snprintf(why, wcap, "unexpected '%c' at character %zu", p[i], i + 1);
+      return -1;
+    }
+    k++;
+  }
+  *nsteps = k;
+  return 0;
+}
+
+#define JS_MAX_STEPS 32
+
+int ck_json_path_check(const char *path, size_t n, char *why, size_t cap) {
+  jstep_t steps[JS_MAX_STEPS];
+  int k;
+  return js_path(path, n, steps, JS_MAX_STEPS, &k, why, cap);
+}
+
+/* Finds the value the path names: its [*b, *e) in s. 1 found, 0 absent, -1 not JSON. */
+static int js_find(const char *s, size_t n, const jstep_t *steps, int k, size_t *b, size_t *e) {
+  size_t i = js_ws(s, n, 0), end = js_skip(s, n, i, 0);
+  if (end == JS_BAD || js_ws(s, n, end) != n) return -1;
+  for (int st = 0; st < k; st++) {
+    char open = s[i];
+    if (steps[st].key ? open != '{' : open != '[') return 0;
+    i = js_ws(s, n, i + 1);
+    if (s[i] == (open == '{' ? '}' : ']')) return 0;
+    bool found = false;
+    for (int64_t idx = 0;; idx++) {
+      if (open == '{') {
+        size_t kb = i, ke = js_string_end(s, n, i);
+        i = js_ws(s, n, js_ws(s, n, ke) + 1); /* past ':' */
+        if (js_key_is(s, kb, ke, steps[st].key, steps[st].kn)) {
+          found = true;
+          break;
+        }
+      } else if (idx == steps[st].index) {
+        found = true;
+        break;
+      }
+      i = js_ws(s, n, js_skip(s, n, i, 0));
+      if (s[i] != ',') break;
+      i = js_ws(s, n, i + 1);
+    }
+    if (!found) return 0;
+  }
+  *b = i;
+  *e = js_skip(s, n, i, 0);
+  return 1;
+}
+
+/* The value [b, e) without the blanks between its tokens (Flink writes JSON_QUERY's result
+ * compactly). */
+static void js_compact(const char *s, size_t b, size_t e, ck_col_t *o, size_t *at) {
+  for (size_t i = b; i < e;) {
+    if (s[i] == '"') {
+      size_t j = js_string_end(s, e, i);
+      str_put(o, at, s + i, j - i);
+      i = j;
+    } else if (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+      i++;
+    } else {
+      str_put(o, at, s + i, 1);
+      i++;
+    }
+  }
+}
+
+static int k_json(kc_t *c) {
+  ck_fn_t fn = c->e->fn;
+  bool exists = fn == CK_FN_JSON_EXISTS;
+  ck_col_t *o = exists ? out_init(c->out, CK_TYPE(CK_T_BOOL), c->n)
+                       : out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  if (exists)
+    for (int j = 0; j < c->nk; j++) and_valid(o, &c->k[j]);
+  jstep_t steps[JS_MAX_STEPS];
+  int k = 0;
+  const char *last_path = NULL;
+  size_t last_pn = 0;
+  bool path_ok = false;
+  for (size_t i = 0; i < c->n; i++) {
+    if (!counts(c, i)) {
+      if (!exists) ck_col_append_null(o);
+      continue;
+    }
+    size_t n, pn, b = 0, e = 0;
+    const char *s = vstr(&c->k[0], i, &n), *p = vstr(&c->k[1], i, &pn);
+    if (p != last_path || pn != last_pn) {
+      char why[120];
+      path_ok = js_path(p, pn, steps, JS_MAX_STEPS, &k, why, sizeof why) == 0;
+      last_path = p, last_pn = pn;
+    }
+    int found = path_ok ? js_find(s, n, steps, k, &b, &e) : -1;
+    if (exists) {
+      ((uint8_t *)o->values)[i] = found == 1;
+      continue;
+    }
+    char first = found == 1 ? s[b] : 0;
+    bool container = first == '{' || first == '[';
+    if (found != 1 || first == 'n' || (fn == CK_FN_JSON_VALUE) == container) {
+      ck_col_append_null(o); /* absent, null, or not the kind of value asked for */
+      continue;
+    }
+    size_t at = 0;
+    if (fn == CK_FN_JSON_QUERY) js_compact(s, b, e, o, &at);
+    else if (first == '"') js_unescape(s, b, e, o, &at);
+    else str_put(o, &at, s + b, e - b);
+    str_commit(o, at);
+  }
+  return 0;
+}
+
+
+/* ---- SIMILAR TO: the SQL standard's regular expressions, as ICU patterns -------------------
+ *
+ * `%` is any text and `_` any character; `|`, `*`, `+`, `?`, `{m,n}`, `(…)` and `[…]` are
+ * regular-expression syntax; every other character (`.`, `^`, `$`, `\` among them) stands for
+ * itself, as does the character after the ESCAPE one. The whole text must match. */
+
+static void similar_literal(ck_buf_t *out, const char *p, size_t cl) {
+  if (cl == 1 && !isalnum((unsigned char)p[0]) && (unsigned char)p[0] < 0x80) ck_buf_putc(out, '\\');
+  ck_buf_append(out, p, cl);
+}
+
+static int similar_translate(const char *p, size_t n, const char *esc, size_t en, ck_buf_t *out,
+                             char *why, size_t cap) {
+  ck_buf_puts(out, "(?:");
+  for (size_t i = 0; i < n;) {
+    size_t cl = u8len((unsigned char)p[i]);
+    if (i + cl > n) cl = n - i;
+    if (en && i + en <= n && memcmp(p + i, esc, en) == 0) {
+      i += en;
+      if (i >= n) {
+        snprintf(why, cap, "it ends with its ESCAPE character");
+        return -1;
+      }
+      size_t c2 = u8len((unsigned char)p[i]);
+      if (i + c2 > n) c2 = n - i;
+      similar_literal(out, p + i, c2);
+      i += c2;
+      continue;
+    }
+    char ch = p[i];
+    if (ch == '%') {
+      ck_buf_puts(out, ".*");
+    } else if (ch == '_') {
+      ck_buf_putc(out, '.');
+    } else if (ch == '{') { /* {m}, {m,}, {m,n} as they are */
+      size_t j = i + 1;
+      while (j < n && (isdigit((unsigned char)p[j]) || p[j] == ',')) j++;
+      if (j >= n || p[j] != '}') {
+        snprintf(why, cap, "a '{' at character %zu is not a repetition {m,n}",
+                 ck_utf8_chars(p, i) + 1);
+        return -1;
+      }
+      ck_buf_append(out, p + i, j + 1 - i);
+      cl = j + 1 - i;
+    } else if (strchr("|*+?()", ch)) {
+      ck_buf_putc(out, ch);
+    } else if (ch == '[') {
+      size_t j = i + 1;
+      if (j < n && p[j] == '^') j++;
+      if (j < n && p[j] == ']') j++;
+      while (j < n && p[j] != ']') {
+        if (p[j] == '[' && j + 1 < n && p[j + 1] == ':') { /* [:alpha:] */
+          const char *end = memmem(p + j, n - j, ":]", 2);
+          if (end) j = (size_t)(end - p) + 1;
+        }
+        j++;
+      }
+      if (j >= n) {
+        snprintf(why, cap, "a '[' at character %zu is not closed", ck_utf8_chars(p, i) + 1);
+        return -1;
+      }
+      /* ICU's sets give '[', '&' and '\\' meanings of their own: those stand for themselves,
+       * except a [:class:] */
+      ck_buf_putc(out, '[');
+      for (size_t k = i + 1; k < j; k++) {
+        if (p[k] == '[' && k + 1 < j && p[k + 1] == ':') {
+          const char *end = memmem(p + k, j + 1 - k, ":]", 2);
+          size_t e = end ? (size_t)(end - p) + 2 : j;
+          ck_buf_append(out, p + k, e - k);
+          k = e - 1;
+          continue;
+        }
+        if (p[k] == '[' || p[k] == ']' || p[k] == '&' || p[k] == '\\') ck_buf_putc(out, '\\');
+        ck_buf_putc(out, p[k]);
+      }
+      ck_buf_putc(out, ']');
+      cl = j + 1 - i;
+    } else {
+      similar_literal(out, p + i, cl);
+    }
+    i += cl;
+  }
+  ck_buf_putc(out, ')');
+  return 0;
+}
+
+static URegularExpression *similar_compile(const char *p, size_t n, const char *esc, size_t en,
+                                           char *why, size_t cap) {
+  ck_buf_t rx;
+  ck_buf_init(&rx);
+  URegularExpression *re = NULL;
+  if (similar_translate(p, n, esc, en, &rx, why, cap) == 0) {
+    UParseError pe;
+    UErrorCode st = U_ZERO_ERROR;
+    UText *ut = utext_openUTF8(NULL, rx.data, (int64_t)rx.len, &st);
+    if (!U_FAILURE(st)) re = uregex_openUText(ut, UREGEX_DOTALL, &pe, &st);
+    if (ut) utext_close(ut);
+    if (U_FAILURE(st)) {
+      if (re) uregex_close(re);
+      re = NULL;
+      snprintf(why, cap, "%s", u_errorName(st));
+    }
+  }
+  ck_buf_fini(&rx);
+  return re;
+}
+
+int ck_similar_check(const char *pattern, size_t n, const char *esc, size_t en, char *why,
+                     size_t cap) {
+  if (esc && ck_utf8_chars(esc, en) != 1) {
+    snprintf(why, cap, "its ESCAPE must be one character");
+    return -1;
+  }
+  URegularExpression *re = similar_compile(pattern, n, esc, en, why, cap);
+  if (!re) return -1;
+  uregex_close(re);
+  return 0;
+}
+
+static int k_similar(kc_t *c) {
+  const vec_t *A = &c->k[0], *P = &c->k[1], *E = c->nk > 2 ? &c->k[2] : NULL;
+  bool neg = c->e->negated;
+  ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_BOOL), c->n);
+  for (int j = 0; j < c->nk; j++) and_valid(o, &c->k[j]);
+  uint8_t *r = o->values;
+  URegularExpression *re = NULL;
+  UText *text = NULL;
+  ck_buf_t key; /* the pattern and escape re was compiled from */
+  ck_buf_init(&key);
+  int rc = 0;
+  for (size_t i = 0; i < c->n && !rc; i++) {
+    if (!counts(c, i)) continue;
+    size_t sn, pn, en = 0;
+    const char *s = vstr(A, i, &sn), *p = vstr(P, i, &pn), *esc = E ? vstr(E, i, &en) : NULL;
+    if (!re || key.len != pn + en + 1 || memcmp(key.data, p, pn) != 0 ||
+        memcmp(key.data + pn + 1, esc ? esc : "", en) != 0) {
+      char why[160];
+      if (re) uregex_close(re);
+      re = NULL;
+      if (esc && ck_utf8_chars(esc, en) != 1) snprintf(why, sizeof why, "its ESCAPE must be one character");
+      else re = similar_compile(p, pn, esc, en, why, sizeof why);
+      if (!re) {
+        rc = ck_error_set(c->ev->err, CK_EEVAL, "could not compute SIMILAR TO with the pattern "
+                          "'%.*s': %s", (int)(pn > 60 ? 60 : pn), p, why);
+        break;
+      }
+      ck_buf_reset(&key);
+      ck_buf_append(&key, p, pn);
+      ck_buf_putc(&key, 0);
+      ck_buf_append(&key, esc ? esc : "", en);
+    }
+    UErrorCode st = U_ZERO_ERROR;
+    text = utext_openUTF8(text, s, (int64_t)sn, &st);
+    uregex_setUText(re, text, &st);
+    bool m = !U_FAILURE(st) && uregex_matches64(re, 0, &st) && !U_FAILURE(st);
+    r[i] = m != neg;
+  }
+  if (re) uregex_close(re);
+  if (text) utext_close(text);
+  ck_buf_fini(&key);
+  return rc;
 }
 
 /* ---- CAST ------------------------------------------------------------------------------- */
@@ -1636,6 +3246,19 @@ static int eval_strict(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, 
   return rc;
 }
 
+/* A function that reads NULL arguments itself (CONCAT_WS): no NULL-in, NULL-out shortcut. */
+static int eval_lenient(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *first,
+                        vec_t *out) {
+  kids_t k;
+  int rc = kids_eval(ev, e, mask, first, &k);
+  if (rc) return rc;
+  kc_t c = {ev, e, mask, k.v, k.n, ev->n, out};
+  rc = kernel(&c);
+  kids_fini(&k);
+  if (rc) vec_fini(out);
+  return rc;
+}
+
 /* A BOOL vector as per-row validity and value bytes (0/1; value 0 where NULL). */
 static void load_bool(const vec_t *v, size_t n, uint8_t *ok, uint8_t *val) {
   const uint8_t *x = v->col->values;
@@ -1870,6 +3493,7 @@ static int eval_inner(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, v
         case CK_FN_IS_FALSE: return eval_is(ev, e, mask, first, out);
         case CK_FN_COALESCE: ck_assert(!first); return eval_coalesce(ev, e, mask, out);
         case CK_FN_NULLIF: return eval_nullif(ev, e, mask, first, out);
+        case CK_FN_CONCAT_WS: return eval_lenient(ev, e, mask, first, out);
         default: return eval_strict(ev, e, mask, first, out);
       }
     default: break;

@@ -45,6 +45,9 @@ struct ck_ast {
   const char *text;      /* IDENT name, literal text, CALL name, BINARY/UNARY op */
   const char *qualifier; /* IDENT: table alias or name before the dot */
   bool bval, negated, distinct;
+  bool filtered;         /* CALL written with FILTER (WHERE p): its argument is already
+                          * CASE WHEN p THEN x END (COUNT(*): THEN 1), which only an aggregate
+                          * may take this way */
   int64_t ms;            /* INTERVAL */
   ck_type_t cast_type;   /* CAST */
   ck_ast_t *operand;     /* CASE x WHEN … */

@@ -473,17 +473,133 @@ static ck_ast_t *parse_case(parser_t *ps, ck_pos_t pos) {
   return n;
 }
 
+static bool enter(parser_t *ps);
+static ck_ast_t *parse_add(parser_t *ps);
+
+/* The next non-blank character after the current token (no comment skipping: a look-ahead for
+ * the few places where one word decides between two readings). */
+static char peek_char(const parser_t *ps) {
+  const char *q = ps->p;
+  while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n') q++;
+  return *q;
+}
+
+/* True when the word after the current token is w (case-insensitive). */
+static bool peek_word(const parser_t *ps, const char *w) {
+  const char *q = ps->p;
+  while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n') q++;
+  size_t n = strlen(w);
+  return strncasecmp(q, w, n) == 0 && !isalnum((unsigned char)q[n]) && q[n] != '_';
+}
+
+static ck_ast_t *string_node(parser_t *ps, ck_pos_t pos, const char *text) {
+  ck_ast_t *n = node(ps, CK_AST_STRING, pos);
+  n->text = text;
+  return n;
+}
+
+/* A time unit keyword (EXTRACT(YEAR FROM …), FLOOR(ts TO DAY)) as the string the function
+ * reads; its typing rule checks it is a unit. */
+static ck_ast_t *parse_unit(parser_t *ps) {
+  if (ps->tok.kind != T_IDENT) return fail_at(ps, &ps->tok, "expected %s", "a time unit such as DAY"), NULL;
+  ck_ast_t *u = string_node(ps, ps->tok.pos, tok_text(ps, &ps->tok));
+  next(ps);
+  return u;
+}
+
+/* The standard's keyword forms of some calls, rewritten to plain calls of the function table:
+ * POSITION(a IN b), OVERLAY(s PLACING r FROM p [FOR l]), TRIM([BOTH|LEADING|TRAILING] [c] FROM
+ * s), EXTRACT(unit FROM ts). Returns 1 when it parsed the arguments, 0 when the call is an
+ * ordinary one, -1 on error. */
+static int parse_special_args(parser_t *ps, ck_ast_t *n, vec_t *args) {
+  const char *name = n->text;
+  if (ck_streq_i(name, "POSITION")) {
+    if (!enter(ps)) return -1;
+    ck_ast_t *a = parse_add(ps); /* not parse_expr: it would read `a IN (…)` */
+    ps->depth--;
+    if (!a) return -1;
+    vec_push(ps, args, a);
+    if (accept_kw(ps, "IN") || accept(ps, T_COMMA)) {
+      ck_ast_t *b = parse_expr(ps);
+      if (!b) return -1;
+      vec_push(ps, args, b);
+    }
+    return 1;
+  }
+  if (ck_streq_i(name, "EXTRACT")) {
+    ck_ast_t *u = parse_unit(ps);
+    if (!u || expect_kw(ps, "FROM")) return -1;
+    ck_ast_t *ts = parse_expr(ps);
+    if (!ts) return -1;
+    vec_push(ps, args, u);
+    vec_push(ps, args, ts);
+    return 1;
+  }
+  if (ck_streq_i(name, "OVERLAY")) {
+    ck_ast_t *a = parse_expr(ps);
+    if (!a) return -1;
+    vec_push(ps, args, a);
+    if (!accept_kw(ps, "PLACING")) return 0;
+    ck_ast_t *r = parse_expr(ps), *from = NULL, *len = NULL;
+    if (!r || expect_kw(ps, "FROM") || !(from = parse_expr(ps))) return -1;
+    vec_push(ps, args, r);
+    vec_push(ps, args, from);
+    if (accept_kw(ps, "FOR")) {
+      if (!(len = parse_expr(ps))) return -1;
+      vec_push(ps, args, len);
+    }
+    return 1;
+  }
+  if (ck_streq_i(name, "TRIM")) {
+    const char *fn = "TRIM";
+    bool mode = true;
+    if (accept_kw(ps, "LEADING")) fn = "LTRIM";
+    else if (accept_kw(ps, "TRAILING")) fn = "RTRIM";
+    else mode = accept_kw(ps, "BOTH");
+    ck_ast_t *chars = NULL, *src;
+    if (!accept_kw(ps, "FROM")) {
+      if (!(chars = parse_expr(ps))) return -1;
+      if (!accept_kw(ps, "FROM")) {
+        if (mode) return expect_kw(ps, "FROM"), -1;
+        vec_push(ps, args, chars);
+        return 0; /* TRIM(s) or TRIM(s, chars) */
+      }
+    }
+    if (!(src = parse_expr(ps))) return -1;
+    n->text = fn;
+    vec_push(ps, args, src);
+    if (chars) vec_push(ps, args, chars);
+    return 1;
+  }
+  return 0;
+}
+
 static ck_ast_t *parse_call(parser_t *ps, const char *name, ck_pos_t pos) {
+  /* constructors with a syntax of their own (KEY … VALUE …, ABSENT ON NULL): refused whole */
+  static const char *const not_parsed[] = {"JSON_OBJECT", "JSON_ARRAY", "JSON_OBJECTAGG",
+                                           "JSON_ARRAYAGG"};
+  for (size_t i = 0; i < CK_ARRAY_LEN(not_parsed); i++)
+    if (ck_streq_i(name, not_parsed[i])) {
+      ck_error_set_at(ps->err, CK_EUNSUPPORTED, pos.line, pos.column,
+                      "function %s is not supported", not_parsed[i]);
+      ck_error_hint(ps->err, "build the JSON text with CONCAT or ||");
+      return NULL;
+    }
   ck_ast_t *n = node(ps, CK_AST_CALL, pos);
   n->text = name;
   vec_t args = {0};
+  int special = 0;
   if (ps->tok.kind == T_STAR) {
     vec_push(ps, &args, node(ps, CK_AST_STAR, ps->tok.pos));
     next(ps);
   } else if (ps->tok.kind != T_RPAREN) {
     if (accept_kw(ps, "DISTINCT")) n->distinct = true;
     else accept_kw(ps, "ALL");
-    for (;;) {
+    if (!n->distinct && (special = parse_special_args(ps, n, &args)) < 0) return NULL;
+    if (special == 0 && args.n == 1) {
+      if (!accept(ps, T_COMMA)) special = 1; /* a keyword form's first argument, and no more */
+    }
+    for (; !special;) {
       ck_ast_t *a = parse_expr(ps);
       if (!a) return NULL;
       vec_push(ps, &args, a);
@@ -499,14 +615,81 @@ static ck_ast_t *parse_call(parser_t *ps, const char *name, ck_pos_t pos) {
         }
         break;
       }
+      /* FLOOR(ts TO unit) is DATE_TRUNC(unit, ts) */
+      if (args.n == 1 && is_kw(&ps->tok, "TO") &&
+          (ck_streq_i(name, "FLOOR") || ck_streq_i(name, "CEIL") || ck_streq_i(name, "CEILING"))) {
+        if (!ck_streq_i(name, "FLOOR")) {
+          ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
+                          "%s(… TO unit) is not supported", name);
+          ck_error_hint(ps->err, "FLOOR(ts TO unit) rounds a timestamp down");
+          return NULL;
+        }
+        next(ps);
+        ck_ast_t *u = parse_unit(ps);
+        if (!u) return NULL;
+        n->text = "DATE_TRUNC";
+        args.items[0] = u;
+        vec_push(ps, &args, a);
+        break;
+      }
       if (!accept(ps, T_COMMA)) break;
     }
   }
+  if (strncasecmp(n->text, "JSON_", 5) == 0 && ps->tok.kind == T_IDENT) {
+    static const char *const clauses[] = {"RETURNING", "NULL",  "ERROR", "DEFAULT", "EMPTY",
+                                          "TRUE",      "FALSE", "UNKNOWN", "WITH", "WITHOUT"};
+    for (size_t i = 0; i < CK_ARRAY_LEN(clauses); i++)
+      if (is_kw(&ps->tok, clauses[i])) {
+        ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
+                        "the RETURNING, WRAPPER and ON EMPTY / ON ERROR clauses of %s are not "
+                        "supported", n->text);
+        ck_error_hint(ps->err, "the result is a VARCHAR, NULL when the path names nothing; "
+                               "CAST it, or COALESCE it for a default");
+        return NULL;
+      }
+  }
   if (expect(ps, T_RPAREN, "')' or ','")) return NULL;
+  /* TIMESTAMPADD(DAY, …): the unit is a keyword, read as its name */
+  if (args.n >= 1 && (ck_streq_i(n->text, "TIMESTAMPADD") || ck_streq_i(n->text, "TIMESTAMPDIFF") ||
+                      ck_streq_i(n->text, "DATE_TRUNC"))) {
+    ck_ast_t *u = args.items[0];
+    if (u->kind == CK_AST_IDENT && !u->qualifier) args.items[0] = string_node(ps, u->pos, u->text);
+  }
   if (is_kw(&ps->tok, "OVER")) {
     ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
                     "OVER windows are not supported");
     ck_error_hint(ps->err, "group by TUMBLE, HOP, SESSION or CUMULATE instead");
+    return NULL;
+  }
+  /* agg(x) FILTER (WHERE p) is agg(CASE WHEN p THEN x END), as every aggregate skips NULLs;
+   * COUNT(*) FILTER (WHERE p) counts CASE WHEN p THEN 1 END */
+  if (is_kw(&ps->tok, "FILTER") && peek_char(ps) == '(') {
+    tok_t f = ps->tok;
+    next(ps);
+    next(ps);
+    if (expect_kw(ps, "WHERE")) return NULL;
+    ck_ast_t *p = parse_expr(ps);
+    if (!p || expect(ps, T_RPAREN, "')'")) return NULL;
+    if (args.n != 1) {
+      ck_error_set_at(ps->err, CK_EBIND, f.pos.line, f.pos.column,
+                      "FILTER (WHERE …) needs an aggregate of one argument");
+      return NULL;
+    }
+    ck_ast_t *x = args.items[0];
+    if (x->kind == CK_AST_STAR) {
+      x = node(ps, CK_AST_INT, x->pos);
+      x->text = "1";
+    }
+    ck_ast_t *c = node(ps, CK_AST_CASE, f.pos);
+    c->nargs = 2;
+    c->args = ck_arena_alloc(ps->arena, sizeof(ck_ast_t *) * 2);
+    c->args[0] = p, c->args[1] = x;
+    args.items[0] = c;
+    n->filtered = true;
+  }
+  if (is_kw(&ps->tok, "WITHIN") && peek_word(ps, "GROUP")) {
+    ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
+                    "WITHIN GROUP (ORDER BY …) is not supported");
     return NULL;
   }
   n->nargs = args.n;
@@ -571,7 +754,7 @@ static ck_ast_t *parse_primary(parser_t *ps) {
                       "subqueries are not supported");
       return NULL;
     }
-    if (is_reserved(&t)) {
+    if (is_reserved(&t) && !((is_kw(&t, "LEFT") || is_kw(&t, "RIGHT")) && peek_char(ps) == '(')) {
       fail_at(ps, &t, "expected %s", "an expression");
       return NULL;
     }
@@ -754,16 +937,34 @@ static ck_ast_t *parse_predicate_chain(parser_t *ps, int *wraps) {
       ++*wraps;
       ck_ast_t *b = parse_add(ps);
       if (!b) return NULL;
-      a = node2(ps, CK_AST_LIKE, t.pos, "LIKE", a, b);
-      a->negated = negated;
-      if (is_kw(&ps->tok, "ESCAPE")) {
-        ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
-                        "LIKE … ESCAPE is not supported");
-        return NULL;
-      }
+      ck_ast_t *esc = NULL;
+      if (accept_kw(ps, "ESCAPE") && !(esc = parse_add(ps))) return NULL;
+      ck_ast_t *like = node(ps, CK_AST_LIKE, t.pos);
+      like->text = "LIKE";
+      like->nargs = esc ? 3 : 2;
+      like->args = ck_arena_alloc(ps->arena, sizeof(ck_ast_t *) * 3);
+      like->args[0] = a, like->args[1] = b, like->args[2] = esc;
+      like->negated = negated;
+      a = like;
       continue;
     }
-    if (negated) return fail_at(ps, &ps->tok, "expected %s", "IN, BETWEEN or LIKE after NOT"), NULL;
+    if (accept_kw(ps, "SIMILAR")) {
+      if (expect_kw(ps, "TO") || !enter(ps)) return NULL;
+      ++*wraps;
+      ck_ast_t *b = parse_add(ps), *esc = NULL;
+      if (!b) return NULL;
+      if (accept_kw(ps, "ESCAPE") && !(esc = parse_add(ps))) return NULL;
+      ck_ast_t *sim = node(ps, CK_AST_LIKE, t.pos);
+      sim->text = "SIMILAR TO";
+      sim->nargs = esc ? 3 : 2;
+      sim->args = ck_arena_alloc(ps->arena, sizeof(ck_ast_t *) * 3);
+      sim->args[0] = a, sim->args[1] = b, sim->args[2] = esc;
+      sim->negated = negated;
+      a = sim;
+      continue;
+    }
+    if (negated)
+      return fail_at(ps, &ps->tok, "expected %s", "IN, BETWEEN, LIKE or SIMILAR TO after NOT"), NULL;
     return a;
   }
 }
@@ -882,6 +1083,14 @@ static int parse_select(parser_t *ps, ck_ast_select_t **out) {
     if (expect_kw(ps, "BY")) return CK_ESYNTAX;
     vec_t g = {0};
     do {
+      static const char *const multi[] = {"ROLLUP", "CUBE"};
+      if (is_kw(&ps->tok, "GROUPING") && peek_word(ps, "SETS"))
+        return refuse(ps, &ps->tok, "GROUPING SETS",
+                      "write one query per grouping (each can INSERT INTO the same sink)");
+      for (size_t i = 0; i < CK_ARRAY_LEN(multi); i++)
+        if (is_kw(&ps->tok, multi[i]) && peek_char(ps) == '(')
+          return refuse(ps, &ps->tok, multi[i],
+                        "write one query per grouping (each can INSERT INTO the same sink)");
       ck_ast_t *e = parse_expr(ps);
       if (!e) return CK_ESYNTAX;
       vec_push(ps, &g, e);

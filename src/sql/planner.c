@@ -70,7 +70,10 @@ typedef struct scope {
   bool windowed;
 } scope_t;
 
-static const char *const agg_names[] = {"COUNT", "SUM", "AVG", "MIN", "MAX"};
+static const char *const agg_names[] = {"COUNT", "SUM", "AVG", "MIN", "MAX",
+                                        /* expanded into the ones above (expand_aggs) */
+                                        "STDDEV_POP", "STDDEV_SAMP", "STDDEV", "VAR_POP",
+                                        "VAR_SAMP", "VARIANCE", "BOOL_AND", "BOOL_OR"};
 static const char *const window_names[] = {"TUMBLE", "HOP", "SESSION", "CUMULATE"};
 
 static bool is_agg_call(const ck_ast_t *a) {
@@ -541,6 +544,22 @@ static ck_expr_t *bind_ident(scope_t *sc, const ck_ast_t *a) {
   return NULL;
 }
 
+/* Functions Flink has and clink does not (yet): refused by name rather than as unknown. */
+static const struct {
+  const char *name, *what, *hint;
+} not_yet[] = {
+    {"FIRST_VALUE", "aggregate function", NULL},
+    {"LAST_VALUE", "aggregate function", NULL},
+    {"LISTAGG", "aggregate function", NULL},
+    {"COLLECT", "aggregate function", NULL},
+    {"ARRAY_AGG", "aggregate function", NULL},
+    {"APPROX_COUNT_DISTINCT", "aggregate function", "COUNT(DISTINCT x) counts exactly"},
+    {"GROUPING", "function", "GROUPING SETS, ROLLUP and CUBE are not supported either"},
+    {"GROUPING_ID", "function", "GROUPING SETS, ROLLUP and CUBE are not supported either"},
+    {"TO_DATE", "function", "clink has no DATE type yet: TO_TIMESTAMP(s, 'yyyy-MM-dd') reads a "
+                            "date as the TIMESTAMP of its midnight"},
+};
+
 static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
   planner_t *pl = sc->pl;
   if (is_agg_call(a)) {
@@ -551,6 +570,11 @@ static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
   if (is_window_call(a)) {
     fail(pl, a->pos, CK_EBIND, "window function %s is only allowed in GROUP BY", a->text);
     ck_error_hint(pl->err, "GROUP BY %s(…), … and select window_start / window_end", a->text);
+    return NULL;
+  }
+  if (a->filtered) {
+    fail(pl, a->pos, CK_EBIND, "FILTER (WHERE …) applies to aggregate functions, not to %s",
+         a->text);
     return NULL;
   }
   int fn = ck_fn_lookup(a->text); /* the one function table: runtime/expr.h */
@@ -571,8 +595,15 @@ static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
     if (bind_args(sc, a, 0, args)) return NULL;
     return call(sc, a->pos, (ck_fn_t)fn, args, a->nargs);
   }
+  for (size_t i = 0; i < CK_ARRAY_LEN(not_yet); i++) {
+    if (!ck_streq_i(a->text, not_yet[i].name)) continue;
+    fail(pl, a->pos, CK_EUNSUPPORTED, "%s %s is not supported", not_yet[i].what,
+         not_yet[i].name);
+    if (not_yet[i].hint) ck_error_hint(pl->err, "%s", not_yet[i].hint);
+    return NULL;
+  }
   fail(pl, a->pos, CK_EBIND, "unknown function '%s'", a->text);
-  const char *names[64];
+  const char *names[2 * CK_FN__COUNT + 8];
   size_t n = 0;
   for (int f = 0; f < CK_FN__COUNT; f++) {
     const ck_fn_info_t *info = ck_fn_info((ck_fn_t)f);
@@ -686,7 +717,15 @@ static ck_expr_t *bind_node(scope_t *sc, const ck_ast_t *a) {
     case CK_AST_LIKE: {
       ck_expr_t *x = bind(sc, a->args[0]), *y = x ? bind(sc, a->args[1]) : NULL;
       if (!y) return NULL;
-      ck_expr_t *e = call2(sc, a->pos, CK_FN_LIKE, x, y);
+      ck_expr_t *e;
+      ck_fn_t fn = strcmp(a->text, "SIMILAR TO") == 0 ? CK_FN_SIMILAR : CK_FN_LIKE;
+      if (a->nargs == 3) { /* … ESCAPE e */
+        ck_expr_t *args[3] = {x, y, bind(sc, a->args[2])};
+        if (!args[2]) return NULL;
+        e = call(sc, a->pos, fn, args, 3);
+      } else {
+        e = call2(sc, a->pos, fn, x, y);
+      }
       if (e) e->negated = a->negated;
       return e;
     }
@@ -986,6 +1025,138 @@ static int agg_call_spec(planner_t *pl, const ck_ast_t *a, int arg_col, ck_type_
   return 0;
 }
 
+/* ---- aggregates reduced to others, as Flink's planner (Calcite's reduce rule) does ----------
+ *
+ *   VAR_POP(x)     = (SUM(x·x) − SUM(x)·SUM(x) / COUNT(x)) / COUNT(x)
+ *   VAR_SAMP(x)    = the same over CASE WHEN COUNT(x) = 1 THEN NULL ELSE COUNT(x) − 1 END
+ *   STDDEV_POP(x)  = SQRT(VAR_POP(x)), STDDEV_SAMP(x) = SQRT(VAR_SAMP(x));
+ *   VARIANCE = VAR_SAMP, STDDEV = STDDEV_SAMP
+ *   BOOL_AND(b)    = MIN(b), BOOL_OR(b) = MAX(b)   (FALSE < TRUE; NULLs skipped)
+ *
+ * x is CAST to DOUBLE (the result is a DOUBLE for any numeric x), a variance a rounding error
+ * left below zero is 0. So these aggregates are SUM, COUNT, MIN and MAX accumulators: mergeable
+ * wherever windows merge, in checkpoints and state-cat as those are. The rewrite is done in the
+ * tree once, before the aggregates are collected (an expanded tree has none of these calls). */
+
+static ck_ast_t *ast_new(planner_t *pl, ck_ast_kind_t kind, ck_pos_t pos, const char *text,
+                         int nargs) {
+  ck_ast_t *n = ck_arena_zalloc(pl->arena, sizeof *n);
+  n->kind = kind;
+  n->pos = pos;
+  n->text = text;
+  n->nargs = nargs;
+  n->args = nargs ? ck_arena_zalloc(pl->arena, sizeof(ck_ast_t *) * (size_t)nargs) : NULL;
+  return n;
+}
+
+static ck_ast_t *ast1(planner_t *pl, ck_ast_kind_t kind, ck_pos_t pos, const char *text,
+                      ck_ast_t *a) {
+  ck_ast_t *n = ast_new(pl, kind, pos, text, 1);
+  n->args[0] = a;
+  return n;
+}
+
+static ck_ast_t *ast2(planner_t *pl, ck_pos_t pos, const char *op, ck_ast_t *a, ck_ast_t *b) {
+  ck_ast_t *n = ast_new(pl, CK_AST_BINARY, pos, op, 2);
+  n->args[0] = a, n->args[1] = b;
+  return n;
+}
+
+/* CASE WHEN cond THEN then ELSE else_ END */
+static ck_ast_t *ast_case(planner_t *pl, ck_pos_t pos, ck_ast_t *cond, ck_ast_t *then,
+                          ck_ast_t *else_) {
+  ck_ast_t *n = ast_new(pl, CK_AST_CASE, pos, NULL, 2);
+  n->args[0] = cond, n->args[1] = then;
+  n->else_ = else_;
+  return n;
+}
+
+static ck_ast_t *ast_lit(planner_t *pl, ck_pos_t pos, ck_ast_kind_t kind, const char *text) {
+  return ast_new(pl, kind, pos, text, 0);
+}
+
+/* The call's replacement, or a itself; NULL on error. */
+static ck_ast_t *expand_call(planner_t *pl, scope_t *row, ck_ast_t *a) {
+  static const struct {
+    const char *name;
+    bool samp, sqrt;
+  } vars[] = {{"VAR_POP", false, false},    {"VAR_SAMP", true, false},
+              {"VARIANCE", true, false},    {"STDDEV_POP", false, true},
+              {"STDDEV_SAMP", true, true},  {"STDDEV", true, true}};
+  int v = -1;
+  for (size_t i = 0; i < CK_ARRAY_LEN(vars); i++)
+    if (ck_streq_i(a->text, vars[i].name)) v = (int)i;
+  bool is_bool = ck_streq_i(a->text, "BOOL_AND") || ck_streq_i(a->text, "BOOL_OR");
+  if (v < 0 && !is_bool) return a;
+  char tn[48];
+  if (a->nargs != 1 || a->args[0]->kind == CK_AST_STAR) {
+    fail(pl, a->pos, CK_EBIND, "%s takes exactly one argument", a->text);
+    return NULL;
+  }
+  if (a->distinct) {
+    fail(pl, a->pos, CK_EUNSUPPORTED, "%s(DISTINCT …) is not supported", a->text);
+    return NULL;
+  }
+  ck_ast_t *x = a->args[0];
+  row->clause = "an aggregate's argument";
+  ck_expr_t *bx = bind(row, x);
+  if (!bx) return NULL;
+  ck_pos_t pos = a->pos;
+  if (is_bool) {
+    if (bx->type.id != CK_T_BOOL) {
+      fail(pl, x->pos, CK_ETYPE, "%s needs a BOOLEAN argument, not %s", a->text,
+           ck_type_name(bx->type, tn, sizeof tn));
+      return NULL;
+    }
+    ck_ast_t *m = ast1(pl, CK_AST_CALL, pos, ck_streq_i(a->text, "BOOL_AND") ? "MIN" : "MAX", x);
+    return m;
+  }
+  if (!ck_type_is_numeric(bx->type)) {
+    fail(pl, x->pos, CK_ETYPE, "%s needs a numeric argument, not %s", a->text,
+         ck_type_name(bx->type, tn, sizeof tn));
+    return NULL;
+  }
+  ck_ast_t *xd = ast1(pl, CK_AST_CAST, pos, NULL, x);
+  xd->cast_type = CK_TYPE(CK_T_FLOAT64);
+  ck_ast_t *sum = ast1(pl, CK_AST_CALL, pos, "SUM", xd);
+  ck_ast_t *sum2 = ast1(pl, CK_AST_CALL, pos, "SUM", ast2(pl, pos, "*", xd, xd));
+  ck_ast_t *cnt = ast1(pl, CK_AST_CALL, pos, "COUNT", x);
+  ck_ast_t *num = ast2(pl, pos, "-", sum2, ast2(pl, pos, "/", ast2(pl, pos, "*", sum, sum), cnt));
+  ck_ast_t *den = cnt;
+  if (vars[v].samp)
+    den = ast_case(pl, pos, ast2(pl, pos, "=", cnt, ast_lit(pl, pos, CK_AST_INT, "1")),
+                   ast_lit(pl, pos, CK_AST_NULL, NULL),
+                   ast2(pl, pos, "-", cnt, ast_lit(pl, pos, CK_AST_INT, "1")));
+  ck_ast_t *var = ast2(pl, pos, "/", num, den);
+  ck_ast_t *zero = ast_lit(pl, pos, CK_AST_NUMBER, "0e0");
+  ck_ast_t *clamped = ast_case(pl, pos, ast2(pl, pos, "<", var, zero), zero, var);
+  return vars[v].sqrt ? ast1(pl, CK_AST_CALL, pos, "SQRT", clamped) : clamped;
+}
+
+/* Rewrites the calls expand_call knows in the tree at *slot; walks a chain of binary operators
+ * with a loop (see bind_chain). */
+static int expand_aggs(planner_t *pl, scope_t *row, ck_ast_t **slot) {
+  ck_ast_t *a = *slot;
+  if (!a) return 0;
+  while (a->kind == CK_AST_BINARY) {
+    if (expand_aggs(pl, row, &a->args[1])) return CK_EBIND;
+    slot = &a->args[0];
+    a = *slot;
+  }
+  if (a->kind == CK_AST_CALL) {
+    ck_ast_t *r = expand_call(pl, row, a);
+    if (!r) return pl->err->code ? pl->err->code : CK_EBIND;
+    if (r != a) {
+      *slot = r;
+      return 0;
+    }
+  }
+  if (expand_aggs(pl, row, &a->operand) || expand_aggs(pl, row, &a->else_)) return CK_EBIND;
+  for (int i = 0; i < a->nargs; i++)
+    if (expand_aggs(pl, row, &a->args[i])) return CK_EBIND;
+  return 0;
+}
+
 /* Plans one SELECT into source → … ; returns the id of its last node, or -1. */
 static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***names_out) {
   const table_t *t = find_table(pl, s->from);
@@ -993,6 +1164,11 @@ static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***na
   int src = source_node(pl, t, s->from_pos);
   if (src < 0) return -1;
   scope_t row = {.pl = pl, .tbl = t, .alias = s->from_alias, .clause = "WHERE"};
+
+  for (int i = 0; i < s->nitems; i++)
+    if (expand_aggs(pl, &row, (ck_ast_t **)&s->items[i].expr)) return -1;
+  if (expand_aggs(pl, &row, (ck_ast_t **)&s->having)) return -1;
+  row.clause = "WHERE";
 
   agg_info_t g;
   memset(&g, 0, sizeof g);

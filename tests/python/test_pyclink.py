@@ -278,3 +278,113 @@ def test_a_dropped_reader_fails_its_job_instead_of_blocking_it():
         with pytest.raises(pyclink.ClinkError, match="released before its end"):
             job.wait(30)
         assert job.status == pyclink.JobStatus.FAILED
+
+
+GROUPS = """
+CREATE TABLE src (k VARCHAR, v BIGINT) WITH (connector = 'push');
+CREATE TABLE totals (k VARCHAR, total BIGINT, n BIGINT) WITH (connector = 'collect');
+INSERT INTO totals SELECT k, SUM(v) AS total, COUNT(*) AS n FROM src GROUP BY k
+  HAVING SUM(v) > 0;
+"""
+
+
+def final_totals(rows):
+    """The oracle: each key's sum and count over every row, kept where the sum is positive."""
+    acc = defaultdict(lambda: [0, 0])
+    for k, v in rows:
+        acc[k][0] += v
+        acc[k][1] += 1
+    return {k: (t, n) for k, (t, n) in acc.items() if t > 0}
+
+
+def apply_changelog(changes):
+    """The changelog applied by hand, row by row: +I/+U set the key's row, -U/-D remove it."""
+    live = {}
+    for op, k, total, n in changes:
+        if op in ("+I", "+U"):
+            assert (k in live) == (op == "+U"), "%s for %r, live: %s" % (op, k, k in live)
+            live[k] = (total, n)
+        else:
+            assert k in live, "%s for %r, which has no row" % (op, k)
+            del live[k]
+    return live
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_group_by_through_collect_carries_row_kinds(parallelism):
+    import threading
+    rng = random.Random(11)
+    with pyclink.Engine(parallelism=parallelism) as e:
+        (job,) = e.execute(GROUPS)
+        watchdog = threading.Timer(120, job.cancel)  # a hung read ends instead of hanging
+        watchdog.start()
+        try:
+            reader = e.collect("totals")
+            assert reader.schema.names == ["__op", "k", "total", "n"]
+            assert pa.types.is_dictionary(reader.schema.field("__op").type)
+            assert json.loads(reader.schema.metadata[b"clink.upsert_key"]) == ["k"]
+            changes, pushed = [], []
+
+            def push_and_read(rows, expect):
+                e.push("src", pa.table({"k": [k for k, _ in rows], "v": [v for _, v in rows]}))
+                pushed.extend(rows)
+                got = 0
+                while got < expect:
+                    b = reader.read_next_batch().to_pydict()
+                    changes.extend(zip(b["__op"], b["k"], b["total"], b["n"]))
+                    got += len(b["k"])
+            keys = ["k%d" % i for i in range(8)]
+            push_and_read([(k, 5) for k in keys], 8)                       # eight +I
+            push_and_read([(k, -20 if i < 4 else 1) for i, k in enumerate(keys)], 8)  # -D, +U
+            ops = [c[0] for c in changes]
+            assert ops.count("+I") == 8 and ops.count("-D") == 4 and ops.count("+U") == 4
+            more = [(rng.choice(keys), rng.randrange(-9, 10)) for _ in range(3000)]
+            e.push("src", pa.table({"k": [k for k, _ in more], "v": [v for _, v in more]}),
+                   close=True)
+            pushed.extend(more)
+            for b in reader:
+                d = b.to_pydict()
+                changes.extend(zip(d["__op"], d["k"], d["total"], d["n"]))
+            assert job.wait(timeout=60)
+        finally:
+            watchdog.cancel()
+    want = final_totals(pushed)
+    assert 0 < len(want) < len(keys)  # the data leaves keys both in and out of HAVING
+    assert apply_changelog(changes) == want
+    assert set(c[0] for c in changes) <= set(pyclink.ROW_KINDS)
+    # the package's own materialisation of the same changelog agrees
+    t = pa.table({"__op": pa.array([c[0] for c in changes]).dictionary_encode(),
+                  "k": [c[1] for c in changes], "total": [c[2] for c in changes],
+                  "n": [c[3] for c in changes]})
+    m = pyclink.materialize(t, key=["k"]).to_pydict()
+    assert dict(zip(m["k"], zip(m["total"], m["n"]))) == want
+
+
+def test_materialize_collect_and_sql():
+    rng = random.Random(5)
+    rows = [("k%d" % rng.randrange(6), rng.randrange(-5, 8)) for _ in range(2000)]
+    data = pa.table({"k": [k for k, _ in rows], "v": [v for _, v in rows]})
+    want = final_totals(rows)
+    with pyclink.Engine(parallelism=2) as e:
+        (job,) = e.execute(GROUPS)
+        e.push("src", data, close=True)
+        t = e.collect("totals", materialize=True)
+        assert t.schema.names == ["k", "total", "n"]
+        assert dict(zip(t.column("k").to_pylist(),
+                        zip(t.column("total").to_pylist(), t.column("n").to_pylist()))) == want
+        assert job.wait(timeout=60)
+    with pyclink.Engine() as e:
+        e.execute("CREATE TABLE s (k VARCHAR, v BIGINT) WITH (connector = 'push')")
+        reader = e.sql("SELECT COUNT(*) AS n, SUM(v) AS total FROM s", stream=True)
+        e.push("s", data, close=True)
+        t = pyclink.materialize(reader)
+        assert t.to_pydict() == {"n": [len(rows)], "total": [sum(v for _, v in rows)]}
+    # an append-only result: no __op, and materialize leaves it as it is
+    with pyclink.Engine() as e:
+        e.execute("CREATE TABLE s (k VARCHAR, v BIGINT) WITH (connector = 'push')")
+        reader = e.sql("SELECT k, v FROM s WHERE v > 0", stream=True)
+        e.push("s", data, close=True)
+        t = reader.read_all()
+        assert t.schema.names == ["k", "v"]
+        assert pyclink.materialize(t).to_pydict() == t.to_pydict()
+        assert t.column("v").to_pylist() == [v for _, v in rows if v > 0]

@@ -7,13 +7,18 @@ order differs between engines). Every query also runs at parallelism 1 and 4, wh
 
 CLINK_BIN names the clink binary (ctest passes the sanitizer build's).
 """
+import base64
+import calendar
+import datetime
 import json
 import math
 import os
 import random
+import re
+import statistics
 import subprocess
 from collections import Counter, defaultdict
-from decimal import Decimal
+from decimal import ROUND_DOWN, Decimal
 from pathlib import Path
 
 import duckdb
@@ -215,3 +220,582 @@ def test_session_windows_match_python(data):
     for p in (1, 4):
         got = as_multiset(run_clink(sql, p), ["k", "window_start", "window_end", "n"])
         assert got == want, f"parallelism {p}: missing {list(want - got)[:3]} extra {list(got - want)[:3]}"
+
+
+# ---- scalar functions (Flink's names and semantics) ------------------------------------------
+#
+# A second table of text, counts, doubles and timestamps with the edge cases these functions
+# have: NULLs, empty strings, blanks, multi-byte UTF-8 (2, 3 and 4 bytes), negative and zero
+# counts, timestamps before 1970 and across leap years. Each query runs at parallelism 1 and 4
+# and is compared with DuckDB where DuckDB's function means what Flink's does, else with a
+# plain Python rendering of Flink's definition (the comment on each says which).
+
+TEXTS = ["alpha", "héllo wörld", "", "  padded  ", "a,b,,c", "ÄÖÜ straße", "x%y_z", "😀 emoji 😀",
+         "mIxEd CaSe-words 42go", "aaa", "l", "xxabcxxx", "ab!%cd", "日本語テキスト", " ", "--a-b--"]
+SUBS = ["a", "", "l", "ö", "😀", "xx", "zz", " ", "語"]
+PADS = ["ab", "", "-", "é😀", None]
+PATTERNS = ["a.c", "(\\w+) (\\w+)", "x+", "^a", "[0-9]+", "(b)|(c)", "o", "$"]
+TS_MIN, TS_MAX = -631152000000, 4102444800000  # 1950 .. 2100
+
+
+def make_text_rows(seed):
+    rnd = random.Random(seed)
+    rows = []
+    for i in range(2000):
+        def maybe(v, p=0.06):
+            return None if rnd.random() < p else v
+        rows.append({
+            "id": i,
+            "s": maybe(rnd.choice(TEXTS)),
+            "sub": maybe(rnd.choice(SUBS)),
+            "pad": rnd.choice(PADS),
+            "pat": rnd.choice(PATTERNS),
+            "n": maybe(rnd.randint(-3, 14)),
+            "f": maybe(round(rnd.uniform(0.001, 500), 4)),
+            "v": maybe(round(rnd.uniform(-1, 1), 5)),
+            "ts": maybe(rnd.randint(TS_MIN, TS_MAX) if rnd.random() < 0.9
+                        else rnd.choice([0, -1, 951782400000, 951868799999, 1709164800000])),
+            "ts2": maybe(rnd.randint(TS_MIN, TS_MAX)),
+        })
+    return rows
+
+
+TEXT_TABLE = """CREATE TABLE t (id INT, s VARCHAR, sub VARCHAR, pad VARCHAR, pat VARCHAR, n INT, f DOUBLE,
+                v DOUBLE, ts TIMESTAMP(3), ts2 TIMESTAMP(3))
+WITH (connector = 'file', path = '{dir}/text-*.json', format = 'json');
+"""
+
+
+@pytest.fixture(scope="module")
+def text_data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("oracle_text")
+    rows = make_text_rows(20261201)
+    half = len(rows) // 2
+    for n, part in enumerate([rows[:half], rows[half:]]):
+        with open(d / f"text-{n}.json", "w", encoding="utf-8") as f:
+            for r in part:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    con = duckdb.connect()
+    con.execute(f"""CREATE TABLE t AS SELECT id::INT AS id, s::VARCHAR AS s, sub::VARCHAR AS sub,
+                    n::INT AS n, f::DOUBLE AS f, v::DOUBLE AS v, ts::BIGINT AS ts
+                    FROM read_json_auto('{d}/text-*.json', columns={{'id': 'INT', 's': 'VARCHAR',
+                    'sub': 'VARCHAR', 'n': 'INT', 'f': 'DOUBLE', 'v': 'DOUBLE', 'ts': 'BIGINT'}})""")
+    return d, rows, con
+
+
+def run_both(d, sql):
+    out = {}
+    for p in (1, 4):
+        out[p] = run_clink(TEXT_TABLE.format(dir=d) + sql + ";", p)
+    return out
+
+
+# DuckDB agrees with Flink on these: the digests, base64, REVERSE, REPEAT, INSTR/POSITION (in
+# characters), CONCAT_WS (skips NULLs), the logarithms, trigonometry and SIGN over doubles.
+DUCK_FUNCTION_QUERIES = [
+    ("SELECT id, MD5(s) AS md, SHA256(s) AS sh, TO_BASE64(s) AS b, REVERSE(s) AS r, REPEAT(s, n) AS rp, "
+     "INSTR(s, sub) AS ins, POSITION(sub IN s) AS pos, CONCAT_WS('|', s, sub, NULL) AS cw FROM t",
+     "SELECT id, md5(s) AS md, sha256(s) AS sh, to_base64(encode(s)) AS b, reverse(s) AS r, "
+     "CASE WHEN n IS NULL THEN NULL ELSE repeat(s, greatest(n, 0)) END AS rp, instr(s, sub) AS ins, "
+     "position(sub IN s) AS pos, concat_ws('|', s, sub, NULL) AS cw FROM t",
+     ["id", "md", "sh", "b", "r", "rp", "ins", "pos", "cw"]),
+    ("SELECT id, LN(f) AS ln, LOG10(f) AS l10, LOG2(f) AS l2, LOG(3, f) AS l3, EXP(v) AS ex, SIN(v) AS si, "
+     "COS(v) AS co, TAN(v) AS ta, ASIN(v) AS asn, ACOS(v) AS acs, ATAN(f) AS at, ATAN2(v, f) AS at2, "
+     "SINH(v) AS sh, COSH(v) AS ch, TANH(v) AS th, DEGREES(v) AS dg, RADIANS(f) AS rd, SIGN(v) AS sg, "
+     "PI() * f AS pf, E() AS e FROM t",
+     "SELECT id, ln(f) AS ln, log10(f) AS l10, log2(f) AS l2, ln(f) / ln(3) AS l3, exp(v) AS ex, sin(v) AS si, "
+     "cos(v) AS co, tan(v) AS ta, asin(v) AS asn, acos(v) AS acs, atan(f) AS at, atan2(v, f) AS at2, "
+     "(exp(v) - exp(-v)) / 2 AS sh, (exp(v) + exp(-v)) / 2 AS ch, tanh(v) AS th, degrees(v) AS dg, "
+     "radians(f) AS rd, sign(v)::DOUBLE AS sg, pi() * f AS pf, exp(1) AS e FROM t",
+     ["id", "ln", "l10", "l2", "l3", "ex", "si", "co", "ta", "asn", "acs", "at", "at2", "sh", "ch",
+      "th", "dg", "rd", "sg", "pf", "e"]),
+    ("SELECT id, EXTRACT(YEAR FROM ts) AS y, EXTRACT(MONTH FROM ts) AS mo, EXTRACT(DAY FROM ts) AS d, "
+     "EXTRACT(HOUR FROM ts) AS h, EXTRACT(QUARTER FROM ts) AS q, EXTRACT(DOY FROM ts) AS doy, "
+     "EXTRACT(WEEK FROM ts) AS w, CAST(DATE_TRUNC(MONTH, ts) AS BIGINT) AS tm, CAST(FLOOR(ts TO HOUR) AS BIGINT) AS th, "
+     "CAST(DATE_TRUNC('WEEK', ts) AS BIGINT) AS tw, CAST(DATE_TRUNC(YEAR, ts) AS BIGINT) AS ty FROM t",
+     "SELECT id, year(x) AS y, month(x) AS mo, day(x) AS d, hour(x) AS h, quarter(x) AS q, "
+     "dayofyear(x) AS doy, weekofyear(x) AS w, epoch_ms(date_trunc('month', x)) AS tm, "
+     "epoch_ms(date_trunc('hour', x)) AS th, epoch_ms(date_trunc('week', x)) AS tw, "
+     "epoch_ms(date_trunc('year', x)) AS ty FROM (SELECT id, make_timestamp(ts * 1000) AS x FROM t)",
+     ["id", "y", "mo", "d", "h", "q", "doy", "w", "tm", "th", "tw", "ty"]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(DUCK_FUNCTION_QUERIES)))
+def test_functions_match_duckdb(text_data, case):
+    d, rows, con = text_data
+    clink_sql, duck_sql, cols = DUCK_FUNCTION_QUERIES[case]
+    want = as_multiset([dict(zip(cols, r)) for r in con.execute(duck_sql).fetchall()], cols)
+    got = run_both(d, clink_sql)
+    for p in (1, 4):
+        have = as_multiset(got[p], cols)
+        assert have == want, (f"parallelism {p}: missing {list(want - have)[:3]} "
+                              f"extra {list(have - want)[:3]}")
+
+
+# ---- Flink's definitions, in Python, where DuckDB's functions mean something else -------------
+
+def _nn(*xs):
+    return any(x is None for x in xs)
+
+
+def f_locate(sub, s, frm=1):
+    if _nn(sub, s, frm):
+        return None
+    if frm < 1 or frm - 1 > len(s):
+        return 0
+    return s.find(sub, frm - 1) + 1
+
+
+def f_left(s, n):
+    return None if _nn(s, n) else ("" if n <= 0 else s[:n])
+
+
+def f_right(s, n):
+    return None if _nn(s, n) else ("" if n <= 0 else s[-n:] if n < len(s) else s)
+
+
+def f_pad(s, n, pad, left):
+    if _nn(s, n, pad) or n < 0 or pad == "":
+        return None
+    if n <= len(s):
+        return s[:n]
+    fill = (pad * (n // len(pad) + 1))[:n - len(s)]
+    return fill + s if left else s + fill
+
+
+def f_initcap(s):
+    if s is None:
+        return None
+    out, start = [], True
+    for ch in s:
+        lower, upper, digit = "a" <= ch <= "z", "A" <= ch <= "Z", "0" <= ch <= "9"
+        if start and lower:
+            ch = ch.upper()
+        elif not start and upper:
+            ch = ch.lower()
+        start = not (lower or upper or digit)
+        out.append(ch)
+    return "".join(out)
+
+
+def f_overlay(s, r, start, ln="r"):
+    if _nn(s, r, start, ln):
+        return None
+    ln = len(r) if ln == "r" else ln
+    if start < 1 or ln < 0:
+        return None
+    return s[:start - 1] + r + s[start - 1 + ln:]
+
+
+def f_trim(s, chars, left, right):
+    if _nn(s, chars):
+        return None
+    if left:
+        s = s.lstrip(chars)
+    if right:
+        s = s.rstrip(chars)
+    return s
+
+
+def f_like_escape(s, pattern, esc):
+    if _nn(s, pattern):
+        return None
+    rx, i = "", 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == esc and i + 1 < len(pattern):
+            rx += re.escape(pattern[i + 1])
+            i += 2
+            continue
+        if ch == esc:
+            return False
+        rx += ".*" if ch == "%" else "." if ch == "_" else re.escape(ch)
+        i += 1
+    return re.fullmatch(rx, s, re.S) is not None
+
+
+def f_regexp_extract(s, pat, g=0):
+    if _nn(s, pat, g):
+        return None
+    m = re.search(pat, s)
+    if not m or g < 0 or g > (m.re.groups):
+        return None
+    return m.group(g)
+
+
+def f_regexp_replace(s, pat, rep):
+    if _nn(s, pat, rep):
+        return None
+    return re.sub(pat, re.sub(r"\$(\d)", r"\\g<\1>", rep), s)
+
+
+def f_hex_int(n):
+    return None if n is None else format(n & (2**64 - 1), "X")
+
+
+def f_from_b64(s):
+    if s is None:
+        return None
+    try:
+        return base64.b64decode(s + "=" * (-len(s) % 4), validate=True).decode("utf-8")
+    except Exception:
+        return None
+
+
+SQL_TEXT = ("SELECT id, LOCATE(sub, s) AS lo, LOCATE(sub, s, n) AS lon, LEFT(s, n) AS l, RIGHT(s, n) AS r, "
+            "LPAD(s, n, pad) AS lp, RPAD(s, n, pad) AS rp, INITCAP(s) AS ic, "
+            "OVERLAY(s PLACING sub FROM n) AS ov, OVERLAY(s PLACING sub FROM 2 FOR n) AS ov2, "
+            "TRIM(BOTH sub FROM s) AS tb, TRIM(LEADING 'x-' FROM s) AS tl, TRIM(TRAILING FROM s) AS tt, "
+            "RTRIM(s, '-x') AS rt, IF(n > 3, s, sub) AS i, s LIKE '%!%%' ESCAPE '!' AS le, "
+            "s NOT LIKE CONCAT(sub, '%') ESCAPE '\\' AS nle, "
+            "REGEXP(s, pat) AS rg, REGEXP_EXTRACT(s, pat) AS rx0, REGEXP_EXTRACT(s, pat, 1) AS rx1, "
+            "REGEXP_REPLACE(s, pat, '<$0>') AS rr, HEX(n - 5) AS hx, HEX(s) AS hs, "
+            "FROM_BASE64(TO_BASE64(s)) AS rb, FROM_BASE64(sub) AS fb FROM t")
+
+
+def expect_text(r):
+    s, sub, pad, pat, n = r["s"], r["sub"], r["pad"], r["pat"], r["n"]
+    return {
+        "id": r["id"], "lo": f_locate(sub, s), "lon": f_locate(sub, s, n), "l": f_left(s, n),
+        "r": f_right(s, n), "lp": f_pad(s, n, pad, True), "rp": f_pad(s, n, pad, False),
+        "ic": f_initcap(s), "ov": f_overlay(s, sub, n), "ov2": f_overlay(s, sub, 2, n),
+        "tb": f_trim(s, sub, True, True), "tl": f_trim(s, "x-", True, False),
+        "tt": f_trim(s, " ", False, True), "rt": f_trim(s, "-x", False, True),
+        "i": (s if n is not None and n > 3 else sub),
+        "le": f_like_escape(s, "%!%%", "!"),
+        "nle": None if _nn(s, sub) else not f_like_escape(s, sub.replace("\\", "\\\\") + "%", "\\"),
+        "rg": None if s is None else re.search(pat, s) is not None,
+        "rx0": f_regexp_extract(s, pat), "rx1": f_regexp_extract(s, pat, 1),
+        "rr": f_regexp_replace(s, pat, "<$0>"), "hx": f_hex_int(None if n is None else n - 5),
+        "hs": None if s is None else s.encode().hex().upper(), "rb": s, "fb": f_from_b64(sub),
+    }
+
+
+def test_text_functions_match_python(text_data):
+    d, rows, _ = text_data
+    cols = list(expect_text(rows[0]).keys())
+    want = as_multiset([expect_text(r) for r in rows], cols)
+    got = run_both(d, SQL_TEXT)
+    for p in (1, 4):
+        have = as_multiset(got[p], cols)
+        assert have == want, (f"parallelism {p}: missing {list(want - have)[:3]} "
+                              f"extra {list(have - want)[:3]}")
+
+
+# Time: TIMESTAMP is epoch milliseconds read as UTC (results are CAST to BIGINT, so the test
+# reads numbers whatever text a sink writes a TIMESTAMP as). DuckDB's date_diff counts
+# boundaries crossed and its DOW starts at 0; Flink counts whole units and numbers Sunday 1, so
+# Python it is.
+
+def civil(ms):
+    return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+
+
+def to_ms(dt):
+    return (dt - datetime.datetime(1970, 1, 1)) // datetime.timedelta(milliseconds=1)
+
+
+def add_months(ms, k):
+    t = civil(ms)
+    total = t.year * 12 + t.month - 1 + k
+    y, m = divmod(total, 12)
+    m += 1
+    day = min(t.day, calendar.monthrange(y, m)[1])
+    return to_ms(t.replace(year=y, month=m, day=day))
+
+
+def months_between(a, b):
+    x, y = civil(a), civil(b)
+    m = (y.year * 12 + y.month) - (x.year * 12 + x.month)
+    kx, ky = (x.day, x.time()), (y.day, y.time())
+    if m > 0 and ky < kx:
+        m -= 1
+    if m < 0 and ky > kx:
+        m += 1
+    return m
+
+
+def trunc_div(a, b):
+    q = abs(a) // b
+    return q if a >= 0 else -q
+
+
+def expect_time(r):
+    ts, ts2, n = r["ts"], r["ts2"], r["n"]
+    out = {"id": r["id"]}
+    if ts is None:
+        out.update(dow=None, ms=None, ep=None, am=None, ay=None, ad=None, ah=None, df=None, rt=None,
+                   dfs=None)
+    else:
+        t = civil(ts)
+        out["dow"] = (t.isoweekday() % 7) + 1
+        out["ms"] = t.second * 1000 + t.microsecond // 1000
+        out["ep"] = ts // 1000
+        out["am"] = None if n is None else add_months(ts, n)
+        out["ay"] = None if n is None else add_months(ts, 12 * n)
+        out["ad"] = None if n is None else ts + n * 86400000
+        out["ah"] = None if n is None else ts - n * 3600000
+        out["df"] = (f"{t.year:04d}-{t.month:02d}-{t.day:02d} {t.hour:02d}:{t.minute:02d}:"
+                     f"{t.second:02d}.{t.microsecond // 1000:03d}")
+        out["dfs"] = f"{t.day}/{t.month}/{t.year % 100:02d} {t.hour}h"
+        out["rt"] = ts  # DATE_FORMAT then TO_TIMESTAMP with the same pattern
+    if ts is None or ts2 is None:
+        out.update(dd=None, dh=None, dmo=None, dq=None, dy=None, dms=None)
+    else:
+        out["dd"] = trunc_div(ts2 - ts, 86400000)
+        out["dh"] = trunc_div(ts2 - ts, 3600000)
+        out["dmo"] = months_between(ts, ts2)
+        out["dq"] = int(months_between(ts, ts2) / 3)
+        out["dy"] = int(months_between(ts, ts2) / 12)
+        out["dms"] = trunc_div(ts2 - ts, 60000)
+    return out
+
+
+SQL_TIME = ("SELECT id, EXTRACT(DOW FROM ts) AS dow, EXTRACT(MILLISECOND FROM ts) AS ms, "
+            "EXTRACT(EPOCH FROM ts) AS ep, CAST(TIMESTAMPADD(MONTH, n, ts) AS BIGINT) AS am, "
+            "CAST(TIMESTAMPADD(YEAR, n, ts) AS BIGINT) AS ay, CAST(TIMESTAMPADD(DAY, n, ts) AS BIGINT) AS ad, "
+            "CAST(TIMESTAMPADD(HOUR, -n, ts) AS BIGINT) AS ah, "
+            "DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss.SSS') AS df, DATE_FORMAT(ts, 'd/M/yy H''h''') AS dfs, "
+            "CAST(TO_TIMESTAMP(DATE_FORMAT(ts, 'yyyyMMddHHmmssSSS'), 'yyyyMMddHHmmssSSS') AS BIGINT) AS rt, "
+            "TIMESTAMPDIFF(DAY, ts, ts2) AS dd, TIMESTAMPDIFF(HOUR, ts, ts2) AS dh, "
+            "TIMESTAMPDIFF(MONTH, ts, ts2) AS dmo, TIMESTAMPDIFF(QUARTER, ts, ts2) AS dq, "
+            "TIMESTAMPDIFF(YEAR, ts, ts2) AS dy, TIMESTAMPDIFF(MINUTE, ts, ts2) AS dms FROM t")
+
+
+def test_time_functions_match_python(text_data):
+    d, rows, _ = text_data
+    cols = list(expect_time(rows[0]).keys())
+    want = as_multiset([expect_time(r) for r in rows], cols)
+    got = run_both(d, SQL_TIME)
+    for p in (1, 4):
+        have = as_multiset(got[p], cols)
+        assert have == want, (f"parallelism {p}: missing {list(want - have)[:3]} "
+                              f"extra {list(have - want)[:3]}")
+
+
+def expect_numeric(r):
+    f, v, n = r["f"], r["v"], r["n"]
+
+    def trunc_to(x, k):
+        if x is None:
+            return None
+        q = Decimal(repr(x)).scaleb(k).to_integral_value(rounding=ROUND_DOWN).scaleb(-k)
+        return float(q)
+    return {"id": r["id"], "t2": trunc_to(f, 2), "t0": trunc_to(v, 0), "tn": trunc_to(v, 3),
+            "ti": None if n is None else int(n * 37 / 10) * 10, "sn": None if n is None else (n > 0) - (n < 0),
+            "cot": None if v is None or v == 0 else 1 / math.tan(v)}
+
+
+SQL_NUMERIC = ("SELECT id, TRUNCATE(f, 2) AS t2, TRUNCATE(v) AS t0, TRUNCATE(v, 3) AS tn, "
+               "TRUNCATE(n * 37, -1) AS ti, SIGN(n) AS sn, CASE WHEN v <> 0 THEN COT(v) END AS cot FROM t")
+
+
+def test_numeric_functions_match_python(text_data):
+    d, rows, _ = text_data
+    cols = list(expect_numeric(rows[0]).keys())
+    want = as_multiset([expect_numeric(r) for r in rows], cols)
+    got = run_both(d, SQL_NUMERIC)
+    for p in (1, 4):
+        have = as_multiset(got[p], cols)
+        assert have == want, (f"parallelism {p}: missing {list(want - have)[:3]} "
+                              f"extra {list(have - want)[:3]}")
+
+
+# ---- aggregates reduced to SUM / COUNT / MIN / MAX (STDDEV, VAR, BOOL_AND/OR, FILTER) ---------
+#
+# Compared by key with a relative tolerance: clink sums the squares exactly in double-double,
+# DuckDB with Welford's method, so the last bits of a variance differ.
+
+def close_rows(got, want, keys, cols, what):
+    by_key = {tuple(r[k] for k in keys): r for r in want}
+    have = {tuple(r[k] for k in keys): r for r in got}
+    assert set(have) == set(by_key), f"{what}: keys differ {sorted(set(have) ^ set(by_key), key=str)[:5]}"
+    for k, w in by_key.items():
+        g = have[k]
+        for c in cols:
+            a, b = g.get(c), w[c]
+            if isinstance(a, float) or isinstance(b, float):
+                assert a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9), \
+                    f"{what}: {k} {c}: clink {a}, expected {b}"
+            else:
+                assert a == b, f"{what}: {k} {c}: clink {a!r}, expected {b!r}"
+
+
+AGG_COLS = ["n", "sp", "ss", "vp", "vs", "sv", "ba", "bo", "cf", "sf", "mf", "df"]
+AGG_CLINK = ("COUNT(*) AS n, STDDEV_POP(y) AS sp, STDDEV_SAMP(x) AS ss, VAR_POP(d) AS vp, "
+             "VAR_SAMP(y) AS vs, VARIANCE(g) AS sv, BOOL_AND(x > -900000) AS ba, BOOL_OR(y > 99) AS bo, "
+             "COUNT(*) FILTER (WHERE g > 0) AS cf, SUM(x) FILTER (WHERE y < 0) AS sf, "
+             "MAX(y) FILTER (WHERE g = 5) AS mf, COUNT(DISTINCT g) FILTER (WHERE x > 0) AS df")
+
+
+def test_reduced_aggregates_match_duckdb(data):
+    d, rows, con = data
+    duck = ("SELECT k, COUNT(*) AS n, stddev_pop(y) AS sp, stddev_samp(x) AS ss, var_pop(d) AS vp, "
+            "var_samp(y) AS vs, var_samp(g) AS sv, bool_and(x > -900000) AS ba, bool_or(y > 99) AS bo, "
+            "COUNT(*) FILTER (WHERE g > 0) AS cf, SUM(x) FILTER (WHERE y < 0) AS sf, "
+            "MAX(y) FILTER (WHERE g = 5) AS mf, COUNT(DISTINCT g) FILTER (WHERE x > 0) AS df "
+            "FROM t GROUP BY k")
+    want = [dict(zip(["k"] + AGG_COLS, r)) for r in con.execute(duck).fetchall()]
+    want = [{c: (float(v) if isinstance(v, Decimal) else v) for c, v in r.items()} for r in want]
+    for p in (1, 4):
+        got = final_state(run_clink(TABLE.format(dir=d) + f"SELECT k, {AGG_CLINK} FROM t GROUP BY k;", p),
+                          ["k"])
+        close_rows(got, want, ["k"], AGG_COLS, f"parallelism {p}")
+
+
+def py_aggs(rs):
+    def stat(f, xs, minimum):
+        return f(xs) if len(xs) >= minimum else None
+    ys = [r["y"] for r in rs if r["y"] is not None]
+    xs = [r["x"] for r in rs if r["x"] is not None]
+    ds = [float(r["d"]) for r in rs]
+    gs = [r["g"] for r in rs]
+    sf = [r["x"] for r in rs if r["x"] is not None and r["y"] is not None and r["y"] < 0]
+    mf = [r["y"] for r in rs if r["y"] is not None and r["g"] == 5]
+    return {
+        "n": len(rs), "sp": stat(statistics.pstdev, ys, 1), "ss": stat(statistics.stdev, xs, 2),
+        "vp": stat(statistics.pvariance, ds, 1), "vs": stat(statistics.variance, ys, 2),
+        "sv": stat(statistics.variance, [float(g) for g in gs], 2),
+        "ba": all(x > -900000 for x in xs) if xs else None, "bo": any(y > 99 for y in ys) if ys else None,
+        "cf": sum(1 for g in gs if g > 0), "sf": sum(sf) if sf else None, "mf": max(mf) if mf else None,
+        "df": len({r["g"] for r in rs if r["x"] is not None and r["x"] > 0}),
+    }
+
+
+@pytest.mark.parametrize("kind", ["HOP", "SESSION"])
+def test_reduced_aggregates_in_merging_windows_match_python(data, kind):
+    """HOP puts a record into several windows and SESSION merges windows as they meet: both
+    must give each window exactly its records' statistics."""
+    d, rows, _ = data
+    if kind == "HOP":
+        grouping = "HOP(ts, INTERVAL '20000' MILLISECOND, INTERVAL '5000' MILLISECOND)"
+        groups = defaultdict(list)
+        for r in rows:
+            if r["k"] is not None:
+                for w in windows_of("HOP", r["ts"], 20000, 5000):
+                    groups[(r["k"],) + w].append(r)
+    else:
+        grouping = "SESSION(ts, INTERVAL '300' MILLISECOND)"
+        by_key = defaultdict(list)
+        for r in rows:
+            if r["k"] is not None:
+                by_key[r["k"]].append(r)
+        groups = {}
+        for k, rs in by_key.items():
+            rs.sort(key=lambda r: r["ts"])
+            cur, last = [rs[0]], rs[0]["ts"]
+            for r in rs[1:]:
+                if r["ts"] <= last + 300:  # touching sessions merge, as Flink's do
+                    cur.append(r)
+                    last = max(last, r["ts"])
+                else:
+                    groups[(k, cur[0]["ts"], last + 300)] = cur
+                    cur, last = [r], r["ts"]
+            groups[(k, cur[0]["ts"], last + 300)] = cur
+    want = [dict(k=k, window_start=ws, window_end=we, **py_aggs(rs)) for (k, ws, we), rs in groups.items()]
+    sql = TABLE.format(dir=d) + (f"SELECT k, window_start, window_end, {AGG_CLINK} FROM t "
+                                 f"WHERE k IS NOT NULL GROUP BY {grouping}, k;")
+    for p in (1, 4):
+        close_rows(run_clink(sql, p), want, ["k", "window_start", "window_end"], AGG_COLS,
+                   f"{kind} at parallelism {p}")
+
+
+# ---- JSON_VALUE, JSON_QUERY, JSON_EXISTS, in Python: lax paths of keys and indexes -------------
+
+JSON_PATHS = ["$.a", "$.b.c", "$.arr[1]", "$.arr[9]", "$", "lax $.\"k y\"", "$.b", "$.s", "$.arr",
+              "$.n", "$.b.arr[0].z"]
+
+
+def make_json_rows(seed):
+    rnd = random.Random(seed)
+
+    def scalar():
+        return rnd.choice([rnd.randint(-1000, 1000), round(rnd.uniform(-5, 5), 3), True, False, None,
+                           "plain", "é😀 \"quoted\" \\ back", "", "line\nbreak"])
+
+    def value(depth):
+        r = rnd.random()
+        if depth > 2 or r < 0.5:
+            return scalar()
+        if r < 0.75:
+            return [value(depth + 1) for _ in range(rnd.randint(0, 4))]
+        return {k: value(depth + 1) for k in rnd.sample(["a", "c", "z", "arr", "k y"], rnd.randint(0, 3))}
+
+    rows = []
+    for i in range(1500):
+        doc = {k: value(0) for k in rnd.sample(["a", "b", "arr", "s", "n", "k y"], rnd.randint(0, 6))}
+        if rnd.random() < 0.3:
+            doc["b"] = {"c": scalar(), "arr": [{"z": scalar()}, 1]}
+        text = json.dumps(doc, ensure_ascii=False)
+        r = rnd.random()
+        if r < 0.05:
+            text = text[:-1]  # not JSON
+        elif r < 0.08:
+            text = None
+        elif r < 0.1:
+            text = json.dumps(scalar())
+        rows.append({"id": i, "j": text, "p": rnd.choice(JSON_PATHS)})
+    return rows
+
+
+def py_json_find(text, path):
+    """(found, value) for a lax path; None when text is not JSON."""
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return None
+    p = path.strip()
+    if p.startswith("lax"):
+        p = p[3:].strip()
+    p = p[1:]
+    steps = re.findall(r'\.("([^"]*)"|[A-Za-z0-9_$]+)|\[(\d+)\]', p)
+    for whole, quoted, index in steps:
+        if index:
+            if not isinstance(v, list) or int(index) >= len(v):
+                return (False, None)
+            v = v[int(index)]
+        else:
+            key = quoted if whole.startswith('"') else whole
+            if not isinstance(v, dict) or key not in v:
+                return (False, None)
+            v = v[key]
+    return (True, v)
+
+
+def py_json(text, path):
+    if text is None:
+        return {"v": None, "q": None, "e": None}
+    r = py_json_find(text, path)
+    if r is None or not r[0]:
+        return {"v": None, "q": None, "e": bool(r and r[0])}
+    v = r[1]
+    container = isinstance(v, (dict, list))
+    jv = None if v is None or container else (v if isinstance(v, str) else json.dumps(v))
+    jq = json.dumps(v, ensure_ascii=False, separators=(",", ":")) if container else None
+    return {"v": jv, "q": jq, "e": True}
+
+
+def test_json_functions_match_python(tmp_path):
+    rows = make_json_rows(20261201)
+    with open(tmp_path / "docs.json", "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    sql = (f"CREATE TABLE t (id INT, j VARCHAR, p VARCHAR) WITH (connector = 'file', "
+           f"path = '{tmp_path}/docs.json', format = 'json');\n"
+           "SELECT id, JSON_VALUE(j, p) AS v, JSON_QUERY(j, p) AS q, JSON_EXISTS(j, p) AS e, "
+           "JSON_VALUE(j, '$.b.c') AS bc, JSON_QUERY(j, 'lax $.arr') AS arr, "
+           "JSON_EXISTS(j, '$.a') AS ea FROM t;")
+    want = []
+    for r in rows:
+        w = dict(id=r["id"], **py_json(r["j"], r["p"]))
+        w["bc"] = py_json(r["j"], "$.b.c")["v"]
+        w["arr"] = py_json(r["j"], "$.arr")["q"]
+        w["ea"] = py_json(r["j"], "$.a")["e"]
+        want.append(w)
+    cols = ["id", "v", "q", "e", "bc", "arr", "ea"]
+    assert any(w["v"] for w in want) and any(w["q"] for w in want), "a vacuous test"
+    for p in (1, 4):
+        got = as_multiset(run_clink(sql, p), cols)
+        exp = as_multiset(want, cols)
+        assert got == exp, f"parallelism {p}: missing {list(exp - got)[:3]} extra {list(got - exp)[:3]}"

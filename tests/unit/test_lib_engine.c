@@ -3,7 +3,8 @@
  * a push table → TUMBLE window → collect table pipeline checked against sums computed here,
  * errors with their SQL position, backpressure (an unread collect stream holds its job and
  * nothing is dropped), a cancel while the stream's reader is blocked, an engine closed with
- * its jobs running and a stream still open, clink_query, and the Arrow types of a batch.
+ * its jobs running and a stream still open, clink_query, the Arrow types of a batch, and a
+ * GROUP BY's changelog (row kinds on the stream) applied and compared with sums computed here.
  *
  * The host's Arrow batches are built here by hand (the C data interface, with a release that
  * frees them), so the test depends on no Arrow library. Every wait has a deadline; under ASan
@@ -373,7 +374,23 @@ static void *push_all(void *arg) {
   return NULL;
 }
 
-/* An unread stream holds the job (the pusher stalls), and reading it then gets every row. */
+/* Waits up to DEADLINE_MS until table's queue holds `queued` batches (or more) and has at
+ * least `blocked` writers waiting for room; false on the deadline. */
+static bool wait_stats(clink_engine_t *e, const char *table, int queued, int blocked,
+                       clink_table_stats_t *out) {
+  for (int waited = 0; waited < DEADLINE_MS; waited += 5) {
+    out->size = sizeof *out;
+    assert_int_equal(clink_table_stats(e, table, out), 0);
+    if (out->queued >= queued && out->blocked >= blocked) return true;
+    struct timespec d = {0, 5 * 1000000L};
+    nanosleep(&d, NULL); /* a poll interval, not the synchronisation: the condition is */
+  }
+  return false;
+}
+
+/* An unread stream holds the job: its collect queue fills, its sink waits for room, so its
+ * source stops taking the host's batches and the pusher waits in clink_push. Reading the
+ * stream then gets every row pushed, in order, with its values. */
 static void test_backpressure_never_drops(void **state) {
   clink_engine_t *e = open_engine(1, 2);
   clink_job_t *job;
@@ -381,26 +398,218 @@ static void test_backpressure_never_drops(void **state) {
   pusher_t p = {.e = e, .batches = 400, .mu = PTHREAD_MUTEX_INITIALIZER};
   pthread_t th;
   pthread_create(&th, NULL, push_all, &p);
-  /* nobody reads: within the queues' and channels' room the pusher stops */
-  int last = -1;
-  for (int i = 0; i < 50; i++) {
-    struct timespec d = {0, 20 * 1000000L};
-    nanosleep(&d, NULL);
-  }
+  clink_table_stats_t out, src;
+  assert_true(wait_stats(e, "out", 2, 1, &out));  /* full, and the job's sink waits */
+  assert_int_equal(out.capacity, 2);
+  assert_int_equal(out.batches_out, 0);
+  assert_true(wait_stats(e, "src", 2, 1, &src));  /* the pusher waits too */
   pthread_mutex_lock(&p.mu);
-  last = p.pushed;
+  int pushed = p.pushed;
   bool done = p.done;
   pthread_mutex_unlock(&p.mu);
   assert_false(done);
-  assert_true(last < 400);
+  assert_true(pushed < 400);
+  assert_int_equal(clink_table_stats(e, "nope", &out), CLINK_ENOTFOUND);
   struct ArrowArrayStream st;
   assert_int_equal(clink_collect(e, "out", &st), 0);
-  reader_t r = {.st = &st, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-  read_all(&r);
-  assert_int_equal(r.rc, 0);
-  assert_int_equal(r.rows, 400 * 100);
+  int64_t row = 0;
+  for (;;) {
+    struct ArrowArray a;
+    assert_int_equal(clink_stream_poll(&st, DEADLINE_MS), 1);
+    assert_int_equal(st.get_next(&st, &a), 0);
+    if (!a.release) break;
+    assert_int_equal(a.n_children, 3);
+    const int32_t *off = a.children[0]->buffers[1];
+    const char *kb = a.children[0]->buffers[2];
+    const int64_t *ts = a.children[1]->buffers[1];
+    const double *v = a.children[2]->buffers[1];
+    for (int64_t r = 0; r < a.length; r++, row++) { /* the input's rule, row by row */
+      char want[3] = {'k', (char)('0' + row % 5), 0};
+      assert_int_equal(off[r + 1] - off[r], 2);
+      assert_memory_equal(kb + off[r], want, 2);
+      assert_int_equal(ts[r], 1000 + 37 * row);
+      assert_true(v[r] == row / 4.0);
+    }
+    a.release(&a);
+  }
+  assert_int_equal(row, 400 * 100);
   pthread_join(th, NULL);
+  assert_int_equal(p.pushed, 400);
   assert_int_equal(clink_job_wait(job, DEADLINE_MS), 0);
+  out.size = sizeof out;
+  assert_int_equal(clink_table_stats(e, "out", &out), 0);
+  assert_int_equal(out.rows_in, 400 * 100);
+  assert_int_equal(out.rows_out, 400 * 100);
+  assert_int_equal(out.queued, 0);
+  st.release(&st);
+  clink_engine_close(e);
+}
+
+/* ---------------------------------------------------------------- update streams */
+
+/* A batch (k VARCHAR, ts BIGINT, v DOUBLE): key "k<keys[r]>" (one digit), ts = r, v = vals[r]. */
+static void make_kv(int n, const int *keys, const double *vals, struct ArrowArray *a,
+                    struct ArrowSchema *s) {
+  make_batch(0, n, a, s);
+  hb_t *h = a->private_data;
+  for (int r = 0; r < n; r++) {
+    h->bytes[h->off[r] + 1] = (char)('0' + keys[r]);
+    h->ts[r] = r;
+    h->v[r] = vals[r];
+  }
+}
+
+static const char *GROUPS =
+    "CREATE TABLE src (k VARCHAR, ts BIGINT, v DOUBLE) WITH (connector = 'push');\n"
+    "CREATE TABLE totals (k VARCHAR, total DOUBLE, n BIGINT) WITH (connector = 'collect');\n"
+    "INSERT INTO totals SELECT k, SUM(v) AS total, COUNT(*) AS n FROM src GROUP BY k\n"
+    "  HAVING SUM(v) > 0;\n";
+
+typedef struct changes {
+  int64_t kinds[4];          /* rows seen per kind */
+  bool live[10];             /* the materialised table: key → row */
+  double total[10];
+  int64_t n[10];
+} changes_t;
+
+/* Reads batches until `rows` more changelog rows arrived (or the end, when rows < 0), applying
+ * each to c in order: +I/+U set the key's row, -U/-D remove it. */
+static void read_changes(struct ArrowArrayStream *st, changes_t *c, int64_t rows) {
+  int64_t got = 0;
+  while (rows < 0 || got < rows) {
+    assert_int_equal(clink_stream_poll(st, DEADLINE_MS), 1);
+    struct ArrowArray a;
+    assert_int_equal(st->get_next(st, &a), 0);
+    if (!a.release) {
+      assert_true(rows < 0);
+      return;
+    }
+    assert_int_equal(a.n_children, 4);
+    const struct ArrowArray *op = a.children[0];
+    assert_non_null(op->dictionary);
+    assert_int_equal(op->dictionary->length, 4);
+    assert_memory_equal(op->dictionary->buffers[2], "+I-U+U-D", 8);
+    const int8_t *kind = op->buffers[1];
+    const int32_t *off = a.children[1]->buffers[1];
+    const char *kb = a.children[1]->buffers[2];
+    const double *tot = a.children[2]->buffers[1];
+    const int64_t *n = a.children[3]->buffers[1];
+    for (int64_t r = 0; r < a.length; r++) {
+      assert_true(kind[r] >= CLINK_ROW_INSERT && kind[r] <= CLINK_ROW_DELETE);
+      int k = kb[off[r] + 1] - '0';
+      assert_true(k >= 0 && k < 10);
+      c->kinds[kind[r]]++;
+      bool set = kind[r] == CLINK_ROW_INSERT || kind[r] == CLINK_ROW_UPDATE_AFTER;
+      assert_int_equal(c->live[k], kind[r] != CLINK_ROW_INSERT); /* +I only for a new key */
+      c->live[k] = set;
+      c->total[k] = tot[r];
+      c->n[k] = n[r];
+    }
+    got += a.length;
+    a.release(&a);
+  }
+}
+
+/* A GROUP BY through a collect table: the stream leads with the row kinds ("__op", int8 codes
+ * over "+I" "-U" "+U" "-D", the upsert key in the metadata), deletes and updates arrive, and
+ * the changelog applied in order equals the final per-key values computed here from the
+ * input. Phases wait for their changes, so each kind shows at any parallelism. */
+static void test_group_by_changelog(void **state) {
+  for (int par = 1; par <= 2; par++) {
+    clink_engine_t *e = open_engine(par, 4);
+    clink_job_t *job;
+    assert_int_equal(clink_exec(e, GROUPS, &job, 1, NULL), 0);
+    struct ArrowArrayStream st;
+    assert_int_equal(clink_collect(e, "totals", &st), 0);
+    struct ArrowSchema sch;
+    assert_int_equal(st.get_schema(&st, &sch), 0);
+    assert_int_equal(sch.n_children, 4);
+    assert_string_equal(sch.children[0]->name, "__op");
+    assert_string_equal(sch.children[0]->format, "c");
+    assert_non_null(sch.children[0]->dictionary);
+    assert_string_equal(sch.children[0]->dictionary->format, "u");
+    assert_string_equal(sch.children[1]->name, "k");
+    assert_non_null(sch.metadata);
+    int32_t npairs, klen, vlen;
+    memcpy(&npairs, sch.metadata, 4);
+    memcpy(&klen, sch.metadata + 4, 4);
+    memcpy(&vlen, sch.metadata + 8 + klen, 4);
+    assert_int_equal(npairs, 1);
+    assert_memory_equal(sch.metadata + 8, "clink.upsert_key", (size_t)klen);
+    assert_int_equal(vlen, 5);
+    assert_memory_equal(sch.metadata + 12 + klen, "[\"k\"]", 5);
+    sch.release(&sch);
+
+    double want_total[10] = {0};
+    int64_t want_n[10] = {0};
+    changes_t c;
+    memset(&c, 0, sizeof c);
+    int keys[300];
+    double vals[300];
+    struct ArrowArray a;
+    struct ArrowSchema s;
+    /* 1: every key once, positive: ten inserts */
+    for (int k = 0; k < 10; k++) keys[k] = k, vals[k] = k + 1;
+    for (int k = 0; k < 10; k++) want_total[keys[k]] += vals[k], want_n[keys[k]]++;
+    make_kv(10, keys, vals, &a, &s);
+    assert_int_equal(clink_push(e, "src", &a, &s), 0);
+    read_changes(&st, &c, 10);
+    assert_int_equal(c.kinds[CLINK_ROW_INSERT], 10);
+    /* 2: keys 0-4 fall below zero (HAVING fails: deletes), keys 5-9 grow (updates) */
+    for (int k = 0; k < 10; k++) keys[k] = k, vals[k] = k < 5 ? -(k + 6) : 1;
+    for (int k = 0; k < 10; k++) want_total[keys[k]] += vals[k], want_n[keys[k]]++;
+    make_kv(10, keys, vals, &a, &s);
+    assert_int_equal(clink_push(e, "src", &a, &s), 0);
+    read_changes(&st, &c, 10);
+    assert_int_equal(c.kinds[CLINK_ROW_DELETE], 5);
+    assert_int_equal(c.kinds[CLINK_ROW_UPDATE_AFTER], 5);
+    /* 3: 900 rows of every sign in three batches, then the end */
+    for (int b = 0; b < 3; b++) {
+      for (int r = 0; r < 300; r++) {
+        int i = b * 300 + r;
+        keys[r] = (i * 7) % 10;
+        vals[r] = (double)((i * 13) % 11 - 5);
+        want_total[keys[r]] += vals[r];
+        want_n[keys[r]]++;
+      }
+      make_kv(300, keys, vals, &a, &s);
+      assert_int_equal(clink_push(e, "src", &a, &s), 0);
+    }
+    assert_int_equal(clink_push_close(e, "src"), 0);
+    read_changes(&st, &c, -1);
+    int live = 0;
+    for (int k = 0; k < 10; k++) {
+      assert_int_equal(c.live[k], want_total[k] > 0);
+      if (!c.live[k]) continue;
+      live++;
+      assert_true(c.total[k] == want_total[k]);
+      assert_int_equal(c.n[k], want_n[k]);
+    }
+    assert_true(live > 0 && live < 10); /* the data set leaves both kinds of key */
+    st.release(&st);
+    assert_int_equal(clink_job_wait(job, DEADLINE_MS), 0);
+    clink_engine_close(e);
+  }
+}
+
+/* A stream whose schema was read before any job wrote its table is append-only: a job that
+ * would write an update stream into it is refused, saying why; an append-only job is not. */
+static void test_changelog_after_append_schema_refused(void **state) {
+  clink_engine_t *e = open_engine(1, 4);
+  assert_int_equal(clink_exec(e, "CREATE TABLE src (k VARCHAR, ts BIGINT, v DOUBLE) WITH "
+                                 "(connector = 'push');\n"
+                                 "CREATE TABLE t (k VARCHAR, n BIGINT) WITH "
+                                 "(connector = 'collect');", NULL, 0, NULL), 0);
+  struct ArrowArrayStream st;
+  assert_int_equal(clink_collect(e, "t", &st), 0);
+  struct ArrowSchema sch;
+  assert_int_equal(st.get_schema(&st, &sch), 0);
+  assert_int_equal(sch.n_children, 2);
+  sch.release(&sch);
+  assert_int_equal(clink_exec(e, "INSERT INTO t SELECT k, COUNT(*) AS n FROM src GROUP BY k;",
+                              NULL, 0, NULL), CLINK_EINVAL);
+  assert_non_null(strstr(clink_last_error(e, NULL, NULL), "update stream"));
+  assert_int_equal(clink_exec(e, "INSERT INTO t SELECT k, ts AS n FROM src;", NULL, 0, NULL), 0);
   st.release(&st);
   clink_engine_close(e);
 }
@@ -546,6 +755,91 @@ static void test_released_stream_fails_its_job(void **state) {
   clink_engine_close(e);
 }
 
+/* ---------------------------------------------------------------- one_job (`clink run`) */
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* options.one_job runs a script the way `clink run` does: one job for the whole script,
+ * errors naming the script, checkpoints in the directory itself, clink_job_stop draining to
+ * FINISHED; push/collect tables have no host there. And clink_options_init, the function,
+ * fills only the first layout (a program built against 0.1 has no room for more). */
+static void test_one_job_is_clink_run(void **state) {
+  clink_options_t o;
+  (clink_options_init)(&o);
+  assert_int_equal(o.size, offsetof(clink_options_t, script_name));
+  clink_options_init(&o);
+  assert_int_equal(o.size, sizeof o);
+  assert_int_equal(o.max_restarts, -1);
+  char dir[] = "/tmp/clink-lib-onejob-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  o.one_job = 1;
+  o.script_name = "p.sql";
+  o.checkpoint_dir = dir;
+  o.checkpoint_interval_ms = 50;
+  o.log_level = CLINK_LOG_ERROR;
+  clink_engine_t *e = NULL;
+  char err[256];
+  assert_int_equal(clink_engine_open(&o, &e, err, sizeof err), 0);
+  int line = 0, col = 0;
+  assert_int_equal(clink_exec(e, "CREATE TABLE g (x BIGINT) WITH (connector = 'datagen');\n"
+                                 "INSERTT INTO b SELECT x FROM g;", NULL, 0, NULL), CLINK_ESYNTAX);
+  const char *msg = clink_last_error(e, &line, &col);
+  assert_int_equal(line, 2);
+  assert_true(strncmp(msg, "p.sql:2:1: error: ", 18) == 0);
+  /* a NUL byte is SQL's business at its position, not the end of the text */
+  assert_int_equal(clink_exec_len(e, "CREATE TABLE g (x BIGINT) WITH (connector = 'datagen');\n"
+                                     "INSERT INTO b\0", 70, NULL, 0, NULL), CLINK_ESYNTAX);
+  clink_last_error(e, &line, &col);
+  assert_int_equal(line, 2);
+  /* two INSERTs, one job; an unbounded source stopped by the host drains and FINISHES */
+  clink_job_t *job = NULL;
+  int nj = 0;
+  assert_int_equal(clink_exec(e, "CREATE TABLE g (x BIGINT) WITH (connector = 'datagen', "
+                                 "rows_per_second = '2000');\n"
+                                 "CREATE TABLE b1 (x BIGINT) WITH (connector = 'blackhole');\n"
+                                 "CREATE TABLE b2 (x BIGINT) WITH (connector = 'blackhole');\n"
+                                 "INSERT INTO b1 SELECT x FROM g;\n"
+                                 "INSERT INTO b2 SELECT x FROM g WHERE x > 10;", &job, 2, &nj), 0);
+  assert_int_equal(nj, 1);
+  char v1[300];
+  snprintf(v1, sizeof v1, "%s/v1", dir);
+  struct stat sb;
+  int waited = 0;
+  for (; waited < DEADLINE_MS && stat(v1, &sb) != 0; waited += 10) { /* its first checkpoint */
+    struct timespec d = {0, 10 * 1000000L};
+    nanosleep(&d, NULL);
+  }
+  assert_int_equal(stat(v1, &sb), 0); /* <dir>/v1, not <dir>/job-1/v1 */
+  assert_int_equal(clink_job_wait(job, 0), CLINK_ETIMEOUT);
+  int64_t read = 0, written = 0;
+  for (waited = 0; waited < DEADLINE_MS && written < 100; waited += 10) { /* rows flow */
+    clink_job_counts(job, &read, &written);
+    struct timespec d = {0, 10 * 1000000L};
+    nanosleep(&d, NULL);
+  }
+  clink_job_stop(job);
+  assert_int_equal(clink_job_wait(job, DEADLINE_MS), 0);
+  assert_int_equal(clink_job_status(job), CLINK_JOB_FINISHED);
+  clink_job_counts(job, &read, &written);
+  assert_true(read >= 100 && written >= 100); /* it ran, and stopping it ended it FINISHED */
+  clink_engine_close(e);
+  /* push and collect tables have no host in this mode: the job fails saying so */
+  o.checkpoint_dir = NULL;
+  o.max_restarts = 0;
+  assert_int_equal(clink_engine_open(&o, &e, err, sizeof err), 0);
+  clink_job_t *j2 = NULL;
+  assert_int_equal(clink_exec(e, "CREATE TABLE g (x BIGINT) WITH (connector = 'datagen');\n"
+                                 "CREATE TABLE c (x BIGINT) WITH (connector = 'collect');\n"
+                                 "INSERT INTO c SELECT x FROM g;", &j2, 1, NULL), 0);
+  assert_int_not_equal(clink_job_wait(j2, DEADLINE_MS), 0);
+  assert_non_null(strstr(clink_job_error(j2, NULL, NULL), "embeds clink"));
+  clink_engine_close(e);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_push_tumble_collect),
@@ -556,6 +850,9 @@ int main(void) {
       cmocka_unit_test(test_query_stream),
       cmocka_unit_test(test_windows_fire_while_pushing),
       cmocka_unit_test(test_released_stream_fails_its_job),
+      cmocka_unit_test(test_group_by_changelog),
+      cmocka_unit_test(test_changelog_after_append_schema_refused),
+      cmocka_unit_test(test_one_job_is_clink_run),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

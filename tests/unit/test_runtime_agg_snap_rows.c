@@ -6,7 +6,10 @@
  * one integer (the writer's fast path), a string with quotes, backslashes, control and high
  * bytes beside a NULL integer, booleans, decimals, floats, no key at all — then encoded with
  * ck_snap_encode and restored with ck_snap_decode and ck_snap_decode_in_place: the restored
- * encoding must be the original, byte for byte. Rows are counted with the Arrow reader: split
+ * encoding must be the original, byte for byte; and random keys (integers at every magnitude
+ * and both extremes, strings of quotes, escapes and UTF-8, decimals, NULLs, several columns)
+ * over several record batches, through the writer's and the joiner's fast paths for one
+ * integer key and their general paths. Rows are counted with the Arrow reader: split
  * shapes have a row per record; a float key that is NaN keeps the encoding whole (one row).
  * Threads: the main thread only.
  */
@@ -180,12 +183,93 @@ static void test_a_nan_key_keeps_the_encoding_whole(void **state) {
   ck_buf_fini(&b);
 }
 
+/* A deterministic generator (xorshift64), so a failure repeats. */
+static uint64_t rnd(uint64_t *s) {
+  *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+  return *s;
+}
+
+/* Integers where printing and parsing go wrong: 0, ±1, each power of ten and its neighbours,
+ * the extremes, and any 64-bit value at any magnitude. */
+static int64_t rnd_int(uint64_t *s) {
+  uint64_t r = rnd(s);
+  switch (r % 4) {
+    case 0: {
+      const int64_t edge[] = {0, 1, -1, 9, 10, 99, 100, INT64_MAX, INT64_MIN, INT64_MAX - 1,
+                              INT64_MIN + 1};
+      return edge[rnd(s) % (sizeof edge / sizeof edge[0])];
+    }
+    case 1: {
+      int64_t p = 1;
+      for (int k = (int)(rnd(s) % 19); k > 0; k--) p *= 10;
+      int64_t v = p + (int64_t)(rnd(s) % 3) - 1;
+      return rnd(s) % 2 ? -v : v;
+    }
+    default: return (int64_t)(rnd(s) >> (rnd(s) % 64)) * (rnd(s) % 2 ? -1 : 1);
+  }
+}
+
+/* Random records of the key types keys (ids only: INT64, STRING, DECIMAL(18, 3)) with NULLs
+ * one key in eight, restored byte for byte, a row per record. */
+static void random_round_trip(int wkind, const int *ids, int nkeys, int n, uint64_t seed) {
+  int keys[3 * 8];
+  for (int k = 0; k < nkeys; k++) {
+    keys[3 * k] = ids[k];
+    keys[3 * k + 1] = ids[k] == CK_T_DECIMAL ? 18 : 0;
+    keys[3 * k + 2] = ids[k] == CK_T_DECIMAL ? 3 : 0;
+  }
+  static const char alphabet[] = "ab\"\\/\n\t\x01\x1f \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xff{}[],:0";
+  ck_buf_t b;
+  ck_buf_init(&b);
+  header(&b, wkind, keys, nkeys, (uint64_t)n);
+  uint64_t s = seed;
+  for (int i = 0; i < n; i++) {
+    rec_head(&b, wkind, (uint32_t)(rnd(&s) % 128), (int64_t)(rnd(&s) % 100) * 1000);
+    for (int k = 0; k < nkeys; k++) {
+      if (rnd(&s) % 8 == 0) {
+        u8(&b, 1); /* NULL */
+        continue;
+      }
+      u8(&b, 0);
+      if (ids[k] == CK_T_INT64) {
+        i64(&b, rnd_int(&s));
+      } else if (ids[k] == CK_T_DECIMAL) { /* within DECIMAL(18, 3) */
+        ck_i128 v = (ck_i128)(rnd(&s) % 1000000000000000000ull) * (rnd(&s) % 2 ? -1 : 1);
+        put(&b, &v, 16);
+      } else {
+        char str[40];
+        uint32_t len = (uint32_t)(rnd(&s) % sizeof str);
+        for (uint32_t c = 0; c < len; c++) str[c] = alphabet[rnd(&s) % (sizeof alphabet - 1)];
+        u32(&b, len), put(&b, str, len);
+      }
+    }
+    rec_tail(&b, wkind, (int64_t)(rnd(&s) % 1000));
+  }
+  assert_int_equal(round_trip(&b), n + 1);
+  ck_buf_fini(&b);
+}
+
+static void test_random_keys_round_trip(void **state) {
+  (void)state;
+  const int one[] = {CK_T_INT64};
+  const int two[] = {CK_T_INT64, CK_T_INT64};
+  const int mixed[] = {CK_T_STRING, CK_T_DECIMAL, CK_T_INT64};
+  /* one integer key, windowed: the writer's and the joiner's fast paths, over several record
+   * batches (about 1 MiB each), so the in-place restore moves output across batches */
+  random_round_trip(CK_WIN_TUMBLE, one, 1, 60000, 1);
+  random_round_trip(CK_WIN_NONE, one, 1, 20000, 2); /* the joiner's fast path, unwindowed */
+  random_round_trip(CK_WIN_TUMBLE, two, 2, 20000, 3);
+  random_round_trip(CK_WIN_TUMBLE, mixed, 3, 20000, 4);
+  random_round_trip(CK_WIN_NONE, mixed, 3, 20000, 5);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_one_integer_key_windowed),
       cmocka_unit_test(test_string_and_null_keys_unwindowed),
       cmocka_unit_test(test_decimal_float_and_no_keys),
       cmocka_unit_test(test_a_nan_key_keeps_the_encoding_whole),
+      cmocka_unit_test(test_random_keys_round_trip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,11 @@ directions as the Arrow C data interface: results arrive as pyarrow batches whos
 buffers are the engine's own (no copy but BOOLEAN columns'), pushed batches are converted to
 the table's columns once. pyarrow is the only dependency.
 
+Update streams: a GROUP BY without a window is an updating result. Its stream leads with the
+column ``__op``, each row's kind ("+I", "-U", "+U", "-D", as Flink's RowKind; a dictionary
+column), and ``materialize=True`` (``Engine.collect``, ``Engine.sql``) or ``materialize(t)``
+applies the changelog and returns the final table. Append-only results have no ``__op``.
+
 Ctrl-C: a wait (Job.wait, Engine.await_all) or a read from a stream of this package cancels
 the job(s) concerned (a query's stream: its job; a collect table's stream: every job of the
 engine) and raises KeyboardInterrupt; the engine stays usable.
@@ -36,10 +41,17 @@ from typing import Callable, Iterable, Iterator, List, Optional, Union
 
 import pyarrow as pa
 
-__all__ = ["Engine", "Job", "JobStatus", "ClinkError", "abi_version", "version"]
+__all__ = ["Engine", "Job", "JobStatus", "ClinkError", "abi_version", "version", "materialize",
+           "ROW_KINDS", "OP_COLUMN"]
 __version__ = "0.1.0"
 
 _POLL_MS = 100  # how often a blocked call looks for Ctrl-C
+
+OP_COLUMN = "__op"
+"""The row-kind column leading an update stream's batches."""
+ROW_KINDS = ("+I", "-U", "+U", "-D")
+"""The row kinds, by their int8 code in the ``__op`` column (clink_row_kind_t)."""
+_UPSERT_KEY = b"clink.upsert_key"
 
 
 class _ArrowSchema(Structure):
@@ -285,6 +297,47 @@ class _Stream:
         return pa.RecordBatchReader.from_batches(schema, self.batches(schema))
 
 
+def materialize(data: Union[pa.Table, pa.RecordBatchReader],
+                key: Optional[List[str]] = None) -> pa.Table:
+    """The final table of a changelog: a collect table's or a query's rows (a Table or a
+    RecordBatchReader, read to its end) with their ``__op`` column applied in order, as
+    pyflink's ``to_pandas`` does with an updating result: "+I" and "+U" set the row of their
+    key, "-U" and "-D" remove it. key: the columns naming a row; by default the stream's
+    upsert key (its schema metadata "clink.upsert_key", the GROUP BY columns). The result has
+    the table's columns without ``__op``, one row per live key, in the order of their last
+    change. Data without ``__op`` (an append-only result) comes back as it is."""
+    table = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
+    names = table.schema.names
+    if OP_COLUMN not in names:
+        return table
+    if key is None:
+        meta = table.schema.metadata or {}
+        if _UPSERT_KEY not in meta:
+            raise ClinkError("could not materialise the changelog: its rows do not carry their "
+                             "whole GROUP BY key, so an update cannot be matched to the row it "
+                             "replaces; select every GROUP BY column, or pass key=[...]")
+        import json
+        key = json.loads(meta[_UPSERT_KEY].decode())
+    for k in key:
+        if k not in names or k == OP_COLUMN:
+            raise ClinkError("could not materialise the changelog: %r is not a column" % k)
+    import pyarrow.compute as pc
+    kinds = table.column(OP_COLUMN)  # by name, whatever dictionary each chunk has
+    codes = pc.index_in(pc.cast(kinds, pa.string()), value_set=pa.array(ROW_KINDS))
+    body = table.drop_columns([OP_COLUMN])
+    idx = pa.array(range(table.num_rows), type=pa.int64())
+    if key:  # each key's last change, in the order of those changes
+        groups = (body.select(key).append_column("__idx", idx)
+                  .group_by(key, use_threads=False).aggregate([("__idx", "max")]))
+        last = groups.column("__idx_max")
+        last = pc.take(last, pc.sort_indices(last))
+    else:  # a global aggregate: one row, the last
+        last = pa.array([table.num_rows - 1] if table.num_rows else [], type=pa.int64())
+    live = pc.is_in(pc.take(codes, last).cast(pa.int8()), value_set=pa.array([0, 2], pa.int8()))
+    keep = pc.filter(last, live)
+    return body.take(keep).replace_schema_metadata(None)
+
+
 _LEVELS = {"off": 0, "error": 1, "warn": 2, "warning": 2, "info": 3, "debug": 4}
 
 PushData = Union[pa.Table, pa.RecordBatch, pa.RecordBatchReader, Iterable[pa.RecordBatch],
@@ -382,12 +435,16 @@ class Engine:
         self._jobs.extend(jobs)
         return jobs
 
-    def sql(self, query: str, stream: bool = False
+    def sql(self, query: str, stream: bool = False, materialize: bool = False
             ) -> Union[pa.Table, pa.RecordBatchReader]:
         """Runs one bare SELECT (CREATE TABLEs may come before it). Returns its rows as a
         pyarrow.Table once the query's input ended (a bounded query: files, a Kafka topic read
         up to its end with scan.bounded, a closed push table), or with stream=True at once as a
-        RecordBatchReader yielding batches as the job produces them."""
+        RecordBatchReader yielding batches as the job produces them. An updating query (a
+        GROUP BY) leads with the ``__op`` column; materialize=True returns the final table
+        instead (pyclink.materialize)."""
+        if stream and materialize:
+            raise ValueError("materialize=True reads the query to its end: it cannot stream")
         self._check_open()
         s = _Stream(self, None)
         jh = c_void_p()
@@ -397,18 +454,26 @@ class Engine:
         s.job = Job(self, jh.value)
         self._jobs.append(s.job)
         reader = s.reader()
+        if materialize:
+            return globals()["materialize"](reader)
         return reader if stream else reader.read_all()
 
-    def collect(self, table: str) -> pa.RecordBatchReader:
+    def collect(self, table: str, materialize: bool = False
+                ) -> Union[pa.RecordBatchReader, pa.Table]:
         """A RecordBatchReader over a collect table's rows, batch by batch as its job writes
         them; it ends when that job ends (an error if it failed). One reader per table; an
-        unread table makes its job wait."""
+        unread table makes its job wait. Start the job writing the table first (execute):
+        an update stream (a GROUP BY) then leads with the ``__op`` column, each row's kind
+        ("+I", "-U", "+U", "-D"); an append-only one has the table's columns alone.
+        materialize=True reads to the end and returns the final table, the changelog applied
+        (pyclink.materialize)."""
         self._check_open()
         s = _Stream(self, None)
         rc = _lib.clink_collect(self._h, table.encode(), byref(s.st))
         if rc:
             raise self._error(rc)
-        return s.reader()
+        reader = s.reader()
+        return globals()["materialize"](reader) if materialize else reader
 
     def push(self, table: str, data: PushData, close: bool = False) -> int:
         """Feeds a push table: a pyarrow Table, RecordBatch, RecordBatchReader, an iterable of

@@ -190,13 +190,14 @@ int ck_ch_account_destination(ck_ch_client_t *client, const char *database, cons
        has_full = have && strcmp(caps.cells[0][4], "0") != 0,
        has_create = have && strcmp(caps.cells[0][5], "0") != 0;
   ck_buf_reset(&sql);
-  ck_buf_printf(&sql, "SELECT engine, %s, %s, %s FROM system.tables WHERE database = ",
+  ck_buf_printf(&sql, "SELECT engine, %s, %s, %s, toString(metadata_modification_time) FROM "
+                "system.tables WHERE database = ",
                 has_full ? "engine_full" : "''", has_create ? "create_table_query" : "''",
                 has_uuid ? "toString(uuid)" : "''");
   ck_ch_quote_str(database, &sql);
   ck_buf_puts(&sql, " AND name = ");
   ck_ch_quote_str(table, &sql);
-  rc = ask(client, sql.data, 4, &tb, why, sizeof why, err);
+  rc = ask(client, sql.data, 5, &tb, why, sizeof why, err);
   if (rc < 0) goto fail;
   bool row = rc == 0 && tb.nrows == 1;
   if (rc == 0 && !row) snprintf(why, sizeof why, "system.tables has no such table");
@@ -224,6 +225,15 @@ int ck_ch_account_destination(ck_ch_client_t *client, const char *database, cons
   put_str(out, row && has_full ? tb.cells[0][1] : NULL);
   ck_buf_puts(out, ",\"create_table_query\":");
   put_str(out, row && has_create ? tb.cells[0][2] : NULL);
+  /* what tells a table recreated with the same definition apart where there is no UUID; a
+   * database that keeps no metadata files (chdb's Overlay) reports the zero time */
+  bool has_mtime = row && strcmp(tb.cells[0][4], "0000-00-00 00:00:00") != 0 &&
+                   strcmp(tb.cells[0][4], "1970-01-01 00:00:00") != 0;
+  if (row && !has_mtime)
+    absent_add(&ab, "metadata_modification_time", "the table's database keeps no metadata "
+               "file time (it reports the zero time)");
+  ck_buf_puts(out, ",\"metadata_modification_time\":");
+  put_str(out, has_mtime ? tb.cells[0][4] : NULL);
   if ((rc = put_settings(client, "system.settings", insert_settings, "settings", out, &ab, err)))
     goto fail;
   if ((rc = put_settings(client, "system.merge_tree_settings", window_settings,

@@ -128,9 +128,13 @@ struct ck_ch_client {
   ck_buf_t out;
   ck_buf_t raw; /* PROTOTYPE: the uncompressed block, kept between inserts */
   ck_ch_block_t header;
+  int64_t deadline; /* ck_mono_ms by which every reply must be whole; 0: none */
 };
 
 bool ck_ch_client_ok(const ck_ch_client_t *c) { return c && !c->broken; }
+void ck_ch_client_set_deadline(ck_ch_client_t *c, int64_t deadline_mono_ms) {
+  c->deadline = deadline_mono_ms;
+}
 const ck_ch_server_t *ck_ch_client_server(const ck_ch_client_t *c) { return &c->server; }
 int ck_ch_client_revision(const ck_ch_client_t *c) { return c->revision; }
 ck_ch_reader_t *ck_ch_client_reader(ck_ch_client_t *c) { return &c->rd; }
@@ -213,7 +217,13 @@ static int recv_packet(ck_ch_client_t *c, const ck_ch_packet_t **p, const char *
       c->broken = true;
       return rc;
     }
-    ssize_t n = c->io.ops->read(&c->io, buf, sizeof buf, c->recv_timeout);
+    int timeout = c->recv_timeout;
+    if (c->deadline) { /* a server that keeps sending Progress never trips the per-read one */
+      int64_t left = c->deadline - ck_mono_ms();
+      if (left <= 0) return io_fail(c, err, CK_ETIMEOUT, what);
+      if (left < timeout) timeout = (int)left;
+    }
+    ssize_t n = c->io.ops->read(&c->io, buf, sizeof buf, timeout);
     if (n <= 0) return io_fail(c, err, (int)n, what);
     ck_ch_reader_feed(&c->rd, buf, (size_t)n);
   }

@@ -90,6 +90,10 @@ void ck_ch_client_free(ck_ch_client_t *c);
 bool ck_ch_client_ok(const ck_ch_client_t *c);
 const ck_ch_server_t *ck_ch_client_server(const ck_ch_client_t *c);
 int ck_ch_client_revision(const ck_ch_client_t *c); /* negotiated */
+/* Every wait for the server ends by this ck_mono_ms time (0: no deadline, only the per-read
+ * receive timeout): past it the client is broken with CK_ETIMEOUT. A server that keeps sending
+ * Progress packets never trips a per-read timeout; this bounds a whole statement. */
+void ck_ch_client_set_deadline(ck_ch_client_t *c, int64_t deadline_mono_ms);
 /* For tests and the fuzz target: the reader under the client. */
 ck_ch_reader_t *ck_ch_client_reader(ck_ch_client_t *c);
 

@@ -201,6 +201,15 @@ int ck_kafka_client_open(kafka_client_t *kc, const ck_conn_ctx_t *ctx, rd_kafka_
                          const char *const *defaults,
                          void (*dr_msg_cb)(rd_kafka_t *, const rd_kafka_message_t *, void *),
                          ck_error_t *err) {
+  return ck_kafka_client_open_stats(kc, ctx, type, defaults, dr_msg_cb, NULL, err);
+}
+
+int ck_kafka_client_open_stats(kafka_client_t *kc, const ck_conn_ctx_t *ctx,
+                               rd_kafka_type_t type, const char *const *defaults,
+                               void (*dr_msg_cb)(rd_kafka_t *, const rd_kafka_message_t *,
+                                                 void *),
+                               int (*stats_cb)(rd_kafka_t *, char *, size_t, void *),
+                               ck_error_t *err) {
   int rc = ck_kafka_client_names(kc, ctx, type, err);
   if (rc) return rc;
   const ck_options_t *opts = ctx->options;
@@ -225,6 +234,7 @@ int ck_kafka_client_open(kafka_client_t *kc, const ck_conn_ctx_t *ctx, rd_kafka_
   rd_kafka_conf_set_log_cb(conf, log_cb);
   rd_kafka_conf_set_error_cb(conf, error_cb);
   if (dr_msg_cb) rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
+  if (stats_cb) rd_kafka_conf_set_stats_cb(conf, stats_cb);
   char why[512];
   kc->rk = rd_kafka_new(type, conf, why, sizeof why);
   if (!kc->rk) {

@@ -71,6 +71,14 @@ int ck_kafka_client_open(kafka_client_t *kc, const ck_conn_ctx_t *ctx, rd_kafka_
                          const char *const *defaults,
                          void (*dr_msg_cb)(rd_kafka_t *, const rd_kafka_message_t *, void *),
                          ck_error_t *err);
+/* The same, with librdkafka's statistics callback (NULL: none; it runs on the thread that
+ * polls, and statistics.interval.ms must be set among the defaults for it to be called). */
+int ck_kafka_client_open_stats(kafka_client_t *kc, const ck_conn_ctx_t *ctx,
+                               rd_kafka_type_t type, const char *const *defaults,
+                               void (*dr_msg_cb)(rd_kafka_t *, const rd_kafka_message_t *,
+                                                 void *),
+                               int (*stats_cb)(rd_kafka_t *, char *, size_t, void *),
+                               ck_error_t *err);
 /* The first 'kafka.<property>' option clink's own fetch client does not understand (the source
  * then reads through librdkafka), or NULL. */
 const char *ck_kafka_needs_librdkafka(const ck_options_t *opts);

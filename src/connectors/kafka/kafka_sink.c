@@ -87,6 +87,11 @@
 
 enum { TXN_NONE, TXN_OPEN, TXN_PREPARED };
 
+/* The offsets one producer's records took in one partition during an interval. */
+typedef struct range {
+  int64_t first, last, count; /* count 0: none */
+} range_t;
+
 /* One librdkafka producer of a sink instance. */
 typedef struct producer {
   kafka_client_t kc; /* first: librdkafka's opaque is &kc, i.e. the producer */
@@ -102,7 +107,22 @@ typedef struct producer {
   int txn;         /* TXN_* */
   int64_t ckpt;    /* TXN_PREPARED: the checkpoint its transaction belongs to */
   int64_t records; /* in its open or prepared transaction */
+  /* the interval evidence's account (kafka_sink_account): per partition, the offsets its
+   * delivery reports gave since the interval (exactly once: its transaction) began; and its
+   * producer id and epoch as librdkafka's statistics last reported them (-1: not yet) */
+  range_t *ranges;
+  int nranges;
+  int64_t pid, epoch;
 } producer_t;
+
+/* What the account of the last prepared interval reports (copied at prepare). */
+typedef struct acct {
+  int64_t ckpt;          /* 0: no interval prepared yet */
+  int slot;
+  int64_t records, pid, epoch;
+  range_t *ranges;       /* nranges */
+  int nranges;
+} acct_t;
 
 typedef struct kafka_sink {
   const ck_conn_ctx_t *ctx;
@@ -133,6 +153,13 @@ typedef struct kafka_sink {
   bool held_ok;            /* held has all of them (not over redo_max) */
   int64_t redo_max;
   int64_t committed_ckpt;  /* newest checkpoint committed by this instance (logs) */
+  /* the interval evidence (kafka_sink_account) */
+  acct_t done;             /* the interval the last prepare closed */
+  int64_t recovered_ckpt;  /* the checkpoint recover resolved (0: none), and how */
+  int64_t recovered_marker;
+  const char *recovered_how; /* "committed", "redo" */
+  int64_t recovered_records;
+  int64_t done_delivered;  /* at least once: deliveries counted into earlier intervals */
 } kafka_sink_t;
 
 static const char *const no_txn_id = "";
@@ -303,6 +330,12 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
   producer_t *p = opaque;
   if (!m->err) {
     p->delivered++;
+    if (m->partition >= 0 && m->partition < p->nranges && m->offset >= 0) {
+      range_t *r = &p->ranges[m->partition];
+      if (!r->count || m->offset < r->first) r->first = m->offset;
+      if (!r->count || m->offset > r->last) r->last = m->offset;
+      r->count++;
+    }
     return;
   }
   if (p->failed++ == 0) {
@@ -310,6 +343,38 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     p->fail_partition = m->partition;
     snprintf(p->fail_reason, sizeof p->fail_reason, "%s", rd_kafka_err2str(m->err));
   }
+}
+
+static const char *find(const char *hay, size_t len, const char *needle) {
+  size_t n = strlen(needle);
+  for (size_t i = 0; i + n <= len; i++)
+    if (hay[i] == needle[0] && memcmp(hay + i, needle, n) == 0) return hay + i;
+  return NULL;
+}
+
+/* librdkafka's statistics (every statistics.interval.ms, served by the poll on the owning
+ * thread): only the producer id and epoch of its "eos" object are kept, for the account. */
+static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
+  (void)rk;
+  producer_t *p = opaque;
+  const char *eos = find(json, len, "\"eos\":");
+  if (eos) {
+    size_t rest = len - (size_t)(eos - json);
+    const char *id = find(eos, rest, "\"producer_id\":");
+    const char *ep = find(eos, rest, "\"producer_epoch\":");
+    if (id && ep) {
+      long long a = strtoll(id + 14, NULL, 10), b = strtoll(ep + 17, NULL, 10);
+      if (a >= 0 && b >= 0) {
+        p->pid = a;
+        p->epoch = b;
+      }
+    }
+  }
+  return 0; /* librdkafka frees json */
+}
+
+static void ranges_reset(producer_t *p) {
+  if (p->ranges) memset(p->ranges, 0, sizeof *p->ranges * (size_t)p->nranges);
 }
 
 /* The first delivery failure (or a fatal producer error) as a job error. */
@@ -349,12 +414,18 @@ static int producer_open(kafka_sink_t *kk, producer_t *p, int slot, const char *
       /* like the source, the sink needs its topic to exist; librdkafka's producer would
        * otherwise have the broker create it, with the broker's defaults */
       "allow.auto.create.topics", "false",
+      /* the producer id and epoch for the interval evidence (stats_cb) */
+      "statistics.interval.ms", "500",
       txn_id ? "transactional.id" : NULL, txn_id,
       NULL,
   };
-  int rc = ck_kafka_client_open(&p->kc, kk->ctx, RD_KAFKA_PRODUCER, defaults, dr_msg_cb, err);
+  p->pid = p->epoch = -1;
+  int rc = ck_kafka_client_open_stats(&p->kc, kk->ctx, RD_KAFKA_PRODUCER, defaults, dr_msg_cb,
+                                      stats_cb, err);
   if (rc) return rc;
   if (kk->nparts == 0 && (rc = ck_kafka_topic_partitions(&p->kc, &kk->nparts, err))) return rc;
+  p->nranges = kk->nparts > 0 ? kk->nparts : 0;
+  p->ranges = ck_calloc((size_t)(p->nranges ? p->nranges : 1), sizeof *p->ranges);
   p->rkt = rd_kafka_topic_new(p->kc.rk, p->kc.topic, NULL);
   if (!p->rkt)
     return ck_kafka_error(err, CK_EOPTION, rd_kafka_last_error(), "could not use topic '%s': "
@@ -383,6 +454,9 @@ static void producer_close(producer_t *p) {
   if (p->rkt) rd_kafka_topic_destroy(p->rkt);
   p->rkt = NULL;
   ck_kafka_client_close(&p->kc);
+  ck_free(p->ranges);
+  p->ranges = NULL;
+  p->nranges = 0;
 }
 
 /* Waits out a full local queue, serving delivery reports. */
@@ -539,6 +613,7 @@ static int begin(kafka_sink_t *kk, producer_t *p, ck_error_t *err) {
   if (rc) return rc;
   p->txn = TXN_OPEN;
   p->records = 0;
+  ranges_reset(p); /* the account's offsets are this transaction's */
   return 0;
 }
 
@@ -833,11 +908,35 @@ static int kafka_sink_write(ck_sink_t *sink, const ck_batch_t *batch, ck_error_t
 
 /* ========================================================= prepare / commit ====== */
 
+/* The interval that prepare(ckpt) closes, as the account reports it. */
+static void acct_take(kafka_sink_t *kk, const producer_t *p, int64_t ckpt, int64_t records) {
+  acct_t *a = &kk->done;
+  if (a->nranges != p->nranges) {
+    ck_free(a->ranges);
+    a->nranges = p->nranges;
+    a->ranges = ck_calloc((size_t)(a->nranges ? a->nranges : 1), sizeof *a->ranges);
+  }
+  if (a->nranges) memcpy(a->ranges, p->ranges, sizeof *a->ranges * (size_t)a->nranges);
+  a->ckpt = ckpt;
+  a->slot = p->slot;
+  a->records = records;
+  a->pid = p->pid;
+  a->epoch = p->epoch;
+}
+
 static int kafka_sink_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err) {
   kafka_sink_t *kk = sink->impl;
   char why[64];
   snprintf(why, sizeof why, "checkpoint %lld", (long long)ckpt);
-  if (!kk->eos) return drain(&kk->prod[0], why, err);
+  if (!kk->eos) {
+    int rc = drain(&kk->prod[0], why, err);
+    if (!rc) acct_take(kk, &kk->prod[0], ckpt, kk->prod[0].delivered - kk->done_delivered);
+    if (!rc) {
+      kk->done_delivered = kk->prod[0].delivered;
+      ranges_reset(&kk->prod[0]);
+    }
+    return rc;
+  }
   int rc = eos_ready(kk, err);
   if (rc) return rc;
   producer_t *p = &kk->prod[kk->cur], *other = &kk->prod[kk->cur ^ 1];
@@ -857,6 +956,7 @@ static int kafka_sink_prepare(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_e
   if ((rc = txn_call(kk, p, OP_MARKER, ckpt, err))) return rc;
   p->txn = TXN_PREPARED;
   p->ckpt = ckpt;
+  acct_take(kk, p, ckpt, p->records);
   ck_kafka_txn_state_t st = {
       .identity = kk->identity,
       .ckpt = ckpt,
@@ -1018,6 +1118,9 @@ static int kafka_sink_recover(ck_sink_t *sink, int64_t ckpt, const void *state, 
       CK_LOG_DEBUG(CK_KAFKA_LOG, "table '%s' subtask %d: checkpoint %lld is committed in topic "
                    "'%s'", kk->table, kk->ctx->subtask, (long long)ckpt, kk->topic);
     kk->committed_ckpt = marker;
+    kk->recovered_ckpt = ckpt;
+    kk->recovered_marker = marker;
+    kk->recovered_how = "committed";
     return 0;
   }
   if (st.prev > 0 && marker < st.prev) {
@@ -1029,7 +1132,14 @@ static int kafka_sink_recover(ck_sink_t *sink, int64_t ckpt, const void *state, 
   if (!st.held)
     return rewind_error(kk, ckpt, marker, "its rows were more than redo_max_bytes, so they "
                         "were not kept in the checkpoint to be written again", err);
-  return redo(kk, &st, marker, err);
+  rc = redo(kk, &st, marker, err);
+  if (!rc) {
+    kk->recovered_ckpt = ckpt;
+    kk->recovered_marker = marker;
+    kk->recovered_how = "redo";
+    kk->recovered_records = (int64_t)st.nheld;
+  }
+  return rc;
 }
 
 /* ==================================================================== close ====== */
@@ -1050,8 +1160,103 @@ static void kafka_sink_close(ck_sink_t *sink) {
   ck_buf_fini(&kk->pending);
   ck_buf_fini(&kk->held);
   ck_free(kk->job);
+  ck_free(kk->done.ranges);
   ck_free(kk);
   sink->impl = NULL;
+}
+
+/* ================================================================== account ====== */
+
+static void put_ranges(ck_buf_t *out, const range_t *r, int n) {
+  ck_buf_putc(out, '[');
+  bool first = true;
+  for (int i = 0; i < n; i++) {
+    if (!r[i].count) continue;
+    ck_buf_printf(out, "%s{\"partition\":%d,\"first_offset\":%lld,\"last_offset\":%lld,"
+                  "\"records\":%lld}", first ? "" : ",", i, (long long)r[i].first,
+                  (long long)r[i].last, (long long)r[i].count);
+    first = false;
+  }
+  ck_buf_putc(out, ']');
+}
+
+static void put_producer(ck_buf_t *out, const char *txn_id, int64_t pid, int64_t epoch) {
+  ck_buf_puts(out, "\"transactional_id\":");
+  if (txn_id && *txn_id) ck_buf_put_json_str(out, txn_id, strlen(txn_id));
+  else ck_buf_puts(out, "null");
+  if (pid >= 0) ck_buf_printf(out, ",\"producer_id\":%lld,\"producer_epoch\":%lld",
+                              (long long)pid, (long long)epoch);
+  else ck_buf_puts(out, ",\"producer_id\":null,\"producer_epoch\":null");
+}
+
+/*
+ * The interval evidence's account (docs/evidence.md): the topic, the producer that wrote the
+ * interval (its transactional id, and the producer id and epoch librdkafka reported), the
+ * offsets its records took per partition, and what is in doubt when prepare returned — exactly
+ * once, the interval's own transaction (prepared: it commits only after checkpoint ckpt
+ * completes) and an older one still awaiting its commit; at least once, nothing (every record
+ * was acknowledged), the rows being written again after a restore from an earlier checkpoint.
+ */
+static int kafka_sink_account(ck_sink_t *sink, int64_t ckpt, ck_buf_t *out, ck_error_t *err) {
+  (void)err;
+  kafka_sink_t *kk = sink->impl;
+  const acct_t *a = &kk->done;
+  ck_buf_printf(out, "{\"kind\":\"kafka\",\"checkpoint\":%lld,\"brokers\":", (long long)ckpt);
+  ck_buf_put_json_str(out, kk->brokers, strlen(kk->brokers));
+  ck_buf_puts(out, ",\"topic\":");
+  ck_buf_put_json_str(out, kk->topic, strlen(kk->topic));
+  ck_buf_printf(out, ",\"partitions\":%d,\"mode\":\"%s\",", kk->nparts,
+                kk->eos ? "exactly_once" : "at_least_once");
+  const producer_t *p = a->ckpt == ckpt ? &kk->prod[a->slot] : NULL;
+  ck_buf_puts(out, "\"producer\":{");
+  put_producer(out, p ? p->txn_id : NULL, p ? a->pid : -1, p ? a->epoch : -1);
+  ck_buf_puts(out, "}");
+  if (kk->eos) {
+    ck_buf_puts(out, ",\"marker_group\":");
+    ck_buf_put_json_str(out, kk->group, strlen(kk->group));
+    ck_buf_printf(out, ",\"marker\":\"" MARKER_PREFIX "%lld\"", (long long)ckpt);
+  }
+  ck_buf_printf(out, ",\"records\":%lld,\"offsets\":", p ? (long long)a->records : 0LL);
+  if (p) put_ranges(out, a->ranges, a->nranges);
+  else ck_buf_puts(out, "[]");
+  ck_buf_puts(out, ",\"in_doubt\":[");
+  const producer_t *doubt[CK_KAFKA_TXN_SLOTS];
+  int nd = 0;
+  for (int s = 0; kk->eos && s < kk->nprod; s++)
+    if (kk->prod[s].txn == TXN_PREPARED) doubt[nd++] = &kk->prod[s];
+  if (nd == 2 && doubt[1]->ckpt < doubt[0]->ckpt) { /* oldest first */
+    const producer_t *t = doubt[0];
+    doubt[0] = doubt[1];
+    doubt[1] = t;
+  }
+  for (int d = 0; d < nd; d++) {
+    const producer_t *t = doubt[d];
+    ck_buf_printf(out, "%s{\"checkpoint\":%lld,", d ? "," : "", (long long)t->ckpt);
+    put_producer(out, t->txn_id, t->pid, t->epoch);
+    ck_buf_printf(out, ",\"records\":%lld,\"state\":\"prepared\",\"resolved_by\":\"%s\"}",
+                  (long long)t->records, t->ckpt == ckpt
+                      ? "its commit once the checkpoint completed; after a crash, the marker "
+                        "group's committed offset metadata ('clink ckpt=N') says whether it did"
+                      : "the commit of that older checkpoint, before this one's");
+  }
+  ck_buf_puts(out, "]");
+  if (!kk->eos)
+    ck_buf_puts(out, ",\"resend\":\"after a restore from a checkpoint before this one, the "
+                "interval's records are written again (at least once)\"");
+  ck_buf_puts(out, ",\"recovered\":");
+  if (kk->recovered_ckpt)
+    ck_buf_printf(out, "{\"checkpoint\":%lld,\"marker\":%lld,\"outcome\":\"%s\","
+                  "\"records_written_again\":%lld}", (long long)kk->recovered_ckpt,
+                  (long long)kk->recovered_marker, kk->recovered_how,
+                  (long long)kk->recovered_records);
+  else
+    ck_buf_puts(out, "null");
+  ck_buf_puts(out, ",\"absent\":{");
+  if (!p || a->pid < 0)
+    ck_buf_puts(out, "\"producer_id\":\"librdkafka had not reported the producer id yet (its "
+                "statistics come every statistics.interval.ms, 500 ms)\"");
+  ck_buf_puts(out, "}}");
+  return 0;
 }
 
 const char *ck_kafka_sink_txn_id(const ck_sink_t *sink, int slot) {
@@ -1074,4 +1279,5 @@ const ck_sink_ops_t ck_kafka_sink_ops = {
     .finish = kafka_sink_finish,
     .close = kafka_sink_close,
     .recover = kafka_sink_recover,
+    .account = kafka_sink_account,
 };
