@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from .conftest import CLINK, die_at, Job
+from .conftest import CLINK, die_at, fault_points, Job
 
 EOS = ", delivery_guarantee = 'exactly_once'"
 
@@ -39,7 +39,7 @@ def curl_s3(method, path, data=None, query=""):
            os.environ["CLINK_S3_ACCESS_KEY"] + ":" + os.environ["CLINK_S3_SECRET_KEY"],
            "-X", method, url]
     if data is not None:
-        cmd[-2:-2] = ["--data-binary", "@-"]
+        cmd[-3:-3] = ["--data-binary", "@-"]
     r = subprocess.run(cmd, input=data, capture_output=True, timeout=90)
     assert r.returncode == 0, f"curl {method} {path}: {r.stdout[-500:]!r} {r.stderr[-500:]!r}"
     return r.stdout
@@ -116,8 +116,7 @@ def test_uninterrupted_run_checkpoints_to_s3_only(tmp_path, bucket):
     assert body[:4] == b"\xff\xff\xff\xff", "not an Arrow IPC stream"
 
 
-@pytest.mark.parametrize("point", ["after_snapshot", "after_completed", "before_commit",
-                                   "before_restore"])
+@pytest.mark.parametrize("point", fault_points())
 def test_killed_at_fault_points_resumes_from_s3_exactly_once(tmp_path, bucket, point):
     j = S3Job(tmp_path, bucket)
     die_at(j, point)
@@ -172,7 +171,10 @@ def test_no_credentials_names_the_variables(tmp_path, bucket):
 
 
 def test_bad_url_is_refused(tmp_path):
-    r = subprocess.run([CLINK, "run", "/dev/null", "--checkpoint-dir", "s3://Bad_Bucket/x"],
-                       capture_output=True, text=True, timeout=60, env=dict(os.environ, **s3_env()))
+    j = Job(tmp_path, rows=100)
+    args = j.args()
+    args[args.index("--checkpoint-dir") + 1] = "s3://Bad_Bucket/x"
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, **s3_env()))
     assert r.returncode != 0
     assert "lowercase" in r.stderr, r.stderr[-2000:]
