@@ -39,7 +39,7 @@ def curl_s3(method, path, data=None, query=""):
            os.environ["CLINK_S3_ACCESS_KEY"] + ":" + os.environ["CLINK_S3_SECRET_KEY"],
            "-X", method, url]
     if data is not None:
-        cmd[-3:-3] = ["--data-binary", "@-"]
+        cmd[-3:-3] = ["-T", "-"]  # an upload: curl signs its payload right (not so with --data-binary)
     r = subprocess.run(cmd, input=data, capture_output=True, timeout=90)
     assert r.returncode == 0, f"curl {method} {path}: {r.stdout[-500:]!r} {r.stderr[-500:]!r}"
     return r.stdout
