@@ -14,6 +14,11 @@
 #                 TCP and HTTP protocols (scripts/clickhouse26/serve.py). Ready
 #                 only when our own process owns the TCP port, since a port
 #                 taken by another process is reported only on its stderr.
+#     seaweedfs   SeaweedFS (built by scripts/setup.sh from the Go module
+#                 proxy): master, volume, filer and S3 gateway in one process,
+#                 every port set, telemetry off, one access key. Ready when a
+#                 real signed PUT succeeds (the first write after a start waits
+#                 ~15 s for the volume to register).
 #   A server counts as ours only if its pid is in $WORK/run/<name>.pid (postgres:
 #   its postmaster.pid) and its command line names $WORK; `stop` signals only
 #   those pids, never a process found by name. Pid files of dead processes are
@@ -52,6 +57,13 @@ CH_INTERSERVER_PORT=${CLINK_CLICKHOUSE_INTERSERVER_PORT:-21009}
 CH26_PORT=${CLINK_CLICKHOUSE26_PORT:-21300}
 CH26_HTTP_PORT=${CLINK_CLICKHOUSE26_HTTP_PORT:-21323}
 PG_PORT=${CLINK_PG_PORT:-21432}
+# SeaweedFS: its gRPC ports would default to HTTP port + 10000; all set here.
+SW_S3_PORT=${CLINK_S3_PORT:-21833}
+SW_MASTER_PORT=${CLINK_SEAWEEDFS_MASTER_PORT:-21333}
+SW_VOLUME_PORT=${CLINK_SEAWEEDFS_VOLUME_PORT:-21380}
+SW_FILER_PORT=${CLINK_SEAWEEDFS_FILER_PORT:-21388}
+SW_ACCESS_KEY=clink
+SW_SECRET_KEY=clink-secret-key
 START_TIMEOUT=${CLINK_START_TIMEOUT:-90}
 STOP_TIMEOUT=${CLINK_STOP_TIMEOUT:-60}
 
@@ -59,10 +71,12 @@ KAFKA_HOME=$CACHE/kafka-$CLINK_KAFKA_VERSION
 VENV=${CLINK_VENV:-$CACHE/venv}
 PG_BIN=${CLINK_PG_BIN:-/usr/lib/postgresql/15/bin}
 JAVA=${JAVA:-java}
+SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6 # as in scripts/setup.sh
+WEED=${CLINK_WEED:-$CACHE/seaweedfs-$SEAWEEDFS_VERSION/weed}
 CH_SERVER=${CLINK_CLICKHOUSE_SERVER:-/usr/bin/clickhouse-server}
 [ -x "$CH_SERVER" ] || CH_SERVER=/usr/sbin/clickhouse-server
 
-ALL_SERVICES="zookeeper kafka clickhouse clickhouse26 postgres"
+ALL_SERVICES="zookeeper kafka clickhouse clickhouse26 postgres seaweedfs"
 RUN=$WORK/run
 PG_CTL_PID=
 
@@ -121,6 +135,7 @@ svc_port() {
         clickhouse) echo "$CH_PORT" ;;
         clickhouse26) echo "$CH26_PORT" ;;
         postgres) echo "$PG_PORT" ;;
+        seaweedfs) echo "$SW_S3_PORT" ;;
     esac
 }
 
@@ -131,6 +146,7 @@ svc_log() {
         clickhouse) echo "$WORK/clickhouse/log/clickhouse-server.err.log" ;;
         clickhouse26) echo "$WORK/clickhouse26/server.log" ;;
         postgres) echo "$WORK/postgres/postgres.log" ;;
+        seaweedfs) echo "$WORK/seaweedfs/server.log" ;;
     esac
 }
 
@@ -434,6 +450,42 @@ ch26_ready() {
     return 1
 }
 
+# ---------------------------------------------------------------- seaweedfs --
+
+sw_start() {
+    local d=$WORK/seaweedfs p
+    [ -x "$WEED" ] || die "SeaweedFS is not built ($WEED): run scripts/setup.sh"
+    check_ports_free seaweedfs "$SW_S3_PORT" "$SW_MASTER_PORT" "$SW_VOLUME_PORT" "$SW_FILER_PORT" \
+        $((SW_S3_PORT + 1)) $((SW_MASTER_PORT + 1)) $((SW_VOLUME_PORT + 1)) $((SW_FILER_PORT + 1))
+    mkdir -p "$d/data" "$d/logs"
+    cat >"$d/s3.json" <<EOF
+{"identities": [{"name": "clink",
+  "credentials": [{"accessKey": "$SW_ACCESS_KEY", "secretKey": "$SW_SECRET_KEY"}],
+  "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
+EOF
+    launch seaweedfs "$d/server.log" "$WEED" -logdir="$d/logs" server \
+        -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$d/data" \
+        -master.port="$SW_MASTER_PORT" -master.port.grpc=$((SW_MASTER_PORT + 1)) \
+        -master.telemetry=false -master.resumeState=false -master.volumeSizeLimitMB=64 \
+        -volume.port="$SW_VOLUME_PORT" -volume.port.grpc=$((SW_VOLUME_PORT + 1)) -volume.max=200 \
+        -filer -filer.port="$SW_FILER_PORT" -filer.port.grpc=$((SW_FILER_PORT + 1)) \
+        -filer.localSocket="$d/filer.sock" \
+        -s3 -s3.port="$SW_S3_PORT" -s3.port.grpc=$((SW_S3_PORT + 1)) -s3.port.iceberg=0 \
+        -s3.port.lance=0 -s3.config="$d/s3.json" -s3.localSocket="$d/s3.sock"
+}
+
+# A signed PUT through the S3 gateway (curl's own SigV4 suffices for a plain
+# key): only that shows the volume server has registered.
+sw_ready() {
+    local pid
+    pid=$(svc_pid seaweedfs) || return 1
+    port_open "$SW_S3_PORT" || return 1
+    curl -sf --max-time 25 --aws-sigv4 "aws:amz:us-east-1:s3" --user "$SW_ACCESS_KEY:$SW_SECRET_KEY" \
+        -X PUT "http://127.0.0.1:$SW_S3_PORT/clink-ready" >/dev/null 2>&1 || true
+    curl -sf --max-time 25 --aws-sigv4 "aws:amz:us-east-1:s3" --user "$SW_ACCESS_KEY:$SW_SECRET_KEY" \
+        -T - "http://127.0.0.1:$SW_S3_PORT/clink-ready/probe" <<<"ready" >/dev/null 2>&1
+}
+
 # ----------------------------------------------------------------- postgres --
 
 pg_data() { echo "$WORK/postgres/data"; }
@@ -533,6 +585,7 @@ svc_start() {
         clickhouse) ch_start ;;
         clickhouse26) ch26_start ;;
         postgres) pg_start ;;
+        seaweedfs) sw_start ;;
     esac
 }
 
@@ -543,6 +596,7 @@ svc_ready() {
         clickhouse) ch_ready ;;
         clickhouse26) ch26_ready ;;
         postgres) pg_ready ;;
+        seaweedfs) sw_ready ;;
     esac
 }
 
@@ -693,6 +747,9 @@ export CLINK_CLICKHOUSE26_HTTP_PORT=$(q "$CH26_HTTP_PORT")
 export CLINK_ZOOKEEPER=$(q "127.0.0.1:$ZK_PORT")
 export CLINK_PG_DSN=$(q "postgresql://clink:clink@127.0.0.1:$PG_PORT/clink")
 export CLINK_PG_PORT=$(q "$PG_PORT")
+export CLINK_S3_ENDPOINT=$(q "http://127.0.0.1:$SW_S3_PORT")
+export CLINK_S3_ACCESS_KEY=$(q "$SW_ACCESS_KEY")
+export CLINK_S3_SECRET_KEY=$(q "$SW_SECRET_KEY")
 export CLINK_PYTHON=$(q "$VENV/bin/python")
 export CLINK_WORK=$(q "$WORK")
 export CLINK_SERVICES=$(q "$HERE/services.sh")

@@ -10,6 +10,9 @@
 #      Maven Central into $CLINK_CACHE/kafka-<ver>/libs (outside the repo).
 #   3. A Python venv ($CLINK_CACHE/venv, Debian's python3) with the pinned
 #      requirements-test.txt.
+#   4. SeaweedFS, the S3 server the checkpoint-store tests run against: its
+#      pinned module from the Go module proxy, built once with the machine's Go
+#      (>= 1.26.6) into $CLINK_CACHE/seaweedfs-<version>/weed (~6 min, once).
 #   Steps 2 and 3 leave a stamp keyed by what they installed (versions, a hash
 #   of the pom or requirements file) and are skipped while it matches. A step
 #   builds into a temporary directory and renames it into place, so an
@@ -32,7 +35,7 @@ KAFKA_HOME=$CACHE/kafka-$CLINK_KAFKA_VERSION
 PACKAGES="
     build-essential cmake pkg-config git ca-certificates curl
     librdkafka-dev libpq-dev libmicrohttpd-dev liblz4-dev libzstd-dev libcmocka-dev libicu-dev
-    zlib1g-dev libsnappy-dev clang
+    zlib1g-dev libsnappy-dev libcurl4-openssl-dev libssl-dev clang
     clickhouse-server clickhouse-client zookeeper libslf4j-java
     postgresql postgresql-client kcat spin iproute2
     python3 python3-venv
@@ -171,10 +174,40 @@ setup_chdb() {
     printf 'chdb-core %s\n' "$CHDB_VERSION" >"$stamp"
 }
 
+# ------------------------------------------------------------------ SeaweedFS
+
+# `go install …/weed@version` is refused (its go.mod has a replace directive):
+# download the module and build ./weed inside it.
+SEAWEEDFS_MODULE=github.com/seaweedfs/seaweedfs
+SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
+SEAWEEDFS_HOME=$CACHE/seaweedfs-$SEAWEEDFS_VERSION
+setup_seaweedfs() {
+    local out=$CACHE/seaweedfs-build.log moddir tmp gov
+    [ -x "$SEAWEEDFS_HOME/weed" ] && return 0
+    command -v go >/dev/null || die "go not found: SeaweedFS (the S3 test server) is built with Go >= 1.26.6"
+    gov=$(go env GOVERSION)
+    case $gov in go1.2[6-9]* | go1.[3-9]* | go[2-9]*) ;; *) die "Go $gov found; SeaweedFS needs Go >= 1.26.6" ;; esac
+    log "building SeaweedFS $SEAWEEDFS_VERSION from the Go module proxy (about 6 minutes, once)"
+    mkdir -p "$CACHE"
+    moddir=$(go mod download -json "$SEAWEEDFS_MODULE@$SEAWEEDFS_VERSION" 2>"$out" |
+        sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [ -n "$moddir" ] && [ -d "$moddir/weed" ] ||
+        die "could not download $SEAWEEDFS_MODULE@$SEAWEEDFS_VERSION (log: $out)"
+    tmp=$(mktemp -d "$CACHE/.seaweedfs.XXXXXX")
+    if ! (cd "$moddir" && GOFLAGS=-buildvcs=false nice -n 10 go build -o "$tmp/weed" ./weed) >>"$out" 2>&1; then
+        tail -n 20 "$out" >&2
+        rm -rf "$tmp"
+        die "could not build SeaweedFS (log: $out)"
+    fi
+    rm -rf "$SEAWEEDFS_HOME"
+    mv "$tmp" "$SEAWEEDFS_HOME"
+}
+
 t0=$(now)
 install_packages
 check_java
 resolve_kafka
 setup_venv
 setup_chdb
+setup_seaweedfs
 log "ready in $(($(now) - t0)) s (Kafka $CLINK_KAFKA_VERSION in $KAFKA_HOME, venv $VENV)"

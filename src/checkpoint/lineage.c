@@ -47,6 +47,11 @@ static int choose(const char *dir, const ck_store_t *st, const ck_lineage_opts_t
   uint64_t fp = ck_lineage_fingerprint(o->fingerprint_text);
   int64_t *ids;
   int n = ck_store_completed_ids(st, out->run_base, o->below, &ids);
+  int lrc = ck_store_listings_ok(st, err);
+  if (lrc) {
+    ck_free(ids);
+    return lrc;
+  }
   if (n == 0) {
     out->why = o->below ? "no earlier checkpoint of this run is left"
                         : "no checkpoint of this run completed before it stopped";
@@ -152,6 +157,7 @@ static int begin(const char *dir, const ck_lineage_opts_t *o, ck_lineage_t *out,
   out->latest_completed = ck_store_latest(&st, "completed");
   out->latest_confirmed = ck_store_latest(&st, "confirmed");
   bool finished = ck_store_exists(&st, "_meta/clean-finish");
+  if ((rc = ck_store_listings_ok(&st, err))) goto done;
   if (fresh || !known || finished) {
     out->why = fresh ? "--fresh" : !known ? "no earlier run in this directory"
                                           : "the previous run finished its input";

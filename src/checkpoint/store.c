@@ -3,6 +3,7 @@
 #include "checkpoint/trace.h"
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@
 #include "base/bytes.h"
 #include "base/arrow_ipc.h"
 #include "base/crc32c.h"
+#include "base/log.h"
+#include "base/s3.h"
 
 #define OLD_SNAP_MAGIC "CKSNAP\0\1" /* the version-1 binary layout, no longer read */
 
@@ -35,31 +38,14 @@ int ck_store_mkdirs(const char *path) {
   return rc;
 }
 
-int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err) {
-  size_t n = strlen(dir) + 8;
-  store->root = ck_malloc(n);
-  snprintf(store->root, n, "%s/v1", dir);
-  char *meta = ck_malloc(n + 8);
-  snprintf(meta, n + 8, "%s/_meta", store->root);
-  int rc = ck_store_mkdirs(meta);
-  ck_free(meta);
-  if (rc) {
-    ck_error_set(err, CK_EIO, "could not create checkpoint directory '%s': %s", store->root,
-                 strerror(errno));
-    ck_free(store->root);
-    store->root = NULL;
-    return CK_EIO;
-  }
-  return 0;
-}
-
-void ck_store_close(ck_store_t *store) {
-  ck_free(store->root);
-  store->root = NULL;
-}
+/* ---------------------------------------------------------------- the filesystem */
 
 static void full(const ck_store_t *s, const char *rel, char *out, size_t n) {
   snprintf(out, n, "%s/%s", s->root, rel);
+}
+
+static void count_list_failure(const ck_store_t *s) {
+  if (s->health) atomic_fetch_add(&s->health->list_failures, 1);
 }
 
 static int fsync_dir(const char *dir) {
@@ -109,8 +95,8 @@ int ck_store_replace(const char *path, const void *data, size_t n, int mode, ck_
   return 0;
 }
 
-int ck_store_write(const ck_store_t *store, const char *relpath, const void *data, size_t n,
-                   ck_error_t *err) {
+static int fs_write(const ck_store_t *store, const char *relpath, const void *data, size_t n,
+                    ck_error_t *err) {
   char path[4096], dir[4096];
   full(store, relpath, path, sizeof path);
   snprintf(dir, sizeof dir, "%s", path);
@@ -121,7 +107,7 @@ int ck_store_write(const ck_store_t *store, const char *relpath, const void *dat
   return ck_store_replace(path, data, n, 0644, err);
 }
 
-int ck_store_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, ck_error_t *err) {
+static int fs_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, ck_error_t *err) {
   char path[4096];
   full(store, relpath, path, sizeof path);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -153,16 +139,236 @@ int ck_store_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, c
   return 0;
 }
 
-bool ck_store_exists(const ck_store_t *store, const char *relpath) {
+static bool fs_exists(const ck_store_t *store, const char *relpath) {
   char path[4096];
   full(store, relpath, path, sizeof path);
   return access(path, F_OK) == 0;
 }
 
-int ck_store_remove(const ck_store_t *store, const char *relpath) {
+static int fs_remove(const ck_store_t *store, const char *relpath) {
   char path[4096];
   full(store, relpath, path, sizeof path);
   return unlink(path) == 0 || errno == ENOENT ? 0 : CK_EIO;
+}
+
+static int fs_list(const ck_store_t *store, const char *reldir, ck_store_name_fn fn, void *ctx) {
+  char dir[4200];
+  if (*reldir) full(store, reldir, dir, sizeof dir);
+  else snprintf(dir, sizeof dir, "%s", store->root);
+  DIR *d = opendir(dir);
+  if (!d) {
+    if (errno != ENOENT && errno != ENOTDIR) { /* a name that is not a directory holds nothing */
+      CK_LOG_WARN("checkpoint", "could not list '%s': %s", dir, strerror(errno));
+      count_list_failure(store);
+    }
+    return 0;
+  }
+  int rc = 0;
+  struct dirent *e;
+  while (!rc && (e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) rc = fn(ctx, e->d_name);
+  closedir(d);
+  return rc;
+}
+
+static const ck_store_ops_t fs_ops = {
+    .write = fs_write, .read = fs_read, .exists = fs_exists, .remove = fs_remove, .list = fs_list};
+
+/* ---------------------------------------------------------------- S3 */
+
+static void s3_key(const ck_store_t *s, const char *rel, char *out, size_t n) {
+  snprintf(out, n, "%s%s", s->key_prefix, rel);
+}
+
+static int s3_write(const ck_store_t *s, const char *rel, const void *data, size_t n,
+                    ck_error_t *err) {
+  char key[4096];
+  s3_key(s, rel, key, sizeof key);
+  return ck_s3_put(s->s3, key, data, n, 0, err);
+}
+
+static int s3_read(const ck_store_t *s, const char *rel, ck_buf_t *out, ck_error_t *err) {
+  char key[4096];
+  s3_key(s, rel, key, sizeof key);
+  ck_error_t e;
+  ck_error_clear(&e);
+  int rc = ck_s3_get(s->s3, key, out, &e);
+  if (rc == CK_ENOTFOUND) return rc;
+  if (rc) *err = e;
+  return rc;
+}
+
+static bool s3_exists(const ck_store_t *s, const char *rel) {
+  char key[4096];
+  s3_key(s, rel, key, sizeof key);
+  ck_error_t e;
+  ck_error_clear(&e);
+  return ck_s3_head(s->s3, key, NULL, &e) == 0;
+}
+
+static int s3_remove(const ck_store_t *s, const char *rel) {
+  char key[4096];
+  s3_key(s, rel, key, sizeof key);
+  ck_error_t e;
+  ck_error_clear(&e);
+  return ck_s3_delete(s->s3, key, &e) ? CK_EIO : 0;
+}
+
+typedef struct s3_names {
+  size_t skip;          /* the listed prefix's length */
+  char last[1024];      /* the previous name: keys come sorted, so a directory's keys are
+                           consecutive and it is reported once */
+  ck_store_name_fn fn;
+  void *ctx;
+} s3_names_t;
+
+static int s3_name(void *ctx, const char *key, int64_t size) {
+  (void)size;
+  s3_names_t *x = ctx;
+  const char *name = key + x->skip;
+  size_t len = strcspn(name, "/");
+  if (!len || len >= sizeof x->last) return 0;
+  if (strlen(x->last) == len && !strncmp(x->last, name, len)) return 0;
+  memcpy(x->last, name, len);
+  x->last[len] = 0;
+  return x->fn(x->ctx, x->last);
+}
+
+static int s3_list(const ck_store_t *s, const char *reldir, ck_store_name_fn fn, void *ctx) {
+  char prefix[4096];
+  if (*reldir) snprintf(prefix, sizeof prefix, "%s%s/", s->key_prefix, reldir);
+  else snprintf(prefix, sizeof prefix, "%s", s->key_prefix);
+  s3_names_t x = {.skip = strlen(prefix), .fn = fn, .ctx = ctx};
+  ck_error_t e;
+  ck_error_clear(&e);
+  int rc = ck_s3_list(s->s3, prefix, s3_name, &x, &e);
+  if (rc < 0) {
+    CK_LOG_WARN("checkpoint", "%s", e.message);
+    count_list_failure(s);
+    return rc;
+  }
+  return rc;
+}
+
+/* A store made as {root} (a read-only view of a local directory, as the state tools make
+ * one) has no table: the filesystem's. */
+#define OPS(s) ((s)->ops ? (s)->ops : &fs_ops)
+
+static const ck_store_ops_t s3_ops = {
+    .write = s3_write, .read = s3_read, .exists = s3_exists, .remove = s3_remove, .list = s3_list};
+
+bool ck_store_is_remote(const char *dir) { return ck_s3_is_url(dir); }
+
+static int open_s3(const char *url, ck_store_t *store, ck_error_t *err) {
+  char bucket[64], prefix[2048];
+  int rc = ck_s3_parse_url(url, bucket, sizeof bucket, prefix, sizeof prefix, err);
+  if (rc) return rc;
+  if ((rc = ck_s3_open(NULL, bucket, &store->s3, err))) return rc;
+  size_t n = strlen(prefix) + 8;
+  store->key_prefix = ck_malloc(n);
+  snprintf(store->key_prefix, n, "%s%sv1/", prefix, *prefix ? "/" : "");
+  size_t rn = strlen(bucket) + strlen(prefix) + 16;
+  store->root = ck_malloc(rn);
+  snprintf(store->root, rn, "s3://%s/%s%sv1", bucket, prefix, *prefix ? "/" : "");
+  store->ops = &s3_ops;
+  /* the store must answer before a job relies on it: list its markers once */
+  char key[2100];
+  snprintf(key, sizeof key, "%s_meta/", store->key_prefix);
+  ck_error_t e;
+  ck_error_clear(&e);
+  rc = ck_s3_list(store->s3, key, NULL, NULL, &e);
+  if (rc) {
+    *err = e;
+    ck_error_detail(err, "the checkpoint store is %s", url);
+    ck_store_close(store);
+  }
+  return rc;
+}
+
+int ck_store_dir_names(const char *dir, ck_store_name_fn fn, void *ctx, ck_error_t *err) {
+  if (!ck_store_is_remote(dir)) {
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? 0 : ck_error_set(err, CK_EIO, "could not list '%s': %s", dir,
+                                                       strerror(errno));
+    int rc = 0;
+    struct dirent *e;
+    while (!rc && (e = readdir(d)))
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) rc = fn(ctx, e->d_name);
+    closedir(d);
+    return rc;
+  }
+  char bucket[64], prefix[2048];
+  int rc = ck_s3_parse_url(dir, bucket, sizeof bucket, prefix, sizeof prefix, err);
+  if (rc) return rc;
+  ck_s3_t *s3 = NULL;
+  if ((rc = ck_s3_open(NULL, bucket, &s3, err))) return rc;
+  char key[2100];
+  snprintf(key, sizeof key, "%s%s", prefix, *prefix ? "/" : "");
+  s3_names_t x = {.skip = strlen(key), .fn = fn, .ctx = ctx};
+  rc = ck_s3_list(s3, key, s3_name, &x, err);
+  ck_s3_close(s3);
+  return rc;
+}
+
+int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err) {
+  memset(store, 0, sizeof *store);
+  store->health = ck_calloc(1, sizeof *store->health);
+  if (ck_store_is_remote(dir)) return open_s3(dir, store, err);
+  size_t n = strlen(dir) + 8;
+  store->root = ck_malloc(n);
+  snprintf(store->root, n, "%s/v1", dir);
+  store->ops = &fs_ops;
+  char *meta = ck_malloc(n + 8);
+  snprintf(meta, n + 8, "%s/_meta", store->root);
+  int rc = ck_store_mkdirs(meta);
+  ck_free(meta);
+  if (rc) {
+    ck_error_set(err, CK_EIO, "could not create checkpoint directory '%s': %s", store->root,
+                 strerror(errno));
+    ck_store_close(store);
+    return CK_EIO;
+  }
+  return 0;
+}
+
+int ck_store_listings_ok(const ck_store_t *store, ck_error_t *err) {
+  int n = store->health ? atomic_load(&store->health->list_failures) : 0;
+  if (!n) return 0;
+  int rc = ck_error_set(err, CK_EIO, "could not list the checkpoint store %s (%d listing%s "
+                        "failed)", store->root, n, n == 1 ? "" : "s");
+  ck_error_detail(err, "what it holds decides the next checkpoint id and the restore point, so "
+                       "nothing is decided on a partial listing");
+  return rc;
+}
+
+void ck_store_close(ck_store_t *store) {
+  ck_free(store->health);
+  store->health = NULL;
+  ck_free(store->root);
+  ck_free(store->key_prefix);
+  ck_s3_close(store->s3);
+  store->root = NULL;
+  store->key_prefix = NULL;
+  store->s3 = NULL;
+}
+
+/* ---------------------------------------------------------------- through the table */
+
+int ck_store_write(const ck_store_t *store, const char *relpath, const void *data, size_t n,
+                   ck_error_t *err) {
+  return OPS(store)->write(store, relpath, data, n, err);
+}
+
+int ck_store_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, ck_error_t *err) {
+  return OPS(store)->read(store, relpath, out, err);
+}
+
+bool ck_store_exists(const ck_store_t *store, const char *relpath) {
+  return OPS(store)->exists(store, relpath);
+}
+
+int ck_store_remove(const ck_store_t *store, const char *relpath) {
+  return OPS(store)->remove(store, relpath);
 }
 
 int ck_store_mark(const ck_store_t *store, const char *kind, int64_t id, ck_error_t *err) {
@@ -179,26 +385,29 @@ bool ck_store_marked(const ck_store_t *store, const char *kind, int64_t id) {
   return ck_store_exists(store, rel);
 }
 
-/* Largest N among names "<prefix>N<suffix>" in dir. */
-static int64_t scan_ids(const char *dir, const char *prefix, const char *suffix) {
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  int64_t best = 0;
-  size_t pl = strlen(prefix), sl = strlen(suffix);
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    const char *n = e->d_name;
-    size_t len = strlen(n);
-    if (len <= pl + sl || strncmp(n, prefix, pl) != 0) continue;
-    if (strcmp(n + len - sl, suffix) != 0 && !(strstr(n, ".tmp-") && strstr(n, suffix)))
-      continue;
-    char *end;
-    long long v = strtoll(n + pl, &end, 10);
-    if (end == n + pl) continue;
-    if (v > best) best = v;
-  }
-  closedir(d);
-  return best;
+typedef struct scan {
+  const char *prefix, *suffix;
+  int64_t best;
+} scan_t;
+
+static int scan_name(void *ctx, const char *n) {
+  scan_t *x = ctx;
+  size_t pl = strlen(x->prefix), sl = strlen(x->suffix), len = strlen(n);
+  if (len <= pl + sl || strncmp(n, x->prefix, pl) != 0) return 0;
+  if (strcmp(n + len - sl, x->suffix) != 0 && !(strstr(n, ".tmp-") && strstr(n, x->suffix)))
+    return 0;
+  char *end;
+  long long v = strtoll(n + pl, &end, 10);
+  if (end != n + pl && v > x->best) x->best = v;
+  return 0;
+}
+
+/* Largest N among names "<prefix>N<suffix>" in reldir. */
+static int64_t scan_ids(const ck_store_t *store, const char *reldir, const char *prefix,
+                        const char *suffix) {
+  scan_t x = {.prefix = prefix, .suffix = suffix};
+  OPS(store)->list(store, reldir, scan_name, &x);
+  return x.best;
 }
 
 /* The id of a marker name "<kind>-<N>" (a leftover "<kind>-<N>.tmp-<pid>" too, when tmp);
@@ -227,40 +436,50 @@ static int64_t read_floor(const ck_store_t *store) {
   return v > 0 ? v : 0;
 }
 
+typedef struct task_scan {
+  const ck_store_t *store;
+  int64_t best;
+} task_scan_t;
+
+static int task_dir(void *ctx, const char *name) {
+  task_scan_t *x = ctx;
+  if (name[0] < '0' || name[0] > '9') return 0;
+  int64_t s = scan_ids(x->store, name, "checkpoint-", ".snap");
+  if (s > x->best) x->best = s;
+  return 0;
+}
+
 int64_t ck_store_max_id(const ck_store_t *store) {
-  char dir[4200];
-  snprintf(dir, sizeof dir, "%s/_meta", store->root);
   int64_t best = read_floor(store);
-  int64_t c = scan_ids(dir, "completed-", "");
+  int64_t c = scan_ids(store, "_meta", "completed-", "");
   if (c > best) best = c;
-  c = scan_ids(dir, "confirmed-", "");
+  c = scan_ids(store, "_meta", "confirmed-", "");
   if (c > best) best = c;
-  DIR *d = opendir(store->root);
-  if (!d) return best;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    snprintf(dir, sizeof dir, "%s/%s", store->root, e->d_name);
-    int64_t s = scan_ids(dir, "checkpoint-", ".snap");
-    if (s > best) best = s;
-  }
-  closedir(d);
-  return best;
+  task_scan_t x = {.store = store, .best = best};
+  OPS(store)->list(store, "", task_dir, &x);
+  return x.best;
+}
+
+typedef struct ids {
+  const char *kind;
+  bool tmp;
+  int64_t above, below, best;
+  int64_t *ids;
+  int n, cap;
+  const ck_store_t *store; /* prune: remove what is below `below` */
+} ids_t;
+
+static int latest_name(void *ctx, const char *name) {
+  ids_t *x = ctx;
+  int64_t id = marker_id(name, x->kind, false);
+  if (id > x->best) x->best = id;
+  return 0;
 }
 
 int64_t ck_store_latest(const ck_store_t *store, const char *kind) {
-  char dir[4200];
-  snprintf(dir, sizeof dir, "%s/_meta", store->root);
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  int64_t best = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    int64_t id = marker_id(e->d_name, kind, false);
-    if (id > best) best = id;
-  }
-  closedir(d);
-  return best;
+  ids_t x = {.kind = kind};
+  OPS(store)->list(store, "_meta", latest_name, &x);
+  return x.best;
 }
 
 static int cmp_desc(const void *a, const void *b) {
@@ -268,26 +487,62 @@ static int cmp_desc(const void *a, const void *b) {
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
-int ck_store_completed_ids(const ck_store_t *store, int64_t above, int64_t below, int64_t **ids) {
-  *ids = NULL;
-  char dir[4200];
-  snprintf(dir, sizeof dir, "%s/_meta", store->root);
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  int n = 0, cap = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    int64_t id = marker_id(e->d_name, "completed", false);
-    if (id <= 0 || id <= above || (below && id >= below)) continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 64;
-      *ids = ck_realloc(*ids, sizeof **ids * (size_t)cap);
-    }
-    (*ids)[n++] = id;
+static int completed_name(void *ctx, const char *name) {
+  ids_t *x = ctx;
+  int64_t id = marker_id(name, "completed", false);
+  if (id <= 0 || id <= x->above || (x->below && id >= x->below)) return 0;
+  if (x->n == x->cap) {
+    x->cap = x->cap ? x->cap * 2 : 64;
+    x->ids = ck_realloc(x->ids, sizeof *x->ids * (size_t)x->cap);
   }
-  closedir(d);
-  if (n > 1) qsort(*ids, (size_t)n, sizeof **ids, cmp_desc);
-  return n;
+  x->ids[x->n++] = id;
+  return 0;
+}
+
+int ck_store_completed_ids(const ck_store_t *store, int64_t above, int64_t below, int64_t **ids) {
+  ids_t x = {.above = above, .below = below};
+  OPS(store)->list(store, "_meta", completed_name, &x);
+  if (x.n > 1) qsort(x.ids, (size_t)x.n, sizeof *x.ids, cmp_desc);
+  *ids = x.ids;
+  return x.n;
+}
+
+typedef struct prune {
+  const ck_store_t *store;
+  const char *dir;
+  int64_t keep_from;
+  char **names; /* collected first: a store is not changed while it is listed */
+  int n, cap;
+} prune_t;
+
+static int prune_name(void *ctx, const char *name) {
+  prune_t *x = ctx;
+  int64_t id = 0;
+  if (!strcmp(x->dir, "_meta")) {
+    id = marker_id(name, "completed", true);
+    if (!id) id = marker_id(name, "confirmed", true);
+  } else if (!strncmp(name, "checkpoint-", 11)) {
+    id = strtoll(name + 11, NULL, 10);
+  }
+  if (id <= 0 || id >= x->keep_from) return 0;
+  if (x->n == x->cap) {
+    x->cap = x->cap ? x->cap * 2 : 16;
+    x->names = ck_realloc(x->names, sizeof *x->names * (size_t)x->cap);
+  }
+  x->names[x->n++] = ck_strdup(name);
+  return 0;
+}
+
+static void prune_dir(const ck_store_t *store, const char *dir, int64_t keep_from) {
+  prune_t x = {.store = store, .dir = dir, .keep_from = keep_from};
+  OPS(store)->list(store, dir, prune_name, &x);
+  char rel[512];
+  for (int i = 0; i < x.n; i++) {
+    snprintf(rel, sizeof rel, "%s/%s", dir, x.names[i]);
+    ck_store_remove(store, rel);
+    ck_free(x.names[i]);
+  }
+  ck_free(x.names);
 }
 
 int ck_store_prune(const ck_store_t *store, int64_t keep_from, int64_t floor, int ntasks,
@@ -300,39 +555,14 @@ int ck_store_prune(const ck_store_t *store, int64_t keep_from, int64_t floor, in
     if (rc) return rc;
   }
   CK_TRACE("pruned", "dir=%s below=%lld floor=%lld", store->root, (long long)keep_from, (long long)floor);
-  char rel[512];
+  char dir[32];
   for (int t = 0; t < ntasks; t++) {
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s/%d", store->root, t);
-    DIR *d = opendir(dir);
-    if (!d) continue;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (strncmp(e->d_name, "checkpoint-", 11) != 0) continue;
-      long long id = strtoll(e->d_name + 11, NULL, 10);
-      if (id > 0 && id < keep_from) {
-        snprintf(rel, sizeof rel, "%d/%s", t, e->d_name);
-        ck_store_remove(store, rel);
-      }
-    }
-    closedir(d);
+    snprintf(dir, sizeof dir, "%d", t);
+    prune_dir(store, dir, keep_from);
   }
   /* markers go with their snapshots (a marker without them restores nothing); the id floor
    * keeps the record of the ids they used */
-  char meta[4200];
-  snprintf(meta, sizeof meta, "%s/_meta", store->root);
-  DIR *d = opendir(meta);
-  if (!d) return 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    int64_t id = marker_id(e->d_name, "completed", true);
-    if (!id) id = marker_id(e->d_name, "confirmed", true);
-    if (id > 0 && id < keep_from) {
-      snprintf(rel, sizeof rel, "_meta/%s", e->d_name);
-      ck_store_remove(store, rel);
-    }
-  }
-  closedir(d);
+  prune_dir(store, "_meta", keep_from);
   return 0;
 }
 
@@ -561,24 +791,29 @@ static int old_format(const char *what, ck_error_t *err) {
   return rc;
 }
 
-static int check_path(const char *path, const char *what, int64_t *id, int *task,
-                      uint64_t *fingerprint, ck_error_t *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    if (e == ENOENT) return ck_error_set(err, CK_ESTATE, "%s is missing", what);
-    return ck_error_set(err, CK_ESTATE, "could not open %s: %s", what, strerror(e));
-  }
-  struct stat st;
+/* Where a snapshot check reads from: a file (read in chunks, never held whole) or bytes in
+ * memory (an object fetched from a remote store). */
+typedef struct snap_src {
+  int fd;             /* -1: mem */
+  const uint8_t *mem;
+  size_t len;
+} snap_src_t;
+
+static ssize_t src_read(const snap_src_t *src, void *buf, size_t n, size_t off) {
+  if (src->fd >= 0) return pread(src->fd, buf, n, (off_t)off);
+  if (off >= src->len) return 0;
+  if (n > src->len - off) n = src->len - off;
+  memcpy(buf, src->mem + off, n);
+  return (ssize_t)n;
+}
+
+static int check_src(const snap_src_t *src, const char *what, int64_t *id, int *task,
+                     uint64_t *fingerprint, ck_error_t *err) {
   int rc = 0;
   char *head = NULL;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    rc = ck_error_set(err, CK_ESTATE, "%s is not a regular file", what);
-    goto done;
-  }
-  size_t len = (size_t)st.st_size;
+  size_t len = src->len;
   unsigned char pre[8];
-  if (len < 16 || pread(fd, pre, 8, 0) != 8) {
+  if (len < 16 || src_read(src, pre, 8, 0) != 8) {
     rc = ck_error_set(err, CK_ESTATE, "%s is damaged (%zu bytes: too short for a snapshot)", what,
                       len);
     goto done;
@@ -596,7 +831,7 @@ static int check_path(const char *path, const char *what, int64_t *id, int *task
   }
   size_t hlen = 8 + (size_t)msize;
   head = ck_malloc(hlen);
-  if (pread(fd, head, hlen, 0) != (ssize_t)hlen) {
+  if (src_read(src, head, hlen, 0) != (ssize_t)hlen) {
     rc = ck_error_set(err, CK_ESTATE, "could not read %s: %s", what, strerror(errno));
     goto done;
   }
@@ -616,7 +851,7 @@ static int check_path(const char *path, const char *what, int64_t *id, int *task
   char chunk[65536];
   for (size_t off = 0; off < len;) {
     size_t n = len - off < sizeof chunk ? len - off : sizeof chunk;
-    ssize_t got = pread(fd, chunk, n, (off_t)off);
+    ssize_t got = src_read(src, chunk, n, off);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       rc = ck_error_set(err, CK_ESTATE, "could not read %s: %s", what,
@@ -634,7 +869,42 @@ static int check_path(const char *path, const char *what, int64_t *id, int *task
   if (crc != want) rc = ck_error_set(err, CK_ESTATE, "%s is damaged (checksum mismatch)", what);
 done:
   ck_free(head);
+  return rc;
+}
+
+static int check_path(const char *path, const char *what, int64_t *id, int *task,
+                      uint64_t *fingerprint, ck_error_t *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENOENT) return ck_error_set(err, CK_ESTATE, "%s is missing", what);
+    return ck_error_set(err, CK_ESTATE, "could not open %s: %s", what, strerror(e));
+  }
+  struct stat st;
+  int rc;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    rc = ck_error_set(err, CK_ESTATE, "%s is not a regular file", what);
+  } else {
+    snap_src_t src = {.fd = fd, .len = (size_t)st.st_size};
+    rc = check_src(&src, what, id, task, fingerprint, err);
+  }
   close(fd);
+  return rc;
+}
+
+/* A snapshot of a remote store: fetched whole, then checked in memory. */
+static int check_remote(const ck_store_t *store, const char *rel, const char *what, int64_t *id,
+                        int *task, uint64_t *fingerprint, ck_error_t *err) {
+  ck_buf_t b;
+  ck_buf_init(&b);
+  int rc = ck_store_read(store, rel, &b, err);
+  if (rc == CK_ENOTFOUND) rc = ck_error_set(err, CK_ESTATE, "%s is missing", what);
+  else if (rc) ck_error_detail(err, "while reading %s", what);
+  if (!rc) {
+    snap_src_t src = {.fd = -1, .mem = (const uint8_t *)b.data, .len = b.len};
+    rc = check_src(&src, what, id, task, fingerprint, err);
+  }
+  ck_buf_fini(&b);
   return rc;
 }
 
@@ -654,7 +924,8 @@ int ck_snap_check(const ck_store_t *store, int task, int64_t id, uint64_t finger
   int64_t sid;
   int t;
   uint64_t fp;
-  int rc = check_path(path, what, &sid, &t, &fp, err);
+  int rc = store->s3 ? check_remote(store, rel, what, &sid, &t, &fp, err)
+                     : check_path(path, what, &sid, &t, &fp, err);
   if (rc) return rc;
   if (sid != id || t != task || fp != fingerprint)
     return ck_error_set(err, CK_ESTATE, "snapshot file '%s' belongs to another checkpoint, "

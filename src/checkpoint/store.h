@@ -33,15 +33,53 @@
 #include "base/buf.h"
 #include "base/error.h"
 
-typedef struct ck_store {
-  char *root; /* <dir>/v1 */
-} ck_store_t;
+struct ck_s3;
+typedef struct ck_store ck_store_t;
 
+/* Called with each name directly under a directory of the store (a file or a directory);
+ * non-zero stops the listing. */
+typedef int (*ck_store_name_fn)(void *ctx, const char *name);
+
+/* Where the files live: the filesystem, or an S3 bucket (--checkpoint-dir s3://bucket/prefix,
+ * base/s3.h), one table of operations on paths relative to the root. Every write is whole or
+ * nothing (fs: temporary name, fsync, rename; S3: one PUT); a store with other guarantees
+ * (a fault-injecting one in tests) comes in as another table. */
+typedef struct ck_store_ops {
+  int (*write)(const ck_store_t *s, const char *rel, const void *data, size_t n, ck_error_t *err);
+  /* CK_ENOTFOUND (without a message) when rel does not exist */
+  int (*read)(const ck_store_t *s, const char *rel, ck_buf_t *out, ck_error_t *err);
+  bool (*exists)(const ck_store_t *s, const char *rel);
+  int (*remove)(const ck_store_t *s, const char *rel);
+  /* the names directly under reldir ("" the root), each once, in no particular order */
+  int (*list)(const ck_store_t *s, const char *reldir, ck_store_name_fn fn, void *ctx);
+} ck_store_ops_t;
+
+struct ck_store {
+  char *root;                /* <dir>/v1, or s3://bucket/prefix/v1: in messages and traces */
+  const ck_store_ops_t *ops;
+  struct ck_s3 *s3;          /* the S3 store's client; NULL on the filesystem */
+  char *key_prefix;          /* the S3 store: "prefix/v1/" keys start with */
+  struct ck_store_health {
+    _Atomic int list_failures; /* listings that failed since open (ck_store_listings_ok) */
+  } *health;
+};
+
+/* dir: a directory, or s3://bucket/prefix (credentials and endpoint from the environment:
+ * base/s3.h). The S3 bucket must exist. */
 int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err);
+/* Whether dir names an S3 store (s3://…). */
+bool ck_store_is_remote(const char *dir);
+/* The names directly under dir itself (not under its v1/): a coordinator's job-<id> stores.
+ * A directory that does not exist has none. */
+int ck_store_dir_names(const char *dir, ck_store_name_fn fn, void *ctx, ck_error_t *err);
 /* mkdir -p: path and every directory above it (0755); 0, or -1 with errno. Also the flight
  * recorder's (capture/), which writes beside the checkpoints the same way. */
 int ck_store_mkdirs(const char *path);
 void ck_store_close(ck_store_t *store);
+/* 0 when every listing since open succeeded (the lookups below answer from listings and have
+ * no error of their own); CK_EIO naming the store otherwise. Decisions that rest on what the
+ * store holds (the next id, the restore point) check it after their lookups. */
+int ck_store_listings_ok(const ck_store_t *store, ck_error_t *err);
 
 /* Durable whole-file replace of path (any path, not only under a store): written to a fresh
  * temporary name beside it created with `mode` (less the umask), fsynced, renamed into place,

@@ -31,7 +31,7 @@ static const ck_cli_opt_t opts[] = {
     {"e", "SQL", "run this SQL text instead of a file", 0, 0, 0, false},
     {"parallelism", "N", "subtasks per operator", 1, 32768, 1, false},
     {"max-parallelism", "N", "key groups for keyed state and exchange", 1, 32768, 128, false},
-    {"checkpoint-dir", "DIR", "take checkpoints into DIR, and resume from them when run again", 0, 0, 0, false},
+    {"checkpoint-dir", "DIR", "take checkpoints into DIR (a directory, or s3://bucket/prefix), and resume from them when run again", 0, 0, 0, false},
     CK_CLI_SHARED("checkpoint-interval-ms"),
     CK_CLI_SHARED("checkpoint-timeout-ms"),
     CK_CLI_SHARED("checkpoints-retained"),

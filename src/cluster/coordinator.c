@@ -571,18 +571,17 @@ void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql,
 /* New jobs get ids above every job-<id> directory already in the checkpoint directory: a new
  * submission must never resume (or be refused by) the checkpoints of an earlier job that had
  * the same id under a coordinator without --ha-dir. */
-static void skip_used_job_ids(co_t *co) {
-  DIR *d = opendir(co->o.checkpoint_dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    long long id;
-    char tail;
-    if (sscanf(e->d_name, "job-%lld%c", &id, &tail) == 1 && id >= co->next_job_id &&
-        !find_job(co, id))
-      co->next_job_id = id + 1;
-  }
-  closedir(d);
+static int used_job_id(void *ctx, const char *name) {
+  co_t *co = ctx;
+  long long id;
+  char tail;
+  if (sscanf(name, "job-%lld%c", &id, &tail) == 1 && id >= co->next_job_id && !find_job(co, id))
+    co->next_job_id = id + 1;
+  return 0;
+}
+
+static int skip_used_job_ids(co_t *co, ck_error_t *err) {
+  return ck_store_dir_names(co->o.checkpoint_dir, used_job_id, co, err);
 }
 
 /* ================================================================ frames */
@@ -869,7 +868,7 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
   co->started_ms = ck_mono_ms();
   ck_mutex_init(&co->mu);
   ck_mutex_init(&co->plan_mu);
-  mkdir(co->o.checkpoint_dir, 0755);
+  if (!ck_store_is_remote(co->o.checkpoint_dir)) mkdir(co->o.checkpoint_dir, 0755);
   int rc = co->o.ha_dir ? ck_co_ha_take(co, err) : 0;
   if (!rc) rc = ck_sock_listen(co->o.host, co->o.port, &co->listen_fd, err);
   if (!rc) (void)fcntl(co->listen_fd, F_SETFL, fcntl(co->listen_fd, F_GETFL) | O_NONBLOCK);
@@ -889,8 +888,9 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
               co->http ? ck_http_port(co->http) : -1, co->o.checkpoint_dir);
   ck_mutex_lock(&co->mu);
   if (co->o.ha_dir) ck_co_planners_recover(co, ck_co_ha_recover(co));
-  skip_used_job_ids(co);
+  rc = skip_used_job_ids(co, err); /* ids must not be chosen from part of a listing */
   ck_mutex_unlock(&co->mu);
+  if (rc) goto out;
 
   while (!*stop) {
     struct pollfd pfds[MAX_CONNS + 1];

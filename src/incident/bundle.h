@@ -86,6 +86,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/digest.h"
 #include "base/buf.h"
 #include "base/error.h"
 
@@ -148,7 +149,6 @@ int ck_bundle_verify(const char *dir, ck_bundle_replay_fn replay, bool json, ck_
 int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool json,
                     ck_buf_t *out, ck_error_t *err);
 
-/* SHA-256 of data into hex (65 bytes: 64 digits and a NUL). */
-void ck_sha256_hex(const void *data, size_t len, char hex[65]);
+/* the manifest's checksums: ck_sha256_hex of base/digest.h */
 
 #endif

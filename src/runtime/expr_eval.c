@@ -48,7 +48,7 @@
 
 #include "base/alloc.h"
 #include "runtime/decimal.h"
-#include "runtime/digest.h"
+#include "base/digest.h"
 #include "runtime/expr.h"
 
 typedef unsigned __int128 u128;

@@ -1,0 +1,292 @@
+/*
+ * DESIGN: the S3 client (src/base/s3) against a real S3 server: SeaweedFS, started by
+ * scripts/services.sh (CLINK_S3_ENDPOINT, CLINK_S3_ACCESS_KEY, CLINK_S3_SECRET_KEY from
+ * `scripts/services.sh env`).
+ *
+ * Checked: a PUT reads back byte for byte (every byte value; a key that needs encoding);
+ * If-None-Match: * writes a key once (the second write is CK_EEXISTS and changes nothing);
+ * GET/HEAD of a missing key is CK_ENOTFOUND; DELETE removes, and deleting a missing key is
+ * fine; LIST returns every key under a prefix in order across pages (more keys than one page
+ * holds) and none outside it; a wrong secret is refused by the server with its error code
+ * and the secret nowhere in the message; a closed port is CK_ECONNECT; several threads share
+ * one client.
+ * Threads: the main thread, plus workers in the sharing test.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/s3.h"
+
+static const char *env(const char *name) {
+  const char *v = getenv(name);
+  if (!v || !*v)
+    fail_msg("%s is not set: start the services and export their settings first: "
+             "scripts/services.sh start && eval \"$(scripts/services.sh env)\"", name);
+  return v;
+}
+
+static ck_s3_t *open_bucket(const char *secret, char *bucket, size_t cap) {
+  static int seq;
+  snprintf(bucket, cap, "clink-test-%ld-%d-%d", (long)time(NULL), (int)getpid(), ++seq);
+  ck_s3_config_t c = {.endpoint = env("CLINK_S3_ENDPOINT"), .path_style = 1,
+                      .access_key = env("CLINK_S3_ACCESS_KEY"),
+                      .secret_key = secret ? secret : env("CLINK_S3_SECRET_KEY"),
+                      .timeout_ms = 60000};
+  ck_s3_t *s = NULL;
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (ck_s3_open(&c, bucket, &s, &err)) fail_msg("%s", err.message);
+  return s;
+}
+
+static ck_s3_t *fresh(char *bucket, size_t cap) {
+  ck_s3_t *s = open_bucket(NULL, bucket, cap);
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (ck_s3_create_bucket(s, &err)) fail_msg("%s", err.message);
+  return s;
+}
+
+static void test_put_get_roundtrip(void **state) {
+  (void)state;
+  char bucket[64];
+  ck_s3_t *s = fresh(bucket, sizeof bucket);
+  ck_error_t err;
+  ck_error_clear(&err);
+  uint8_t data[4096];
+  for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 7 + (i >> 8));
+  const char *keys[] = {"v1/0/checkpoint-1.snap", "dir/a b+c=\xc3\xa9~!$&'()*,;:@", "top"};
+  for (size_t k = 0; k < 3; k++) {
+    assert_int_equal(ck_s3_put(s, keys[k], data, sizeof data - k, 0, &err), 0);
+    ck_buf_t out;
+    ck_buf_init(&out);
+    assert_int_equal(ck_s3_get(s, keys[k], &out, &err), 0);
+    assert_int_equal(out.len, sizeof data - k);
+    assert_memory_equal(out.data, data, out.len);
+    ck_buf_fini(&out);
+    assert_int_equal(ck_s3_head(s, keys[k], NULL, &err), 0);
+  }
+  /* an empty object */
+  assert_int_equal(ck_s3_put(s, "empty", NULL, 0, 0, &err), 0);
+  ck_buf_t out;
+  ck_buf_init(&out);
+  assert_int_equal(ck_s3_get(s, "empty", &out, &err), 0);
+  assert_int_equal(out.len, 0);
+  ck_buf_fini(&out);
+  ck_s3_close(s);
+}
+
+static void test_conditional_put_writes_once(void **state) {
+  (void)state;
+  char bucket[64];
+  ck_s3_t *s = fresh(bucket, sizeof bucket);
+  ck_error_t err;
+  ck_error_clear(&err);
+  assert_int_equal(ck_s3_put(s, "_meta/completed-7", "first", 5, CK_S3_IF_NONE_MATCH, &err), 0);
+  ck_error_clear(&err);
+  assert_int_equal(ck_s3_put(s, "_meta/completed-7", "second", 6, CK_S3_IF_NONE_MATCH, &err),
+                   CK_EEXISTS);
+  assert_non_null(strstr(err.message, "412"));
+  ck_buf_t out;
+  ck_buf_init(&out);
+  assert_int_equal(ck_s3_get(s, "_meta/completed-7", &out, &err), 0);
+  assert_int_equal(out.len, 5);
+  assert_memory_equal(out.data, "first", 5);
+  ck_buf_fini(&out);
+  ck_s3_close(s);
+}
+
+static void test_missing_keys_and_delete(void **state) {
+  (void)state;
+  char bucket[64];
+  ck_s3_t *s = fresh(bucket, sizeof bucket);
+  ck_error_t err;
+  ck_error_clear(&err);
+  ck_buf_t out;
+  ck_buf_init(&out);
+  assert_int_equal(ck_s3_get(s, "nope", &out, &err), CK_ENOTFOUND);
+  assert_non_null(strstr(err.message, "nope"));
+  assert_int_equal(ck_s3_head(s, "nope", NULL, &err), CK_ENOTFOUND);
+  assert_int_equal(ck_s3_put(s, "k", "x", 1, 0, &err), 0);
+  assert_int_equal(ck_s3_delete(s, "k", &err), 0);
+  assert_int_equal(ck_s3_get(s, "k", &out, &err), CK_ENOTFOUND);
+  ck_error_clear(&err);
+  assert_int_equal(ck_s3_delete(s, "k", &err), 0);
+  ck_buf_fini(&out);
+  ck_s3_close(s);
+}
+
+typedef struct listed {
+  char **keys;
+  int n, cap;
+} listed_t;
+
+static int collect(void *ctx, const char *key, int64_t size) {
+  listed_t *l = ctx;
+  assert_true(size >= 0);
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 64;
+    l->keys = realloc(l->keys, (size_t)l->cap * sizeof *l->keys);
+  }
+  l->keys[l->n++] = strdup(key);
+  return 0;
+}
+
+static void test_list_every_page(void **state) {
+  (void)state;
+  char bucket[64];
+  ck_s3_t *s = fresh(bucket, sizeof bucket);
+  ck_error_t err;
+  ck_error_clear(&err);
+  const int n = 1105; /* more than S3's page of 1,000 */
+  char key[64];
+  for (int i = 0; i < n; i++) {
+    snprintf(key, sizeof key, "v1/_meta/completed-%05d", i);
+    assert_int_equal(ck_s3_put(s, key, "", 0, 0, &err), 0);
+  }
+  assert_int_equal(ck_s3_put(s, "v1/_metadata", "x", 1, 0, &err), 0);
+  assert_int_equal(ck_s3_put(s, "v1/0/checkpoint-1.snap", "x", 1, 0, &err), 0);
+  listed_t l = {0};
+  assert_int_equal(ck_s3_list(s, "v1/_meta/", collect, &l, &err), 0);
+  assert_int_equal(l.n, n);
+  for (int i = 0; i < l.n; i++) {
+    snprintf(key, sizeof key, "v1/_meta/completed-%05d", i);
+    assert_string_equal(l.keys[i], key);
+    free(l.keys[i]);
+  }
+  free(l.keys);
+  l = (listed_t){0};
+  assert_int_equal(ck_s3_list(s, "v1/0/", collect, &l, &err), 0);
+  assert_int_equal(l.n, 1);
+  assert_string_equal(l.keys[0], "v1/0/checkpoint-1.snap");
+  free(l.keys[0]);
+  free(l.keys);
+  ck_s3_close(s);
+}
+
+static void test_wrong_secret_is_refused_without_showing_it(void **state) {
+  (void)state;
+  char bucket[64];
+  ck_s3_t *good = fresh(bucket, sizeof bucket);
+  ck_s3_close(good);
+  ck_s3_config_t c = {.endpoint = env("CLINK_S3_ENDPOINT"), .path_style = 1,
+                      .access_key = env("CLINK_S3_ACCESS_KEY"), .secret_key = "not-the-secret-42"};
+  ck_s3_t *s = NULL;
+  ck_error_t err;
+  ck_error_clear(&err);
+  assert_int_equal(ck_s3_open(&c, bucket, &s, &err), 0);
+  int rc = ck_s3_put(s, "k", "x", 1, 0, &err);
+  assert_int_equal(rc, CK_EREMOTE);
+  assert_non_null(strstr(err.message, "403"));
+  assert_null(strstr(err.message, "not-the-secret-42"));
+  assert_null(strstr(err.hint, "not-the-secret-42"));
+  ck_s3_close(s);
+}
+
+static void test_closed_port_is_connect_error(void **state) {
+  (void)state;
+  ck_s3_config_t c = {.endpoint = "http://127.0.0.1:1", .path_style = 1, .access_key = "a",
+                      .secret_key = "b", .timeout_ms = 5000};
+  ck_s3_t *s = NULL;
+  ck_error_t err;
+  ck_error_clear(&err);
+  assert_int_equal(ck_s3_open(&c, "bucket", &s, &err), 0);
+  assert_int_equal(ck_s3_put(s, "k", "x", 1, 0, &err), CK_ECONNECT);
+  assert_non_null(strstr(err.message, "s3://bucket/k"));
+  ck_s3_close(s);
+}
+
+static void test_no_credentials_names_the_variables(void **state) {
+  (void)state;
+  char *ak = getenv("AWS_ACCESS_KEY_ID") ? strdup(getenv("AWS_ACCESS_KEY_ID")) : NULL;
+  unsetenv("AWS_ACCESS_KEY_ID");
+  ck_s3_config_t c = {.endpoint = "http://127.0.0.1:1"};
+  ck_s3_t *s = NULL;
+  ck_error_t err;
+  ck_error_clear(&err);
+  assert_int_equal(ck_s3_open(&c, "bucket", &s, &err), CK_EINVAL);
+  assert_non_null(strstr(err.hint, "AWS_ACCESS_KEY_ID"));
+  if (ak) setenv("AWS_ACCESS_KEY_ID", ak, 1);
+  free(ak);
+}
+
+static void test_parse_url(void **state) {
+  (void)state;
+  char b[64], p[256];
+  ck_error_t err;
+  ck_error_clear(&err);
+  assert_int_equal(ck_s3_parse_url("s3://my-bucket/jobs/a/", b, sizeof b, p, sizeof p, &err), 0);
+  assert_string_equal(b, "my-bucket");
+  assert_string_equal(p, "jobs/a");
+  assert_int_equal(ck_s3_parse_url("s3://my-bucket", b, sizeof b, p, sizeof p, &err), 0);
+  assert_string_equal(p, "");
+  assert_int_equal(ck_s3_parse_url("s3://My_Bucket/x", b, sizeof b, p, sizeof p, &err), CK_EINVAL);
+  assert_non_null(strstr(err.message, "lowercase"));
+  assert_int_equal(ck_s3_parse_url("s3://ab/x", b, sizeof b, p, sizeof p, &err), CK_EINVAL);
+  assert_int_equal(ck_s3_parse_url("/tmp/x", b, sizeof b, p, sizeof p, &err), CK_EINVAL);
+}
+
+typedef struct worker {
+  ck_s3_t *s;
+  int id, failures;
+} worker_t;
+
+static void *work(void *arg) {
+  worker_t *w = arg;
+  ck_error_t err;
+  ck_error_clear(&err);
+  char key[64], body[64];
+  for (int i = 0; i < 40; i++) {
+    snprintf(key, sizeof key, "t%d/k%d", w->id, i);
+    int n = snprintf(body, sizeof body, "body %d %d", w->id, i);
+    ck_buf_t out;
+    ck_buf_init(&out);
+    if (ck_s3_put(w->s, key, body, (size_t)n, 0, &err) || ck_s3_get(w->s, key, &out, &err) ||
+        out.len != (size_t)n || memcmp(out.data, body, (size_t)n))
+      w->failures++;
+    ck_buf_fini(&out);
+  }
+  return NULL;
+}
+
+static void test_threads_share_a_client(void **state) {
+  (void)state;
+  char bucket[64];
+  ck_s3_t *s = fresh(bucket, sizeof bucket);
+  worker_t w[4];
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (worker_t){.s = s, .id = i};
+    pthread_create(&t[i], NULL, work, &w[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    assert_int_equal(w[i].failures, 0);
+  }
+  ck_s3_close(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_parse_url),
+      cmocka_unit_test(test_no_credentials_names_the_variables),
+      cmocka_unit_test(test_closed_port_is_connect_error),
+      cmocka_unit_test(test_put_get_roundtrip),
+      cmocka_unit_test(test_conditional_put_writes_once),
+      cmocka_unit_test(test_missing_keys_and_delete),
+      cmocka_unit_test(test_list_every_page),
+      cmocka_unit_test(test_wrong_secret_is_refused_without_showing_it),
+      cmocka_unit_test(test_threads_share_a_client),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
