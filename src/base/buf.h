@@ -43,6 +43,12 @@ bool ck_streq_i(const char *a, const char *b);
 
 /* Levenshtein distance, for "did you mean" hints. */
 int ck_edit_distance(const char *a, const char *b);
+
+/* JSON's \u escapes, for every JSON reader (formats, REST, incident bundles): the four hex
+ * digits at s as a number (-1 when one is not a hex digit), and code point cp written as
+ * UTF-8 at o (returns the bytes written, 1 to 4). */
+int ck_hex4(const char *s, unsigned *out);
+size_t ck_utf8_put(char *o, unsigned cp);
 /* Closest of n candidates to word, or NULL when none is close enough to be a useful hint. */
 const char *ck_closest(const char *word, const char *const *candidates, size_t n);
 

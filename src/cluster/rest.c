@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/alloc.h"
 #include "base/time.h"
 #include "checkpoint/coord.h"
@@ -207,35 +208,14 @@ static void json_skip_ws(json_t *j) {
 static int json_peek(const json_t *j) { return j->p < j->end ? (unsigned char)*j->p : -1; }
 
 static int json_hex4(json_t *j, unsigned *v) {
-  if (j->end - j->p < 4) return -1;
-  *v = 0;
-  for (int i = 0; i < 4; i++) {
-    char h = j->p[i];
-    int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-          : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-    if (d < 0) return -1;
-    *v = *v * 16 + (unsigned)d;
-  }
+  if (j->end - j->p < 4 || ck_hex4(j->p, v)) return -1;
   j->p += 4;
   return 0;
 }
 
 static void json_put_utf8(ck_buf_t *out, unsigned v) {
-  if (v < 0x80) {
-    ck_buf_putc(out, (char)v);
-  } else if (v < 0x800) {
-    ck_buf_putc(out, (char)(0xc0 | (v >> 6)));
-    ck_buf_putc(out, (char)(0x80 | (v & 0x3f)));
-  } else if (v < 0x10000) {
-    ck_buf_putc(out, (char)(0xe0 | (v >> 12)));
-    ck_buf_putc(out, (char)(0x80 | ((v >> 6) & 0x3f)));
-    ck_buf_putc(out, (char)(0x80 | (v & 0x3f)));
-  } else {
-    ck_buf_putc(out, (char)(0xf0 | (v >> 18)));
-    ck_buf_putc(out, (char)(0x80 | ((v >> 12) & 0x3f)));
-    ck_buf_putc(out, (char)(0x80 | ((v >> 6) & 0x3f)));
-    ck_buf_putc(out, (char)(0x80 | (v & 0x3f)));
-  }
+  char u[4];
+  ck_buf_append(out, u, ck_utf8_put(u, v));
 }
 
 /* A JSON string into out (NUL-terminated). 0, or -1 with why: malformed, or a NUL character

@@ -30,6 +30,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "base/buf.h"
 #include "base/alloc.h"
 #include "connectors/format_impl.h"
 
@@ -112,44 +113,6 @@ static const char *json_kind(char c) {
     case 'f': return "boolean";
     default: return "number";
   }
-}
-
-static int hex4(const char *p, unsigned *out) {
-  unsigned v = 0;
-  for (int i = 0; i < 4; i++) {
-    char c = p[i];
-    v <<= 4;
-    if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-    else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-    else return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-/* Writes code point cp as UTF-8 at o; returns the bytes written (1 to 4). */
-static size_t put_utf8(char *o, unsigned cp) {
-  if (cp < 0x80) {
-    o[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    o[0] = (char)(0xC0 | (cp >> 6));
-    o[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    o[0] = (char)(0xE0 | (cp >> 12));
-    o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  o[0] = (char)(0xF0 | (cp >> 18));
-  o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  o[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
 }
 
 /* The first byte at or after p that is '"', '\\', a control character or not ASCII (the start
@@ -254,7 +217,7 @@ static int unescape(jp_t *jp, const char *begin, const char *p, char *o, char **
       case 't': lit = '\t'; break;
       case 'u': {
         unsigned cp, lo;
-        if (end - p < 6 || hex4(p + 2, &cp) < 0) {
+        if (end - p < 6 || ck_hex4(p + 2, &cp) < 0) {
           jp->p = p;
           return syntax(jp, "\\u must be followed by four hex digits");
         }
@@ -264,7 +227,7 @@ static int unescape(jp_t *jp, const char *begin, const char *p, char *o, char **
           return syntax(jp, "unpaired UTF-16 low surrogate in \\u escape");
         }
         if (cp >= 0xD800 && cp <= 0xDBFF) {
-          if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) < 0 || lo < 0xDC00 ||
+          if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || ck_hex4(p + 2, &lo) < 0 || lo < 0xDC00 ||
               lo > 0xDFFF) {
             jp->p = p - 6;
             return syntax(jp, "unpaired UTF-16 high surrogate in \\u escape");
@@ -272,7 +235,7 @@ static int unescape(jp_t *jp, const char *begin, const char *p, char *o, char **
           p += 6;
           cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         }
-        o += put_utf8(o, cp);
+        o += ck_utf8_put(o, cp);
         continue;
       }
       default:

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/alloc.h"
 
 typedef struct parser {
@@ -24,33 +25,6 @@ static int fail(parser_t *ps, const char *what) {
 static void skip_ws(parser_t *ps) {
   while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
     ps->p++;
-}
-
-static int hex4(const char *s, unsigned *out) {
-  unsigned v = 0;
-  for (int i = 0; i < 4; i++) {
-    char c = s[i];
-    v <<= 4;
-    if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-    else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-    else return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-static size_t put_utf8(char *o, unsigned cp) {
-  if (cp < 0x80) { o[0] = (char)cp; return 1; }
-  if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
-  if (cp < 0x10000) {
-    o[0] = (char)(0xE0 | cp >> 12); o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  o[0] = (char)(0xF0 | cp >> 18); o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
 }
 
 /* At the opening quote: the unescaped string into the arena. */
@@ -80,14 +54,14 @@ static int parse_string(parser_t *ps, const char **out, size_t *outlen) {
       case 't': *w++ = '\t'; break;
       case 'u': {
         unsigned cp, lo;
-        if (ps->p - r < 5 || hex4(r + 1, &cp)) return fail(ps, "bad \\u escape");
+        if (ps->p - r < 5 || ck_hex4(r + 1, &cp)) return fail(ps, "bad \\u escape");
         r += 4;
         if (cp >= 0xD800 && cp < 0xDC00 && ps->p - r >= 7 && r[1] == '\\' && r[2] == 'u' &&
-            !hex4(r + 3, &lo) && lo >= 0xDC00 && lo < 0xE000) {
+            !ck_hex4(r + 3, &lo) && lo >= 0xDC00 && lo < 0xE000) {
           cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           r += 6;
         }
-        w += put_utf8(w, cp);
+        w += ck_utf8_put(w, cp);
         break;
       }
       default: return fail(ps, "bad escape");
