@@ -64,6 +64,9 @@ SW_VOLUME_PORT=${CLINK_SEAWEEDFS_VOLUME_PORT:-21380}
 SW_FILER_PORT=${CLINK_SEAWEEDFS_FILER_PORT:-21388}
 SW_ACCESS_KEY=clink
 SW_SECRET_KEY=clink-secret-key
+# The one bucket the tests use (each test under a prefix of its own): SeaweedFS gives every
+# bucket volumes of its own (7), so a bucket per test would exhaust -volume.max.
+SW_BUCKET=clink-test
 START_TIMEOUT=${CLINK_START_TIMEOUT:-90}
 STOP_TIMEOUT=${CLINK_STOP_TIMEOUT:-60}
 
@@ -481,9 +484,9 @@ sw_ready() {
     pid=$(svc_pid seaweedfs) || return 1
     port_open "$SW_S3_PORT" || return 1
     curl -sf --max-time 25 --aws-sigv4 "aws:amz:us-east-1:s3" --user "$SW_ACCESS_KEY:$SW_SECRET_KEY" \
-        -X PUT "http://127.0.0.1:$SW_S3_PORT/clink-ready" >/dev/null 2>&1 || true
+        -X PUT "http://127.0.0.1:$SW_S3_PORT/$SW_BUCKET" >/dev/null 2>&1 || true
     curl -sf --max-time 25 --aws-sigv4 "aws:amz:us-east-1:s3" --user "$SW_ACCESS_KEY:$SW_SECRET_KEY" \
-        -T - "http://127.0.0.1:$SW_S3_PORT/clink-ready/probe" <<<"ready" >/dev/null 2>&1
+        -T - "http://127.0.0.1:$SW_S3_PORT/$SW_BUCKET/ready-probe" <<<"ready" >/dev/null 2>&1
 }
 
 # ----------------------------------------------------------------- postgres --
@@ -750,6 +753,7 @@ export CLINK_PG_PORT=$(q "$PG_PORT")
 export CLINK_S3_ENDPOINT=$(q "http://127.0.0.1:$SW_S3_PORT")
 export CLINK_S3_ACCESS_KEY=$(q "$SW_ACCESS_KEY")
 export CLINK_S3_SECRET_KEY=$(q "$SW_SECRET_KEY")
+export CLINK_S3_BUCKET=$(q "$SW_BUCKET")
 export CLINK_PYTHON=$(q "$VENV/bin/python")
 export CLINK_WORK=$(q "$WORK")
 export CLINK_SERVICES=$(q "$HERE/services.sh")

@@ -21,7 +21,8 @@ EOS = ", delivery_guarantee = 'exactly_once'"
 
 
 def s3_env():
-    for name in ("CLINK_S3_ENDPOINT", "CLINK_S3_ACCESS_KEY", "CLINK_S3_SECRET_KEY"):
+    for name in ("CLINK_S3_ENDPOINT", "CLINK_S3_ACCESS_KEY", "CLINK_S3_SECRET_KEY",
+                 "CLINK_S3_BUCKET"):
         if not os.environ.get(name):
             pytest.fail(f"{name} is not set: start the services and export their settings "
                         "first: scripts/services.sh start && eval \"$(scripts/services.sh env)\"")
@@ -61,18 +62,24 @@ def list_keys(bucket, prefix):
         token = nxt.text
 
 
+def shared_bucket():
+    """The tests' one bucket (scripts/services.sh makes it): each test writes under a prefix of
+    its own, since SeaweedFS gives every bucket volumes of its own."""
+    s3_env()
+    return os.environ["CLINK_S3_BUCKET"]
+
+
 @pytest.fixture
 def bucket():
-    name = "clink-ckpt-" + uuid.uuid4().hex[:12]
-    curl_s3("PUT", f"/{name}")
-    return name
+    return shared_bucket()
 
 
 class S3Job(Job):
-    def __init__(self, tmp_path, bucket, prefix="jobs/a", **kw):
+    def __init__(self, tmp_path, bucket, prefix=None, **kw):
         super().__init__(tmp_path, sink_options=EOS, **kw)
-        self.bucket, self.prefix = bucket, prefix
-        self.ckpt = f"s3://{bucket}/{prefix}"
+        self.bucket = bucket
+        self.prefix = prefix or "ckpt-" + uuid.uuid4().hex[:12] + "/jobs/a"
+        self.ckpt = f"s3://{bucket}/{self.prefix}"
 
     def env(self, fault=None):
         env = super().env(fault)
@@ -138,7 +145,7 @@ def test_random_sigkills_then_finish_exactly_once(tmp_path, bucket):
 
 
 def test_unreachable_store_is_a_clear_error(tmp_path):
-    j = S3Job(tmp_path, "no-such-store", rows=100)
+    j = S3Job(tmp_path, "no-such-store", prefix="jobs/a", rows=100)
     env = j.env()
     env["AWS_ENDPOINT_URL_S3"] = "http://127.0.0.1:1"
     r = subprocess.run(j.args(), capture_output=True, text=True, timeout=60, env=env)

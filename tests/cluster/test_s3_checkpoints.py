@@ -9,20 +9,19 @@ import uuid
 
 from .conftest import wait_for
 from .test_cluster_jobs import check, write_job
-from ..checkpoint.test_s3_store import curl_s3, list_keys, s3_env
+from ..checkpoint.test_s3_store import curl_s3, list_keys, s3_env, shared_bucket
 
 
 def s3_cluster(cluster, tmp_path):
-    bucket = "clink-cluster-" + uuid.uuid4().hex[:10]
-    curl_s3("PUT", f"/{bucket}")
+    bucket, top = shared_bucket(), "cluster-" + uuid.uuid4().hex[:10]
     c = cluster(interval_ms=200)
-    c.ckpt = f"s3://{bucket}/jobs"
+    c.ckpt = f"s3://{bucket}/{top}/jobs"
     c.env.update(s3_env())
-    return c, bucket
+    return c, bucket, top
 
 
 def test_cluster_job_restores_from_s3_after_a_worker_is_killed(cluster, tmp_path):
-    c, bucket = s3_cluster(cluster, tmp_path)
+    c, bucket, top = s3_cluster(cluster, tmp_path)
     c.start_coordinator()
     c.start_worker("worker-1")
     c.start_worker("worker-2")
@@ -38,16 +37,17 @@ def test_cluster_job_restores_from_s3_after_a_worker_is_killed(cluster, tmp_path
     assert job["status"] == "FINISHED", job
     assert "restore point: checkpoint" in c.coordinator.text()
     check(out, 2, rows)
-    keys = list_keys(bucket, "jobs/")
-    assert any(k.startswith(f"jobs/job-{jid}/v1/_meta/completed-") for k in keys), keys[:10]
-    assert any(k.startswith(f"jobs/job-{jid}/v1/0/checkpoint-") for k in keys), keys[:10]
-    assert all(k.startswith(f"jobs/job-{jid}/v1/") for k in keys), keys[:10]
+    keys = list_keys(bucket, f"{top}/jobs/")
+    base = f"{top}/jobs/job-{jid}/v1/"
+    assert any(k.startswith(base + "_meta/completed-") for k in keys), keys[:10]
+    assert any(k.startswith(base + "0/checkpoint-") for k in keys), keys[:10]
+    assert all(k.startswith(base) for k in keys), keys[:10]
     assert not (tmp_path / "checkpoints").exists()
 
 
 def test_a_restarted_coordinator_numbers_jobs_above_those_on_s3(cluster, tmp_path):
-    c, bucket = s3_cluster(cluster, tmp_path)
-    curl_s3("PUT", f"/{bucket}/jobs/job-7/v1/_meta/fingerprint", data=b"x")
+    c, bucket, top = s3_cluster(cluster, tmp_path)
+    curl_s3("PUT", f"/{bucket}/{top}/jobs/job-7/v1/_meta/fingerprint", data=b"x")
     c.start_coordinator()
     c.start_worker("worker-1")
     sql, _ = write_job(tmp_path, rows=1000, rate=0)

@@ -1,7 +1,7 @@
 /*
  * DESIGN: the S3 client (src/base/s3) against a real S3 server: SeaweedFS, started by
- * scripts/services.sh (CLINK_S3_ENDPOINT, CLINK_S3_ACCESS_KEY, CLINK_S3_SECRET_KEY from
- * `scripts/services.sh env`).
+ * scripts/services.sh (CLINK_S3_ENDPOINT, CLINK_S3_ACCESS_KEY, CLINK_S3_SECRET_KEY and the
+ * test bucket CLINK_S3_BUCKET from `scripts/services.sh env`).
  *
  * Checked: a PUT reads back byte for byte (every byte value; a key that needs encoding);
  * If-None-Match: * writes a key once (the second write is CK_EEXISTS and changes nothing);
@@ -35,9 +35,27 @@ static const char *env(const char *name) {
   return v;
 }
 
-static ck_s3_t *open_bucket(const char *secret, char *bucket, size_t cap) {
+/* Every test writes under a prefix of its own in the one test bucket (CLINK_S3_BUCKET):
+ * SeaweedFS gives each bucket volumes of its own, so a bucket per test would run out. */
+static char prefix[96];
+
+static void new_prefix(void) {
   static int seq;
-  snprintf(bucket, cap, "clink-test-%ld-%d-%d", (long)time(NULL), (int)getpid(), ++seq);
+  snprintf(prefix, sizeof prefix, "unit-%ld-%d-%d/", (long)time(NULL), (int)getpid(), ++seq);
+}
+
+/* k under this test's prefix (four buffers in turn, for calls with two keys) */
+static const char *K(const char *k) {
+  static char bufs[4][512];
+  static int next;
+  char *b = bufs[next++ & 3];
+  snprintf(b, 512, "%s%s", prefix, k);
+  return b;
+}
+
+static ck_s3_t *open_bucket(const char *secret, char *bucket, size_t cap) {
+  new_prefix();
+  snprintf(bucket, cap, "%s", env("CLINK_S3_BUCKET"));
   ck_s3_config_t c = {.endpoint = env("CLINK_S3_ENDPOINT"), .path_style = 1,
                       .access_key = env("CLINK_S3_ACCESS_KEY"),
                       .secret_key = secret ? secret : env("CLINK_S3_SECRET_KEY"),
@@ -65,7 +83,9 @@ static void test_put_get_roundtrip(void **state) {
   ck_error_clear(&err);
   uint8_t data[4096];
   for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 7 + (i >> 8));
-  const char *keys[] = {"v1/0/checkpoint-1.snap", "dir/a b+c=\xc3\xa9~!$&'()*,;:@", "top"};
+  const char *names[] = {"v1/0/checkpoint-1.snap", "dir/a b+c=\xc3\xa9~!$&'()*,;:@", "top"};
+  char keys[3][512];
+  for (size_t k = 0; k < 3; k++) snprintf(keys[k], sizeof keys[k], "%s", K(names[k]));
   for (size_t k = 0; k < 3; k++) {
     assert_int_equal(ck_s3_put(s, keys[k], data, sizeof data - k, 0, &err), 0);
     ck_buf_t out;
@@ -77,10 +97,10 @@ static void test_put_get_roundtrip(void **state) {
     assert_int_equal(ck_s3_head(s, keys[k], NULL, &err), 0);
   }
   /* an empty object */
-  assert_int_equal(ck_s3_put(s, "empty", NULL, 0, 0, &err), 0);
+  assert_int_equal(ck_s3_put(s, K("empty"), NULL, 0, 0, &err), 0);
   ck_buf_t out;
   ck_buf_init(&out);
-  assert_int_equal(ck_s3_get(s, "empty", &out, &err), 0);
+  assert_int_equal(ck_s3_get(s, K("empty"), &out, &err), 0);
   assert_int_equal(out.len, 0);
   ck_buf_fini(&out);
   ck_s3_close(s);
@@ -92,14 +112,14 @@ static void test_conditional_put_writes_once(void **state) {
   ck_s3_t *s = fresh(bucket, sizeof bucket);
   ck_error_t err;
   ck_error_clear(&err);
-  assert_int_equal(ck_s3_put(s, "_meta/completed-7", "first", 5, CK_S3_IF_NONE_MATCH, &err), 0);
+  assert_int_equal(ck_s3_put(s, K("_meta/completed-7"), "first", 5, CK_S3_IF_NONE_MATCH, &err), 0);
   ck_error_clear(&err);
-  assert_int_equal(ck_s3_put(s, "_meta/completed-7", "second", 6, CK_S3_IF_NONE_MATCH, &err),
+  assert_int_equal(ck_s3_put(s, K("_meta/completed-7"), "second", 6, CK_S3_IF_NONE_MATCH, &err),
                    CK_EEXISTS);
   assert_non_null(strstr(err.message, "412"));
   ck_buf_t out;
   ck_buf_init(&out);
-  assert_int_equal(ck_s3_get(s, "_meta/completed-7", &out, &err), 0);
+  assert_int_equal(ck_s3_get(s, K("_meta/completed-7"), &out, &err), 0);
   assert_int_equal(out.len, 5);
   assert_memory_equal(out.data, "first", 5);
   ck_buf_fini(&out);
@@ -114,14 +134,14 @@ static void test_missing_keys_and_delete(void **state) {
   ck_error_clear(&err);
   ck_buf_t out;
   ck_buf_init(&out);
-  assert_int_equal(ck_s3_get(s, "nope", &out, &err), CK_ENOTFOUND);
+  assert_int_equal(ck_s3_get(s, K("nope"), &out, &err), CK_ENOTFOUND);
   assert_non_null(strstr(err.message, "nope"));
-  assert_int_equal(ck_s3_head(s, "nope", NULL, &err), CK_ENOTFOUND);
-  assert_int_equal(ck_s3_put(s, "k", "x", 1, 0, &err), 0);
-  assert_int_equal(ck_s3_delete(s, "k", &err), 0);
-  assert_int_equal(ck_s3_get(s, "k", &out, &err), CK_ENOTFOUND);
+  assert_int_equal(ck_s3_head(s, K("nope"), NULL, &err), CK_ENOTFOUND);
+  assert_int_equal(ck_s3_put(s, K("k"), "x", 1, 0, &err), 0);
+  assert_int_equal(ck_s3_delete(s, K("k"), &err), 0);
+  assert_int_equal(ck_s3_get(s, K("k"), &out, &err), CK_ENOTFOUND);
   ck_error_clear(&err);
-  assert_int_equal(ck_s3_delete(s, "k", &err), 0);
+  assert_int_equal(ck_s3_delete(s, K("k"), &err), 0);
   ck_buf_fini(&out);
   ck_s3_close(s);
 }
@@ -149,26 +169,26 @@ static void test_list_every_page(void **state) {
   ck_error_t err;
   ck_error_clear(&err);
   const int n = 1105; /* more than S3's page of 1,000 */
-  char key[64];
+  char key[256];
   for (int i = 0; i < n; i++) {
-    snprintf(key, sizeof key, "v1/_meta/completed-%05d", i);
+    snprintf(key, sizeof key, "%sv1/_meta/completed-%05d", prefix, i);
     assert_int_equal(ck_s3_put(s, key, "", 0, 0, &err), 0);
   }
-  assert_int_equal(ck_s3_put(s, "v1/_metadata", "x", 1, 0, &err), 0);
-  assert_int_equal(ck_s3_put(s, "v1/0/checkpoint-1.snap", "x", 1, 0, &err), 0);
+  assert_int_equal(ck_s3_put(s, K("v1/_metadata"), "x", 1, 0, &err), 0);
+  assert_int_equal(ck_s3_put(s, K("v1/0/checkpoint-1.snap"), "x", 1, 0, &err), 0);
   listed_t l = {0};
-  assert_int_equal(ck_s3_list(s, "v1/_meta/", collect, &l, &err), 0);
+  assert_int_equal(ck_s3_list(s, K("v1/_meta/"), collect, &l, &err), 0);
   assert_int_equal(l.n, n);
   for (int i = 0; i < l.n; i++) {
-    snprintf(key, sizeof key, "v1/_meta/completed-%05d", i);
+    snprintf(key, sizeof key, "%sv1/_meta/completed-%05d", prefix, i);
     assert_string_equal(l.keys[i], key);
     free(l.keys[i]);
   }
   free(l.keys);
   l = (listed_t){0};
-  assert_int_equal(ck_s3_list(s, "v1/0/", collect, &l, &err), 0);
+  assert_int_equal(ck_s3_list(s, K("v1/0/"), collect, &l, &err), 0);
   assert_int_equal(l.n, 1);
-  assert_string_equal(l.keys[0], "v1/0/checkpoint-1.snap");
+  assert_string_equal(l.keys[0], K("v1/0/checkpoint-1.snap"));
   free(l.keys[0]);
   free(l.keys);
   ck_s3_close(s);
@@ -185,7 +205,7 @@ static void test_wrong_secret_is_refused_without_showing_it(void **state) {
   ck_error_t err;
   ck_error_clear(&err);
   assert_int_equal(ck_s3_open(&c, bucket, &s, &err), 0);
-  int rc = ck_s3_put(s, "k", "x", 1, 0, &err);
+  int rc = ck_s3_put(s, K("k"), "x", 1, 0, &err);
   assert_int_equal(rc, CK_EREMOTE);
   assert_non_null(strstr(err.message, "403"));
   assert_null(strstr(err.message, "not-the-secret-42"));
@@ -201,8 +221,9 @@ static void test_closed_port_is_connect_error(void **state) {
   ck_error_t err;
   ck_error_clear(&err);
   assert_int_equal(ck_s3_open(&c, "bucket", &s, &err), 0);
-  assert_int_equal(ck_s3_put(s, "k", "x", 1, 0, &err), CK_ECONNECT);
-  assert_non_null(strstr(err.message, "s3://bucket/k"));
+  assert_int_equal(ck_s3_put(s, K("k"), "x", 1, 0, &err), CK_ECONNECT);
+  assert_non_null(strstr(err.message, "s3://bucket/"));
+  assert_non_null(strstr(err.message, "127.0.0.1:1"));
   ck_s3_close(s);
 }
 
@@ -245,9 +266,9 @@ static void *work(void *arg) {
   worker_t *w = arg;
   ck_error_t err;
   ck_error_clear(&err);
-  char key[64], body[64];
+  char key[256], body[64];
   for (int i = 0; i < 40; i++) {
-    snprintf(key, sizeof key, "t%d/k%d", w->id, i);
+    snprintf(key, sizeof key, "%st%d/k%d", prefix, w->id, i);
     int n = snprintf(body, sizeof body, "body %d %d", w->id, i);
     ck_buf_t out;
     ck_buf_init(&out);
