@@ -44,6 +44,7 @@
 #include "base/thread.h"
 #include "base/time.h"
 #include "checkpoint/lineage.h"
+#include "checkpoint/store.h"
 #include "clink/version.h"
 #include "connectors/connectors.h"
 #include "connectors/hostio.h"
@@ -385,12 +386,22 @@ static void *job_main(void *arg) {
     j->job.have_point = rc == 0;
   }
   if (!rc) {
-    ck_buf_t g;
+    ck_buf_t g, manifest;
     ck_buf_init(&g);
+    ck_buf_init(&manifest);
     ck_graph_guarantee(j->graph, j->job.dir != NULL, &g);
     CK_LOG_INFO("job", "job delivery guarantee: %s", g.data);
+    /* the job manifest beside the checkpoints, for incident bundles (docs/incidents.md) */
+    ck_job_manifest_t jm = {j->graph, 0,
+                            e->o.one_job && e->o.script_name ? e->o.script_name : j->name,
+                            e->o.parallelism, j->job.identity.ntasks,
+                            j->local.eopts.ckpt.fingerprint, g.data};
+    ck_job_manifest_json(&jm, &manifest);
+    j->job.manifest = manifest.data;
     ck_buf_fini(&g);
     rc = ck_job_run(&j->job, &err);
+    j->job.manifest = NULL;
+    ck_buf_fini(&manifest);
   }
   ck_mutex_lock(&j->cmu);
   bool cancelled = j->cancel_asked;
@@ -513,8 +524,10 @@ static int job_start(clink_engine_t *e, clink_job_t *j) {
     j->local.eopts.ckpt.fingerprint = ck_lineage_fingerprint(j->desc.data);
   } else if (e->ckdir) {
     snprintf(j->dir, sizeof j->dir, "%s/%s", e->ckdir, j->name);
-    mkdir(e->ckdir, 0777);
-    mkdir(j->dir, 0777);
+    if (!ck_store_is_remote(e->ckdir)) { /* an S3 store has no directories to make */
+      mkdir(e->ckdir, 0777);
+      mkdir(j->dir, 0777);
+    }
     dir = j->dir;
     j->local.eopts.ckpt.dir = dir;
     j->local.eopts.ckpt.interval_ms = e->o.checkpoint_interval_ms;
