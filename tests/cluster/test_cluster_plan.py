@@ -108,7 +108,10 @@ def golden_lines(text):
                                                      # computed columns, PROCTIME(), WATERMARK
                                                      # FOR and a window offset travel in the plan
                                                      ("time_ddl", 1, [1]),
-                                                     ("time_window_offset", 3, [2, 1])])
+                                                     # one worker: its sources start together, so
+                                                     # the late record is late on every run (see
+                                                     # the note on idle subtasks in docs/sql.md)
+                                                     ("time_window_offset", 3, [3])])
 def test_a_worker_built_from_the_serialised_plan_prints_what_the_sql_run_embedded_prints(
         cluster, tmp_path, name, parallelism, slots):
     embedded = subprocess.run([CLINK, "run", "--parallelism", str(parallelism), f"{name}.sql"],
