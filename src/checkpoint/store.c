@@ -286,15 +286,12 @@ static int open_s3(const char *url, ck_store_t *store, ck_error_t *err) {
 }
 
 int ck_store_dir_names(const char *dir, ck_store_name_fn fn, void *ctx, ck_error_t *err) {
-  if (!ck_store_is_remote(dir)) {
-    DIR *d = opendir(dir);
-    if (!d) return errno == ENOENT ? 0 : ck_error_set(err, CK_EIO, "could not list '%s': %s", dir,
-                                                       strerror(errno));
-    int rc = 0;
-    struct dirent *e;
-    while (!rc && (e = readdir(d)))
-      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) rc = fn(ctx, e->d_name);
-    closedir(d);
+  if (!ck_store_is_remote(dir)) { /* fs_list over a view of dir itself */
+    struct ck_store_health health = {0};
+    ck_store_t view = {.root = (char *)dir, .health = &health};
+    int rc = fs_list(&view, "", fn, ctx);
+    if (!rc && atomic_load(&health.list_failures))
+      rc = ck_error_set(err, CK_EIO, "could not list '%s'", dir);
     return rc;
   }
   char bucket[64], prefix[2048];

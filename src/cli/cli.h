@@ -91,5 +91,7 @@ CK_CLI_DECLARE(capture_cat);
 CK_CLI_DECLARE(replay);
 CK_CLI_DECLARE(replay_diff);
 CK_CLI_DECLARE(incident);
+/* A checkpoint or job id of the incident subcommands (1 or more); false when s is not one. */
+bool ck_cli_incident_id(const char *s, int64_t *out);
 
 #endif

@@ -32,7 +32,7 @@ static int usage(const ck_cli_cmd_t *cmd, const char *msg) {
   return CK_INCIDENT_USAGE;
 }
 
-static bool parse_id(const char *s, int64_t *out) {
+bool ck_cli_incident_id(const char *s, int64_t *out) {
   char *end;
   long long v = s ? strtoll(s, &end, 10) : 0;
   if (!s || end == s || *end || v < 1) return false;
@@ -82,7 +82,7 @@ static int collect_main(int argc, char **argv) {
   o.include_captures = ck_cli_flag(cmd, &args, "include-captures");
   o.include_state = ck_cli_flag(cmd, &args, "include-state");
   const char *job = ck_cli_get(cmd, &args, "job");
-  if (job && !parse_id(job, &o.job_id)) return usage(cmd, "--job takes a job id (1 or more)");
+  if (job && !ck_cli_incident_id(job, &o.job_id)) return usage(cmd, "--job takes a job id (1 or more)");
   if (!o.checkpoint_dir) return usage(cmd, "give --checkpoint-dir (the job's checkpoints)");
   if (!o.out) return usage(cmd, "give --out BUNDLE (the directory to write)");
   if (!o.capture_dir && o.include_captures)
@@ -200,10 +200,10 @@ static int scope_main(int argc, char **argv) {
   if (ck_cli_apply_log_level(cmd, &args)) return 2;
   if (args.npositional != 1) return usage(cmd, "give one bundle directory");
   int64_t ckpt = 0, job = 0;
-  if (!parse_id(ck_cli_get(cmd, &args, "checkpoint"), &ckpt))
+  if (!ck_cli_incident_id(ck_cli_get(cmd, &args, "checkpoint"), &ckpt))
     return usage(cmd, "give --checkpoint N (a completed checkpoint, 1 or more)");
   const char *j = ck_cli_get(cmd, &args, "job");
-  if (j && !parse_id(j, &job)) return usage(cmd, "--job takes a job id (1 or more)");
+  if (j && !ck_cli_incident_id(j, &job)) return usage(cmd, "--job takes a job id (1 or more)");
   struct stat st;
   if (stat(args.positional[0], &st) || !S_ISDIR(st.st_mode))
     return usage(cmd, "the bundle is not a directory (clink incident collect --out makes one)");

@@ -58,14 +58,6 @@ static int usage(const char *msg) {
   return CK_INCIDENT_USAGE;
 }
 
-static bool parse_id(const char *s, int64_t *out) {
-  char *end;
-  long long v = s ? strtoll(s, &end, 10) : 0;
-  if (!s || end == s || *end || v < 1) return false;
-  *out = v;
-  return true;
-}
-
 static int reconcile_main(int argc, char **argv) {
   const ck_cli_cmd_t *cmd = &ck_cli_incident_reconcile;
   ck_cli_args_t args;
@@ -96,9 +88,9 @@ static int reconcile_main(int argc, char **argv) {
   if (ck_cli_int(cmd, &args, "keys-per-read", &v)) return 2;
   o.keys_per_read = (int)v;
   const char *s;
-  if ((s = ck_cli_get(cmd, &args, "checkpoint")) && !parse_id(s, &o.checkpoint))
+  if ((s = ck_cli_get(cmd, &args, "checkpoint")) && !ck_cli_incident_id(s, &o.checkpoint))
     return usage("--checkpoint takes a checkpoint id (1 or more)");
-  if ((s = ck_cli_get(cmd, &args, "job")) && !parse_id(s, &o.job))
+  if ((s = ck_cli_get(cmd, &args, "job")) && !ck_cli_incident_id(s, &o.job))
     return usage("--job takes a job id (1 or more)");
   if (!o.host) return usage("give --host (the server to read: nothing is taken from the bundle)");
   if (!o.keys || !*o.keys) return usage("give --key COL[,COL…] (the columns that identify a row)");
