@@ -27,8 +27,13 @@
 #   request (ZooKeeper `srvr`, a ClickHouse query that reads system.zookeeper, a
 #   Kafka metadata request through kcat, a PostgreSQL query over TCP) until one
 #   shared deadline ($CLINK_START_TIMEOUT, 90 s). Never a bare sleep as sync.
+#   `start --fresh` first empties the work directory of every server that is
+#   not running, so a test run does not inherit the previous runs' data (a
+#   broker with thousands of leftover partitions takes minutes to load them);
+#   a server already running keeps its data. scripts/test.sh starts this way.
 #
-# Usage: scripts/services.sh start|stop|status [SERVICE...]
+# Usage: scripts/services.sh start [--fresh] [SERVICE...]
+#        scripts/services.sh stop|status [SERVICE...]
 #        scripts/services.sh restart SERVICE [--immediate]   (restart-pg = restart postgres)
 #        scripts/services.sh env      shell lines: eval "$(scripts/services.sh env)"
 set -euo pipefail
@@ -611,6 +616,11 @@ check_service_names() {
 }
 
 cmd_start() {
+    local fresh=0
+    if [ "${1:-}" = --fresh ]; then
+        fresh=1
+        shift
+    fi
     local services=${*:-$ALL_SERVICES} svc pending="" t0 deadline left
     check_service_names $services
     # ClickHouse answers our readiness query only with its ZooKeeper up.
@@ -623,6 +633,8 @@ cmd_start() {
         if svc_pid "$svc" >/dev/null; then
             continue
         fi
+        # the directory is ours by construction: $WORK/<service name>
+        [ "$fresh" = 0 ] || rm -rf "${WORK:?}/$svc"
         svc_start "$svc"
         pending="$pending $svc"
     done
@@ -762,7 +774,8 @@ EOF
 
 usage() {
     cat >&2 <<EOF
-usage: scripts/services.sh start|stop|status [SERVICE...]    (services: $ALL_SERVICES)
+usage: scripts/services.sh start [--fresh] [SERVICE...]      (services: $ALL_SERVICES)
+       scripts/services.sh stop|status [SERVICE...]          (--fresh: stopped ones start empty)
        scripts/services.sh restart SERVICE [--immediate]     (restart-pg = restart postgres)
        scripts/services.sh env                               (eval "\$(scripts/services.sh env)")
 EOF
