@@ -11,6 +11,11 @@ case "$kind" in
   *) echo "usage: scripts/build.sh [release|sanitize]" >&2; exit 2 ;;
 esac
 cmake -S . -B "$dir" "${flags[@]}" >/dev/null
-cmake --build "$dir" -j"$(nproc)" 2>&1 | grep -vE '^\[ *[0-9]+%\]|^gmake|^make' || true
-test -x "$dir/src/cli/clink" || { echo "build failed" >&2; exit 1; }
+# progress lines filtered out; the build's own status decides (a stale binary from an earlier
+# build must not pass for a build that failed)
+set +e
+cmake --build "$dir" -j"$(nproc)" 2>&1 | grep -vE '^\[ *[0-9]+%\]|^gmake|^make'
+st=${PIPESTATUS[0]}
+set -e
+[ "$st" = 0 ] && test -x "$dir/src/cli/clink" || { echo "build failed" >&2; exit 1; }
 echo "$dir/src/cli/clink"

@@ -80,7 +80,7 @@ def column_rule(ch_type):
         if not (0 <= s <= p <= 76) or p == 0:
             raise CellError(f"the column type {ch_type} has no valid precision and scale")
         return "decimal", (p, s), nullable
-    if t in ("Date", "Date32"):
+    if t == "Date":
         return "date", None, nullable
     if _DT_RE.match(t):
         return "datetime64", 0, nullable
