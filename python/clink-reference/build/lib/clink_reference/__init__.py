@@ -9,6 +9,8 @@ DESIGN
                    read_committed completely, and confirm the log is the one the scope names
     canonical.py   canonical cells: the comparison's own rules for each destination type
     artifact.py    write and read the artifact bound to one scope (header, rows, end line)
+    windows.py     the one windowed shape's rules (a keyed TUMBLE of COUNT and SUM with
+                   lateness), each record's fate decided by bounds on the watermark it met
   The transformation (what the job's SQL is meant to compute) stays the operator's own code.
   The package never imports, runs or loads clink, its SQL evaluator or its sink's conversions:
   tests/test_independence.py holds it to that.
@@ -18,9 +20,11 @@ from .artifact import ArtifactError, read_artifact, write_artifact
 from .canonical import CellError, canonical_cell, canonical_row
 from .kafka_range import RangeResult, read_range
 from .scope import Scope, ScopeError
+from .windows import Checkpoint, Event, TumbleRules, WindowResult, evaluate, source_bounds
 
 __all__ = [
-    "ArtifactError", "CellError", "RangeResult", "Scope", "ScopeError",
-    "canonical_cell", "canonical_row", "read_artifact", "read_range", "write_artifact",
+    "ArtifactError", "CellError", "Checkpoint", "Event", "RangeResult", "Scope", "ScopeError",
+    "TumbleRules", "WindowResult", "canonical_cell", "canonical_row", "evaluate",
+    "read_artifact", "read_range", "source_bounds", "write_artifact",
 ]
 __version__ = "0.1.0"
