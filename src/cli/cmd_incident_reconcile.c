@@ -41,6 +41,9 @@ static const ck_cli_opt_t reconcile_opts[] = {
      3600000, 90000, false},
     {"pause-ms", "MS", "the pause between the two reads of the scope", 0, 600000, 1000, false},
     {"keys-per-read", "N", "keys per SELECT", 1, 100000, 1000, false},
+    {"reference", "ARTIFACT", "an independent reference (python/clink-reference's artifact) for "
+     "the same scope: the audit then also compares it with the captured input and the table", 0,
+     0, 0, false},
     CK_CLI_SHARED("log-level"),
     {NULL, NULL, NULL, 0, 0, 0, false},
 };
@@ -50,7 +53,7 @@ const ck_cli_cmd_t ck_cli_incident_reconcile = {
     "incident reconcile", "read one ClickHouse table, read-only and bounded, and compare it with "
     "the rows a completed checkpoint's scope owed it",
     "BUNDLE --host H [--port P] [--user U] --key COL[,COL…] [--checkpoint N] [--job ID] "
-    "[--database D --table T] [--json REPORT]", reconcile_opts, reconcile_main};
+    "[--database D --table T] [--reference ARTIFACT] [--json REPORT]", reconcile_opts, reconcile_main};
 
 static int usage(const char *msg) {
   fprintf(stderr, "clink incident reconcile: %s\nusage: clink incident reconcile %s\n", msg,
@@ -70,6 +73,7 @@ static int reconcile_main(int argc, char **argv) {
   o.host = ck_cli_get(cmd, &args, "host");
   o.user = ck_cli_get(cmd, &args, "user");
   o.keys = ck_cli_get(cmd, &args, "key");
+  o.reference = ck_cli_get(cmd, &args, "reference");
   o.database = ck_cli_get(cmd, &args, "database");
   o.table = ck_cli_get(cmd, &args, "table");
   o.json_path = ck_cli_get(cmd, &args, "json");

@@ -44,6 +44,7 @@
 #include "incident/bundle.h"
 #include "incident/json.h"
 #include "incident/reconcile_read.h"
+#include "incident/reference.h"
 #include "runtime/graph.h"
 #include "runtime/plan.h"
 
@@ -61,7 +62,8 @@ typedef struct check {
   char why[1024];
 } check_t;
 
-enum { C_INTEGRITY, C_SCOPE, C_DEST, C_ROWS, NCHECKS };
+/* C_REFERENCE and after: only with --reference (the audit's checks) */
+enum { C_INTEGRITY, C_SCOPE, C_DEST, C_ROWS, C_REFERENCE, C_TRANSFORM, C_REFDEST, NCHECKS };
 
 typedef struct ledger_entry {
   int64_t checkpoint;
@@ -112,6 +114,17 @@ typedef struct rec {
   int64_t explained_restore, explained_resend;
   char server_time[2][32];
   int64_t wall[2], mono[2];
+  /* the audit (--reference) */
+  const ck_json_t *scope_json;  /* the bundle's scope document, parsed */
+  ck_reference_t ref;
+  bool have_ref;
+  ck_rowset_t refrows, keyset;  /* the reference's rows; the keys to read (expected ∪ reference) */
+  bool have_refrows, have_keyset;
+  struct audit_diff {
+    ck_diff_counts_t counts;
+    ck_buf_t first[CK_DIFF_NKINDS];
+    int nfirst[CK_DIFF_NKINDS];
+  } transform, refdest;
 } rec_t;
 
 static void set_check(rec_t *r, int c, st_t st, const char *fmt, ...)
@@ -721,16 +734,19 @@ static int read_scope(rec_t *r, ck_rdest_t *d, ck_rowset_t *set, ck_error_t *err
   ck_buf_puts(&head, " IN (");
   int rc = 0;
   size_t per = r->o->keys_per_read > 0 ? (size_t)r->o->keys_per_read : 1000;
-  for (size_t i = 0; i < r->expected.n && !rc; i += per) {
+  /* the keys to read: the expectation's, or with a reference the union of both (sorted, each
+   * once), so a row the job dropped is looked for and a row it introduced is read */
+  const ck_rowset_t *ks = r->have_keyset ? &r->keyset : &r->expected;
+  for (size_t i = 0; i < ks->n && !rc; i += per) {
     ck_buf_reset(&sql);
     ck_buf_append(&sql, head.data, head.len);
-    for (size_t j = i; j < i + per && j < r->expected.n; j++) {
+    for (size_t j = i; j < i + per && j < ks->n; j++) {
       if (j > i) ck_buf_puts(&sql, ", ");
       if (r->nkeys > 1) ck_buf_putc(&sql, '(');
       for (int k = 0; k < r->nkeys; k++) {
         if (k) ck_buf_puts(&sql, ", ");
         int kc = r->keys[k];
-        if (ck_rdest_literal(&r->rules[kc], &r->expected.rows[j].cells[kc], &sql)) {
+        if (ck_rdest_literal(&r->rules[kc], &ks->rows[j].cells[kc], &sql)) {
           rc = ck_error_set(err, CK_EUNSUPPORTED, "a key of column %s cannot be written as a "
                             "literal", r->col_names[kc]);
           goto out;
@@ -1142,6 +1158,209 @@ static void compare(rec_t *r) {
             (long long)r->counts.n[CK_DIFF_UNEXPECTED], (long long)r->counts.keys);
 }
 
+/* ---------------------------------------------------------------- the audit (--reference) */
+
+/* Reads the artifact and binds it to the bundle's scope and the sink's columns: a reference
+ * that is unfinished, altered, or for another scope or schema is refused (2). An incomplete
+ * one is held unavailable and never compared. */
+static int audit_load(rec_t *r, ck_error_t *err) {
+  ck_error_t e;
+  ck_error_clear(&e);
+  if (ck_reference_read(r->o->reference, &r->ref, &e)) {
+    ck_reference_fini(&r->ref);
+    return refuse(r, err, "could not reconcile: %s", e.message);
+  }
+  r->have_ref = true;
+  if (r->checks[C_SCOPE].st != ST_PASS || !r->scope_json) {
+    set_check(r, C_REFERENCE, ST_UNAVAILABLE, "the bundle gives no complete scope to bind the "
+              "reference to (%s)", r->checks[C_SCOPE].why);
+    return 0;
+  }
+  ck_error_clear(&e);
+  if (ck_reference_bind(&r->ref, r->scope_json, &e))
+    return refuse(r, err, "could not reconcile: %s (%s)", e.message, r->o->reference);
+  /* the same columns, types and key as the sink wrote */
+  if (r->ref.ncols != r->ncols)
+    return refuse(r, err, "could not reconcile: the reference has %d columns, the sink wrote %d",
+                  r->ref.ncols, r->ncols);
+  for (int c = 0; c < r->ncols; c++) {
+    const ck_reference_col_t *rc = &r->ref.cols[c];
+    ck_ch_type_t t;
+    char why[160];
+    bool key = false;
+    for (int k = 0; k < r->nkeys; k++) key |= r->keys[k] == c;
+    if (strcmp(rc->name, r->col_names[c]) != 0 ||
+        ck_ch_type_parse(rc->type, strlen(rc->type), &t, why, sizeof why) ||
+        !ck_ch_type_eq(&t, &r->rules[c].ch) || rc->key != key)
+      return refuse(r, err, "could not reconcile: the reference's column %d is %s %s%s, the sink "
+                    "wrote %s %s%s", c + 1, rc->name, rc->type, rc->key ? " (key)" : "",
+                    r->col_names[c], r->rules[c].ch_name, key ? " (key)" : "");
+  }
+  if (!r->ref.complete) {
+    const char *why = ck_json_str(ck_json_at(r->ref.incomplete, 0));
+    set_check(r, C_REFERENCE, ST_UNAVAILABLE, "the reference says it is incomplete: %s; an "
+              "incomplete reference is never compared", why ? why : "no reason given");
+    return 0;
+  }
+  ck_rowset_init(&r->refrows, r->ncols, r->nkeys, r->keys);
+  r->have_refrows = true;
+  for (int64_t i = 0; i < r->ref.nrows; i++) {
+    ck_rrow_t *row = ck_rowset_add(&r->refrows);
+    row->origin = -1;
+    ck_error_clear(&e);
+    if (ck_reference_row_cells(&r->ref, i, r->rules, &r->refrows.arena, row->cells, &e))
+      return refuse(r, err, "could not reconcile: %s (%s)", e.message, r->o->reference);
+  }
+  ck_rowset_sort(&r->refrows);
+  /* the keys to read: expected ∪ reference, each once */
+  ck_rowset_init(&r->keyset, r->ncols, r->nkeys, r->keys);
+  r->have_keyset = true;
+  const ck_rowset_t *src[2] = {&r->expected, &r->refrows};
+  for (int s = 0; s < 2; s++)
+    for (size_t i = 0; i < src[s]->n; i++) {
+      ck_rrow_t *row = ck_rowset_add(&r->keyset);
+      for (int c = 0; c < r->ncols; c++) row->cells[c] = src[s]->rows[i].cells[c];
+    }
+  ck_rowset_sort(&r->keyset);
+  size_t w = 0;
+  for (size_t i = 0; i < r->keyset.n; i++)
+    if (!w || ck_rrow_key_cmp(&r->keyset, &r->keyset.rows[w - 1], &r->keyset.rows[i]) != 0)
+      r->keyset.rows[w++] = r->keyset.rows[i];
+  r->keyset.n = w;
+  const char *impl = ck_json_get_str(r->ref.recorded, "implementation");
+  set_check(r, C_REFERENCE, ST_PASS, "bound to checkpoint %lld's scope (fingerprint %.16s…), "
+            "%lld rows, header and rows match their hashes; its implementation (%s) is recorded, "
+            "not verified", (long long)r->checkpoint, r->ref.fingerprint,
+            (long long)r->ref.nrows, impl ? impl : "not named");
+  return 0;
+}
+
+typedef struct audit_ctx {
+  rec_t *r;
+  struct audit_diff *d;
+} audit_ctx_t;
+
+static int on_audit_diff(void *arg, const ck_diff_item_t *it) {
+  audit_ctx_t *x = arg;
+  struct audit_diff *d = x->d;
+  if (d->nfirst[it->kind] >= CK_RECONCILE_FIRST) return 0;
+  ck_buf_t *o = &d->first[it->kind];
+  if (d->nfirst[it->kind]++) ck_buf_putc(o, ',');
+  ck_buf_puts(o, "{\"expected\":");
+  if (it->expected) put_row(x->r, it->expected, o);
+  else ck_buf_puts(o, "null");
+  ck_buf_puts(o, ",\"found\":");
+  if (it->actual) put_row(x->r, it->actual, o);
+  else ck_buf_puts(o, "null");
+  if (it->kind == CK_DIFF_DUPLICATED) ck_buf_printf(o, ",\"copies\":%lld", (long long)it->copies);
+  ck_buf_putc(o, '}');
+  return 0;
+}
+
+static void audit_one(rec_t *r, int check, const ck_rowset_t *found, struct audit_diff *d,
+                      const char *what) {
+  audit_ctx_t x = {r, d};
+  ck_diff_rows(&r->refrows, found, on_audit_diff, &x, &d->counts);
+  const int64_t *n = d->counts.n;
+  if (!(n[0] + n[1] + n[2] + n[3])) {
+    set_check(r, check, ST_PASS, "%s: every reference row found exactly once over %lld keys",
+              what, (long long)d->counts.keys);
+    return;
+  }
+  set_check(r, check, ST_FAIL, "%s: %lld missing, %lld changed, %lld duplicated, %lld unexpected "
+            "(reference rows: %zu, found: %zu)", what, (long long)n[0], (long long)n[1],
+            (long long)n[2], (long long)n[3], r->refrows.n, found->n);
+}
+
+/* The two relationships the reference adds: itself against the captured input (the
+ * transformation) and against the destination. The third, captured input against the
+ * destination (the delivery), is reconcile.rows. */
+static void audit_compare(rec_t *r) {
+  if (!r->have_refrows) return;
+  audit_one(r, C_TRANSFORM, &r->expected, &r->transform,
+            "the reference against the sink's captured input");
+  audit_one(r, C_REFDEST, &r->read[0], &r->refdest, "the reference against the destination");
+}
+
+static void audit_unrun(rec_t *r) {
+  for (int c = C_REFERENCE; c < NCHECKS; c++)
+    if (r->checks[c].st == ST_SKIPPED && !r->checks[c].why[0])
+      set_check(r, c, ST_SKIPPED, "%s", c == C_REFERENCE ? "the artifact was not read"
+                : r->have_refrows ? "the destination was not read completely"
+                                  : "no complete reference to compare");
+}
+
+static void audit_section(const rec_t *r, const struct audit_diff *d, const char *name,
+                          ck_buf_t *out) {
+  ck_buf_printf(out, ",\"%s\":{\"keys\":%lld,\"matched\":%lld", name,
+                (long long)d->counts.keys, (long long)d->counts.matched);
+  for (int k = 0; k < CK_DIFF_NKINDS; k++) {
+    ck_buf_printf(out, ",\"%s\":{\"count\":%lld,\"first\":[", ck_diff_kind_name(k),
+                  (long long)d->counts.n[k]);
+    if (d->first[k].len) ck_buf_append(out, d->first[k].data, d->first[k].len);
+    ck_buf_puts(out, "]}");
+  }
+  ck_buf_putc(out, '}');
+  (void)r;
+}
+
+static void audit_report(rec_t *r, ck_buf_t *out) {
+  ck_buf_puts(out, ",\"reference\":{\"artifact\":");
+  put_str(out, r->o->reference);
+  if (!r->have_ref) {
+    ck_buf_puts(out, "}");
+    return;
+  }
+  ck_buf_printf(out, ",\"complete\":%s,\"rows\":%lld,\"verified\":{\"binding\":\"the "
+                "fingerprint of its scope and columns is the bundle's\",\"fingerprint\":",
+                r->ref.complete ? "true" : "false", (long long)r->ref.nrows);
+  put_str(out, r->ref.fingerprint);
+  ck_buf_puts(out, ",\"hashes\":\"SHA-256 over the header and the rows match the end line\","
+              "\"cells\":\"every cell a canonical form of its column's rule\"},\"recorded\":"
+              "{\"note\":\"what the artifact says of itself: not verified (integrity is not "
+              "provenance)\",\"reference\":");
+  /* re-render the recorded blocks from the header's text */
+  ck_buf_t tmp;
+  ck_buf_init(&tmp);
+  const ck_json_t *blocks[2] = {r->ref.recorded, r->ref.read};
+  for (int b = 0; b < 2; b++) {
+    if (b) ck_buf_puts(out, ",\"read\":");
+    const ck_json_t *v = blocks[b];
+    if (!v || v->kind == CK_JSON_NULL) {
+      ck_buf_puts(out, "null");
+      continue;
+    }
+    /* a flat rendering: the members that are strings or integers */
+    ck_buf_putc(out, '{');
+    int n = 0;
+    for (int i = 0; v->kind == CK_JSON_OBJECT && i < v->n; i++) {
+      const ck_json_t *m = v->items[i];
+      int64_t iv;
+      if (m->kind == CK_JSON_STRING) {
+        if (n++) ck_buf_putc(out, ',');
+        put_str(out, v->keys[i]);
+        ck_buf_putc(out, ':');
+        ck_buf_put_json_str(out, m->str, m->len);
+      } else if (ck_json_int(m, &iv) || m->kind == CK_JSON_BOOL) {
+        if (n++) ck_buf_putc(out, ',');
+        put_str(out, v->keys[i]);
+        if (m->kind == CK_JSON_BOOL) ck_buf_printf(out, ":%s", m->boolean ? "true" : "false");
+        else ck_buf_printf(out, ":%lld", (long long)iv);
+      }
+    }
+    ck_buf_putc(out, '}');
+  }
+  ck_buf_fini(&tmp);
+  ck_buf_puts(out, "}");
+  if (r->have_refrows) {
+    audit_section(r, &r->transform, "transformation", out);
+    audit_section(r, &r->refdest, "reference_vs_destination", out);
+  }
+  ck_buf_printf(out, ",\"coverage\":\"the %zu selected keys (the reference's and the captured "
+                "input's); the rest of the table is not established\"}",
+                r->have_keyset ? r->keyset.n : (size_t)0);
+}
+
 /* ---------------------------------------------------------------- the report */
 
 static void iso_time(int64_t ms, char *out, size_t n) {
@@ -1153,10 +1372,12 @@ static void iso_time(int64_t ms, char *out, size_t n) {
   snprintf(out, n, "%s.%03lldZ", b, (long long)(ms % 1000));
 }
 
+static int shown_checks(const rec_t *r) { return r->o->reference ? NCHECKS : C_REFERENCE; }
+
 static int verdict(const rec_t *r) {
   if (r->refused) return CK_INCIDENT_USAGE;
   bool partial = false;
-  for (int c = 0; c < NCHECKS; c++) {
+  for (int c = 0; c < shown_checks(r); c++) {
     if (r->checks[c].st == ST_FAIL) return CK_INCIDENT_FAIL;
     if (r->checks[c].st != ST_PASS) partial = true;
   }
@@ -1244,8 +1465,9 @@ static void report(rec_t *r, int status, ck_buf_t *out) {
               "\"one observation: nothing about durability beyond the time it was made\","
               "\"the key identifies one row the job writes, in one interval\"]");
   /* the checks */
+  if (r->o->reference) audit_report(r, out);
   ck_buf_puts(out, ",\"checks\":[");
-  for (int c = 0; c < NCHECKS; c++) {
+  for (int c = 0; c < shown_checks(r); c++) {
     if (c) ck_buf_putc(out, ',');
     ck_buf_puts(out, "{\"name\":");
     put_str(out, r->checks[c].name);
@@ -1280,7 +1502,7 @@ static void report(rec_t *r, int status, ck_buf_t *out) {
 static void text_summary(const rec_t *r, int status, ck_buf_t *text) {
   static const char *const vnames[] = {"PASS", "FAIL", "REFUSED", "PARTIAL"};
   if (r->refused) ck_buf_printf(text, "refused: %s\n", r->refusal);
-  for (int c = 0; c < NCHECKS; c++)
+  for (int c = 0; c < shown_checks(r); c++)
     ck_buf_printf(text, "%-22s %-11s %s\n", r->checks[c].name, st_names[r->checks[c].st],
                   r->checks[c].why);
   if (r->checks[C_ROWS].st == ST_FAIL)
@@ -1300,7 +1522,9 @@ int ck_reconcile_run(const ck_reconcile_opts_t *o, ck_buf_t *text, ck_error_t *e
   r->o = o;
   ck_arena_init(&r->arena, 1 << 16);
   static const char *const names[NCHECKS] = {"bundle.integrity", "reconcile.scope",
-                                             "reconcile.destination", "reconcile.rows"};
+                                             "reconcile.destination", "reconcile.rows",
+                                             "audit.reference", "audit.transformation",
+                                             "audit.reference_vs_destination"};
   for (int c = 0; c < NCHECKS; c++) {
     r->checks[c].name = names[c];
     r->checks[c].st = ST_SKIPPED;
@@ -1309,7 +1533,11 @@ int ck_reconcile_run(const ck_reconcile_opts_t *o, ck_buf_t *text, ck_error_t *e
   ck_buf_init(&r->mutations);
   ck_buf_init(&r->observed);
   ck_buf_init(&r->form);
-  for (int k = 0; k < CK_DIFF_NKINDS; k++) ck_buf_init(&r->first[k]);
+  for (int k = 0; k < CK_DIFF_NKINDS; k++) {
+    ck_buf_init(&r->first[k]);
+    ck_buf_init(&r->transform.first[k]);
+    ck_buf_init(&r->refdest.first[k]);
+  }
   int rc = 0;
   struct stat st;
   if (stat(o->bundle, &st) || !S_ISDIR(st.st_mode)) {
@@ -1376,6 +1604,7 @@ int ck_reconcile_run(const ck_reconcile_opts_t *o, ck_buf_t *text, ck_error_t *e
     ck_json_t *doc;
     if ((s == CK_INCIDENT_PASS || s == CK_INCIDENT_PARTIAL) && sd.len &&
         ck_json_parse(sd.data, sd.len, &r->arena, &doc, &se) == 0 && ck_json_get(doc, "sources")) {
+      r->scope_json = doc;
       /* what the bundle's own scope lacks (a bounding snapshot, …) the reconciliation lacks too */
       const char *status = ck_json_get_str(doc, "status");
       const ck_json_t *why = ck_json_get(doc, "unavailable");
@@ -1411,10 +1640,15 @@ int ck_reconcile_run(const ck_reconcile_opts_t *o, ck_buf_t *text, ck_error_t *e
     }
     ck_buf_fini(&sd);
   }
+  if (o->reference && (rc = audit_load(r, err))) goto out;
   if (r->checks[C_SCOPE].st == ST_PASS && r->checks[C_INTEGRITY].st != ST_FAIL) {
     if ((rc = destination(r, err))) goto out;
-    if (r->checks[C_DEST].st == ST_PASS) compare(r);
+    if (r->checks[C_DEST].st == ST_PASS) {
+      compare(r);
+      if (o->reference) audit_compare(r);
+    }
   }
+  if (o->reference) audit_unrun(r);
 finish:
 out:;
   int status = verdict(r);
@@ -1442,7 +1676,14 @@ out:;
   ck_buf_fini(&r->mutations);
   ck_buf_fini(&r->observed);
   ck_buf_fini(&r->form);
-  for (int k = 0; k < CK_DIFF_NKINDS; k++) ck_buf_fini(&r->first[k]);
+  for (int k = 0; k < CK_DIFF_NKINDS; k++) {
+    ck_buf_fini(&r->first[k]);
+    ck_buf_fini(&r->transform.first[k]);
+    ck_buf_fini(&r->refdest.first[k]);
+  }
+  if (r->have_refrows) ck_rowset_fini(&r->refrows);
+  if (r->have_keyset) ck_rowset_fini(&r->keyset);
+  if (r->have_ref) ck_reference_fini(&r->ref);
   ck_free(r->completed);
   ck_free(r->ledger);
   ck_arena_fini(&r->arena);

@@ -114,6 +114,7 @@ typedef struct ck_reconcile_opts {
   int receive_timeout_ms;  /* the client's own */
   int pause_ms;            /* between the two reads of the scope */
   int keys_per_read;       /* keys per statement */
+  const char *reference;   /* --reference ARTIFACT, or NULL */
 } ck_reconcile_opts_t;
 
 /* Runs the reconciliation; the report's text summary goes to `text`, the JSON report to
