@@ -1376,6 +1376,19 @@ int ck_reconcile_run(const ck_reconcile_opts_t *o, ck_buf_t *text, ck_error_t *e
     ck_json_t *doc;
     if ((s == CK_INCIDENT_PASS || s == CK_INCIDENT_PARTIAL) && sd.len &&
         ck_json_parse(sd.data, sd.len, &r->arena, &doc, &se) == 0 && ck_json_get(doc, "sources")) {
+      /* identity first: a scope whose snapshots name two Kafka logs (a recreated topic,
+       * another cluster) is not one scope; refused, as a destination that is not the
+       * evidence's */
+      const ck_json_t *srcs = ck_json_get(doc, "sources");
+      for (int i = 0; srcs && i < srcs->n; i++) {
+        const char *conflict = ck_json_get_str(srcs->items[i], "identity_conflict");
+        if (!conflict) continue;
+        rc = refuse(r, err, "could not reconcile checkpoint %lld: source '%s': %s",
+                    (long long)r->checkpoint, ck_json_get_str(srcs->items[i], "table")
+                    ? ck_json_get_str(srcs->items[i], "table") : "?", conflict);
+        ck_buf_fini(&sd);
+        goto out;
+      }
       /* what the bundle's own scope lacks (a bounding snapshot, …) the reconciliation lacks too */
       const char *status = ck_json_get_str(doc, "status");
       const ck_json_t *why = ck_json_get(doc, "unavailable");

@@ -94,24 +94,28 @@ def uvarint(b, i):
         shift += 7
 
 
-def snapshot_positions(ckpt, checkpoint, source_op=0):
+def snapshot_positions(ckpt, checkpoint, source_op=0, starts=None):
     """{partition: next offset} of the Kafka source in every task's snapshot of checkpoint,
-    decoded here from the Arrow file (docs/state.md) and the position's layout (version 1:
-    u8 version, uvarint topic length, topic, uvarint count, then uvarint partition and offset)."""
+    decoded here from the Arrow file (docs/state.md) and the position's layout (version 2:
+    u8 version, uvarint topic length, topic, uvarint count, then uvarint partition, offset and
+    run start + 1; the identity after). With starts (a dict), each partition's run start too."""
     out = {}
     for f in sorted((Path(ckpt) / "v1").glob("*/checkpoint-%d.snap" % checkpoint)):
         t = ipc.open_stream(pa.BufferReader(f.read_bytes())).read_all()
         for op, val in zip(t.column("op_id").to_pylist(), t.column("value").to_pylist()):
             if op != source_op:
                 continue
-            assert val[0] == 1, val
+            assert val[0] == 2, val
             n, i = uvarint(val, 1)
             i += n
             count, i = uvarint(val, i)
             for _ in range(count):
                 p, i = uvarint(val, i)
                 o, i = uvarint(val, i)
+                s, i = uvarint(val, i)
                 out[p] = o
+                if starts is not None:
+                    starts[p] = s - 1 if s else None
     return out
 
 
@@ -293,8 +297,13 @@ def check_scope_against_the_topic(run, doc):
     in those ranges, filtered here, are the sink's captured input over the scope."""
     src, = doc["sources"]
     assert src["topic"] == run["topic"] and src["isolation_level"] == "read_committed", src
-    assert src["cluster_id"] is None and "cluster_id" in src["absent"], src
-    end = snapshot_positions(run["ckpt"], doc["checkpoint"])
+    # the log's identity: the cluster id as another client sees it; the job reads through
+    # librdkafka (its kafka.sasl.password), which exposes no topic id
+    cluster = AdminClient({"bootstrap.servers": BROKERS}).list_topics(timeout=10).cluster_id
+    assert src["cluster_id"] == cluster and "cluster_id" not in src["absent"], src
+    assert src["topic_id"] is None and "librdkafka" in src["absent"]["topic_id"], src
+    run_start = {}
+    end = snapshot_positions(run["ckpt"], doc["checkpoint"], starts=run_start)
     start_ck = doc["start"]["checkpoint"]
     start = snapshot_positions(run["ckpt"], start_ck) if start_ck else {}
     parts = {p["partition"]: (p["from"], p["to"]) for p in src["partitions"]}
@@ -305,8 +314,9 @@ def check_scope_against_the_topic(run, doc):
         if start_ck:
             assert lo == start[p], (p, lo, start)
         else:
-            assert lo is None and "from" in src["absent"], src
-            lo = 0  # a new topic: the run started at its first offset (earliest)
+            # a fresh run: where the source began reading, from N's own snapshot; a new
+            # topic read from its earliest offset, 0
+            assert lo == run_start[p] == 0 and "from" not in src["absent"], (src, run_start)
         expected.update(i for i in read_range(run["topic"], p, lo, hi) if keep(i))
     got = Counter()
     for sink in doc["sinks"]:
