@@ -87,6 +87,8 @@ typedef struct rec {
   const char *sink_name;
   /* the scope */
   int64_t checkpoint, start, restored_from;
+  bool start_known;     /* the walk reached a completed checkpoint or the run's start */
+  int64_t id_floor;     /* the bundle's id floor: > 0 once retention pruned markers */
   int64_t intervals[MAX_INTERVALS]; /* newest first */
   int nintervals;
   const char *attempt;
@@ -223,6 +225,19 @@ static int load_completed(rec_t *r) {
   }
   closedir(d);
   if (r->ncompleted) qsort(r->completed, (size_t)r->ncompleted, sizeof *r->completed, cmp_i64);
+  /* the id floor: the manifest's record of it, or (no manifest) the marker's file */
+  long long floor = 0;
+  if (r->manifest) {
+    floor = ck_json_get_int(ck_json_get(r->manifest, "checkpoints"), "id_floor", 0);
+  } else {
+    snprintf(path, sizeof path, "%s/%s/v1/_meta/id-floor", r->o->bundle, CK_BUNDLE_CHECKPOINTS);
+    FILE *f = fopen(path, "r");
+    if (f) {
+      if (fscanf(f, "%lld", &floor) != 1) floor = 0;
+      fclose(f);
+    }
+  }
+  r->id_floor = floor > 0 ? floor : 0;
   return 0;
 }
 
@@ -382,6 +397,12 @@ static bool same_destination(const ck_json_t *a, const ck_json_t *b) {
          json_eq(ck_json_get(sa, "host"), ck_json_get(sb, "host"));
 }
 
+/* A checkpoint below the oldest completed marker the bundle holds, once retention pruned
+ * markers (the id floor): whether it completed is not known. */
+static bool marker_pruned(const rec_t *r, int64_t id) {
+  return r->id_floor > 0 && r->ncompleted > 0 && id < r->completed[0];
+}
+
 static int walk_scope(rec_t *r) {
   /* subtask 0 decides the intervals; every other subtask must have the same */
   int64_t at = r->checkpoint;
@@ -408,8 +429,18 @@ static int walk_scope(rec_t *r) {
     }
     if (prev == 0 || is_completed(r, prev)) {
       r->start = prev;
+      r->start_known = true;
       r->restored_from = ck_json_get_int(ev, "restored_from", 0);
       return 0;
+    }
+    if (marker_pruned(r, prev)) { /* never walked past: that would guess the scope's start */
+      set_check(r, C_SCOPE, ST_UNAVAILABLE, "checkpoint %lld, the barrier before interval %lld, "
+                "is below the bundle's oldest completed marker (%lld) and retention pruned "
+                "markers (id floor %lld): whether it completed, and so where the scope starts, "
+                "is not known (run with --checkpoints-retained above the checkpoints you audit)",
+                (long long)prev, (long long)at, (long long)r->completed[0],
+                (long long)r->id_floor);
+      return 1;
     }
     at = prev;
   }
@@ -1187,9 +1218,10 @@ static void report(rec_t *r, int status, ck_buf_t *out) {
   put_str(out, r->server_time[1][0] ? r->server_time[1] : NULL);
   ck_buf_puts(out, ",\"clock\":\"the server's now(), its time zone, to the second\"}}");
   /* the scope */
-  ck_buf_printf(out, ",\"scope\":{\"checkpoint\":%lld,\"start\":%lld,\"restored_from\":%lld,"
-                "\"attempt\":", (long long)r->checkpoint, (long long)r->start,
-                (long long)r->restored_from);
+  ck_buf_printf(out, ",\"scope\":{\"checkpoint\":%lld,\"start\":", (long long)r->checkpoint);
+  if (r->start_known) ck_buf_printf(out, "%lld", (long long)r->start);
+  else ck_buf_puts(out, "null"); /* not reached: nothing is claimed */
+  ck_buf_printf(out, ",\"restored_from\":%lld,\"attempt\":", (long long)r->restored_from);
   put_str(out, r->attempt);
   ck_buf_printf(out, ",\"sink\":{\"op\":%d,\"name\":", r->sink_op);
   put_str(out, r->sink_name);

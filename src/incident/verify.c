@@ -151,6 +151,22 @@ static void check_markers(verifier_t *v) {
     if (ck_json_int(conf->items[i], &x) && !ck_bundle_has_id(done, x))
       note(c, FAIL, "checkpoint %lld is confirmed and has no completed marker", (long long)x);
   if (!done || !done->n) note(c, UNAVAILABLE, "the bundle holds no completed checkpoint");
+  /* retention pruned markers (the id floor) below intervals the evidence still holds: whether
+   * those checkpoints completed is not known, nor where a scope bounded by one starts */
+  const ck_json_t *ivs = ck_json_get(v->b.manifest, "intervals");
+  int64_t lo = done && done->n ? min_id(done) : 0, first = 0, last = 0;
+  if (ck_json_get_int(arr(v, "checkpoints", NULL), "id_floor", 0) > 0)
+    for (int i = 0; ivs && i < ivs->n; i++) {
+      int64_t id = ck_json_get_int(ivs->items[i], "checkpoint", 0);
+      if (id <= 0 || id >= lo) continue;
+      if (!first || id < first) first = id;
+      if (id > last) last = id;
+    }
+  if (first)
+    note(c, UNAVAILABLE, "the markers of checkpoints %lld … %lld, which have sink evidence, were "
+         "pruned by retention (id floor %lld): whether they completed is not known, and a scope "
+         "bounded by one is unavailable", (long long)first, (long long)last,
+         (long long)ck_json_get_int(arr(v, "checkpoints", NULL), "id_floor", 0));
   if (c->status == PASS)
     note(c, PASS, "%d completed, %d confirmed, every confirmed one completed", done->n,
          conf ? conf->n : 0);
