@@ -547,11 +547,27 @@ static void interval_rows(rec_t *r, int subtask, int64_t ckpt) {
               subtask, (long long)ckpt, rc == -ENOENT ? "missing from the bundle" : "unreadable");
     return;
   }
+  /* every sink subtask's runner has an attempt of its own (on a cluster, one per worker's
+   * executor): each subtask's intervals must come from its own attempt of N, and every
+   * subtask's interval from the same barrier and restore point as subtask 0's */
+  const ck_json_t *evn = ckpt == r->checkpoint ? ev : evidence(r, subtask, r->checkpoint, &rc);
   const char *attempt = ck_json_get_str(ev, "attempt");
-  if (!attempt || strcmp(attempt, r->attempt) != 0) {
+  const char *own = evn ? ck_json_get_str(evn, "attempt") : NULL;
+  if (!attempt || !own || strcmp(attempt, own) != 0) {
     set_check(r, C_SCOPE, ST_UNAVAILABLE, "the evidence of sink subtask %d for interval %lld is "
-              "from attempt %s, the scope's from %s: a scope is one runner attempt's", subtask,
-              (long long)ckpt, attempt ? attempt : "?", r->attempt);
+              "from attempt %s, its evidence of checkpoint %lld from %s: a subtask's scope is "
+              "one runner attempt's", subtask, (long long)ckpt, attempt ? attempt : "?",
+              (long long)r->checkpoint, own ? own : "?");
+    return;
+  }
+  const ck_json_t *ev0 = evidence(r, 0, ckpt, &rc);
+  if (subtask && (!ev0 || ck_json_get_int(ev, "previous_barrier", -1) !=
+                              ck_json_get_int(ev0, "previous_barrier", -2) ||
+                  ck_json_get_int(ev, "restored_from", -1) !=
+                      ck_json_get_int(ev0, "restored_from", -2))) {
+    set_check(r, C_SCOPE, ST_UNAVAILABLE, "the evidence of sink subtask %d for interval %lld "
+              "comes from another barrier or restore point than subtask 0's: not one run",
+              subtask, (long long)ckpt);
     return;
   }
   const ck_json_t *acc = ck_json_get(ev, "account");
@@ -690,8 +706,9 @@ static int build_scope(rec_t *r, ck_error_t *err) {
                 i);
       return 0;
     }
-  set_check(r, C_SCOPE, ST_PASS, "%d interval(s), %lld rows, attempt %s", r->nintervals,
-            (long long)r->scope_rows, r->attempt);
+  set_check(r, C_SCOPE, ST_PASS, "%d interval(s), %lld rows, %s%s", r->nintervals,
+            (long long)r->scope_rows, r->parallelism > 1 ? "each sink subtask's own attempt; "
+            "subtask 0's " : "attempt ", r->attempt);
   return 0;
 }
 
