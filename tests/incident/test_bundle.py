@@ -224,8 +224,9 @@ def test_collected_bundle_verifies(run):
     assert rc == 0, json.dumps(doc, indent=1)[-4000:]
     assert set(checks) == {"bundle.manifest", "bundle.integrity", "bundle.completeness",
                            "bundle.markers", "bundle.restore", "bundle.participants",
-                           "bundle.checkpoint_ids", "replay.epochs"}, checks
+                           "bundle.checkpoint_ids", "replay.epochs", "protocol.trace"}, checks
     assert all(c["status"] == "pass" for c in checks.values()), checks
+    assert "formal/check-trace" in checks["protocol.trace"]["detail"], checks
     # every calc epoch of both runs was replayed: two subtasks, every completed checkpoint
     calc_caps = list(run["bundle"].glob("capture/op-1/subtask-*/epoch-*.cap"))
     assert len(calc_caps) >= 2 * len(m["checkpoints"]["completed"]), calc_caps
@@ -233,6 +234,38 @@ def test_collected_bundle_verifies(run):
     # the text form says the same
     t = run_clink("incident", "verify", run["bundle"], timeout=600)
     assert t.returncode == 0 and "result: pass (exit 0)" in t.stdout, t.stdout
+
+
+def test_a_trace_the_model_rejects_fails_verify(run, tmp_path):
+    """The protocol trace of the kill and rerun with the first run's process left out: the
+    rerun restores a checkpoint no event of the trace made durable, a step the model does not
+    allow, so protocol.trace fails (1) though every file is intact; with no checker to run it is
+    unavailable (3), never a pass."""
+    files = sorted(run["trace"].glob("*.ndjson"), key=lambda f: f.read_text().split("\n", 1)[0])
+    assert len(files) >= 2, files
+    # the first run's file is the one whose first event is the earliest
+    first = min(files, key=lambda f: json.loads(f.read_text().split("\n", 1)[0])["ts"])
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    for f in files:
+        if f != first:
+            shutil.copy(f, trace / f.name)
+    b = tmp_path / "bundle"
+    r = run_clink("incident", "collect", "--checkpoint-dir", run["ckpt"], "--capture-dir",
+                  run["cap"], "--include-captures", "--include-state", "--trace-dir", trace,
+                  "--out", b)
+    assert r.returncode == 0, r.stderr
+    rc, checks, doc = verify(b)
+    assert rc == 1 and checks["protocol.trace"]["status"] == "fail", checks["protocol.trace"]
+    assert checks["bundle.integrity"]["status"] == "pass", checks
+    r = run_clink("incident", "verify", b, "--json", "--trace-checker", tmp_path / "none")
+    doc = json.loads(r.stdout)
+    trace_check = [c for c in doc["checks"] if c["name"] == "protocol.trace"][0]
+    assert r.returncode == 1 or trace_check["status"] == "unavailable", doc
+    assert trace_check["status"] == "unavailable" and "no trace checker" in trace_check["detail"]
+    r = run_clink("incident", "verify", run["bundle"], "--json", "--trace-checker",
+                  tmp_path / "none")
+    assert r.returncode == 3, r.stdout
 
 
 def test_a_tampered_or_added_file_fails(run, tmp_path):
