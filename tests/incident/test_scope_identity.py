@@ -14,6 +14,7 @@ cluster id, the topic id and where the run began reading each partition.
 The binary is $CLINK_BIN, or build/src/cli/clink. Topics and tables are named after a random id.
 """
 
+import base64
 import json
 import os
 import signal
@@ -47,7 +48,11 @@ def create(admin, topic, parts):
     deadline = time.monotonic() + 30
     while True:  # until the brokers serve it (a recreated name can lag)
         try:
-            return str(admin.describe_topics(TopicCollection([topic]))[topic].result(10).topic_id)
+            u = admin.describe_topics(TopicCollection([topic]))[topic].result(10).topic_id
+            raw = (u.get_most_significant_bits().to_bytes(8, "big", signed=True) +
+                   u.get_least_significant_bits().to_bytes(8, "big", signed=True))
+            # as Kafka prints it (org.apache.kafka.common.Uuid: URL-safe base64, no padding)
+            return base64.urlsafe_b64encode(raw).decode().rstrip("=")
         except Exception:
             if time.monotonic() > deadline:
                 raise
