@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -105,6 +107,9 @@ static int collect_main(int argc, char **argv) {
 static const ck_cli_opt_t verify_opts[] = {
     {"json", NULL, "print the versioned JSON report (clink-incident-verify) instead of text", 0,
      0, 0, false},
+    {"trace-checker", "PATH", "the protocol trace checker (formal/check-trace; default: "
+     "$CLINK_TRACE_CHECKER, else the one beside this binary's source tree or install)", 0, 0, 0,
+     false},
     CK_CLI_SHARED("log-level"),
     {NULL, NULL, NULL, 0, 0, 0, false},
 };
@@ -148,11 +153,85 @@ static int replay_epoch(const char *capture_dir, const char *checkpoint_dir, int
   return rc == 0 ? 0 : 1;
 }
 
+/* formal/check-trace over the bundle's trace directory: the checker named (--trace-checker,
+ * $CLINK_TRACE_CHECKER), else the first that exists of the source tree's (this binary in
+ * <tree>/<build>/src/cli) and an install's (<prefix>/bin → <prefix>/share/clink). It reads the
+ * trace files only; what it says goes to a scratch file outside the bundle, removed after. */
+static const char *trace_checker_opt;
+
+static int judge_trace(const char *trace_dir, ck_buf_t *msg) {
+  char path[4096] = "";
+  const char *named = trace_checker_opt ? trace_checker_opt : getenv("CLINK_TRACE_CHECKER");
+  if (named && *named) {
+    ck_bundle_fmt(path, sizeof path, "%s", named);
+  } else {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+      exe[n] = 0;
+      char *slash = strrchr(exe, '/');
+      if (slash) *slash = 0;
+      static const char *const rel[] = {"../../../formal/check-trace", "../share/clink/check-trace"};
+      for (size_t i = 0; i < sizeof rel / sizeof rel[0] && !path[0]; i++) {
+        char cand[8300];
+        ck_bundle_fmt(cand, sizeof cand, "%s/%s", exe, rel[i]);
+        if (access(cand, X_OK) == 0) ck_bundle_fmt(path, sizeof path, "%s", cand);
+      }
+    }
+  }
+  if (!path[0] || access(path, X_OK) != 0) {
+    ck_buf_printf(msg, "no trace checker found%s%s (give --trace-checker formal/check-trace, or set "
+                  "CLINK_TRACE_CHECKER)", path[0] ? " at " : "", path);
+    return -1;
+  }
+  char tmpl[] = "/tmp/clink-incident-XXXXXX";
+  if (!mkdtemp(tmpl)) {
+    ck_buf_puts(msg, "could not make a scratch directory for the trace checker");
+    return -1;
+  }
+  char outp[64];
+  ck_bundle_fmt(outp, sizeof outp, "%s/out", tmpl);
+  int rc = -1;
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int null = open("/dev/null", O_RDONLY);
+    if (fd < 0 || null < 0) _exit(127);
+    dup2(null, 0), dup2(fd, 1), dup2(fd, 2);
+    execl(path, path, "--quiet", trace_dir, (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  if (pid > 0) {
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    rc = code == 0 ? 0 : code == 1 ? 1 : -1;
+    FILE *f = fopen(outp, "r");
+    if (f) {
+      char line[2048];
+      while (fgets(line, sizeof line, f) && msg->len < 4000) ck_buf_puts(msg, line);
+      fclose(f);
+    }
+    while (msg->len && msg->data[msg->len - 1] == '\n') msg->data[--msg->len] = 0;
+    if (rc < 0)
+      ck_buf_printf(msg, "%s%s exited with %d", msg->len ? "; " : "", path, code);
+  } else {
+    ck_buf_printf(msg, "could not start %s: %s", path, strerror(errno));
+  }
+  unlink(outp);
+  rmdir(tmpl);
+  return rc;
+}
+
 static int verify_main(int argc, char **argv);
 static const ck_cli_cmd_t incident_verify = {
     "incident verify", "check a bundle offline and read-only: integrity, the restore rule and "
-    "participants, checkpoint ids, and every captured epoch replayed with --verify",
-    "BUNDLE [--json]", verify_opts, verify_main};
+    "participants, checkpoint ids, every captured epoch replayed with --verify, and the "
+    "protocol trace held to the model (formal/check-trace)",
+    "BUNDLE [--json] [--trace-checker PATH]", verify_opts, verify_main};
 
 static int verify_main(int argc, char **argv) {
   const ck_cli_cmd_t *cmd = &incident_verify;
@@ -167,8 +246,9 @@ static int verify_main(int argc, char **argv) {
   ck_connectors_register_all();
   ck_buf_t report;
   ck_buf_init(&report);
-  rc = ck_bundle_verify(args.positional[0], replay_epoch, ck_cli_flag(cmd, &args, "json"),
-                        &report);
+  trace_checker_opt = ck_cli_get(cmd, &args, "trace-checker");
+  rc = ck_bundle_verify(args.positional[0], replay_epoch, judge_trace,
+                        ck_cli_flag(cmd, &args, "json"), &report);
   fwrite(report.data ? report.data : "", 1, report.len, stdout);
   ck_buf_fini(&report);
   return rc;

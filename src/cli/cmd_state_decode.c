@@ -83,9 +83,10 @@ static int dec_kafka_source(const void *data, size_t len, ck_buf_t *j) {
   int n;
   ck_error_t err;
   ck_error_clear(&err);
-  if (ck_kafka_snap_decode(data, len, &topic, &pos, &n, &err)) return -1;
-  ck_buf_printf(j, "{\"state\":\"source position\",\"version\":%d,\"topic\":",
-                CK_KAFKA_SNAP_VERSION);
+  int version = 0;
+  if (ck_kafka_snap_decode_ident(data, len, &topic, &pos, NULL, &n, NULL, &version, &err))
+    return -1;
+  ck_buf_printf(j, "{\"state\":\"source position\",\"version\":%d,\"topic\":", version);
   ck_buf_put_json_str(j, topic.ptr, topic.len);
   ck_buf_puts(j, ",\"partitions\":[");
   for (int i = 0; i < n; i++)

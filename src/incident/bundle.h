@@ -138,7 +138,14 @@ typedef int (*ck_bundle_replay_fn)(const char *capture_dir, const char *checkpoi
 
 /* Verifies bundle dir offline, read-only, into report (text, or the JSON report with json).
  * Returns CK_INCIDENT_PASS, _FAIL or _PARTIAL; CK_INCIDENT_USAGE when dir is not a directory. */
-int ck_bundle_verify(const char *dir, ck_bundle_replay_fn replay, bool json, ck_buf_t *report);
+/* Holds the bundle's protocol trace directory to the model's rules (the CLI supplies it: it
+ * runs formal/check-trace). 0 accepted, 1 rejected (what the checker said in msg), -1 no
+ * checker could be run (why in msg). */
+typedef int (*ck_bundle_trace_fn)(const char *trace_dir, ck_buf_t *msg);
+
+/* trace may be NULL: protocol.trace is then unavailable when the bundle holds a trace. */
+int ck_bundle_verify(const char *dir, ck_bundle_replay_fn replay, ck_bundle_trace_fn trace,
+                     bool json, ck_buf_t *report);
 
 /* ---- scope */
 

@@ -89,6 +89,8 @@ typedef struct rec {
   const char *sink_name;
   /* the scope */
   int64_t checkpoint, start, restored_from;
+  bool start_known;     /* the walk reached a completed checkpoint or the run's start */
+  int64_t id_floor;     /* the bundle's id floor: > 0 once retention pruned markers */
   int64_t intervals[MAX_INTERVALS]; /* newest first */
   int nintervals;
   const char *attempt;
@@ -236,6 +238,19 @@ static int load_completed(rec_t *r) {
   }
   closedir(d);
   if (r->ncompleted) qsort(r->completed, (size_t)r->ncompleted, sizeof *r->completed, cmp_i64);
+  /* the id floor: the manifest's record of it, or (no manifest) the marker's file */
+  long long floor = 0;
+  if (r->manifest) {
+    floor = ck_json_get_int(ck_json_get(r->manifest, "checkpoints"), "id_floor", 0);
+  } else {
+    snprintf(path, sizeof path, "%s/%s/v1/_meta/id-floor", r->o->bundle, CK_BUNDLE_CHECKPOINTS);
+    FILE *f = fopen(path, "r");
+    if (f) {
+      if (fscanf(f, "%lld", &floor) != 1) floor = 0;
+      fclose(f);
+    }
+  }
+  r->id_floor = floor > 0 ? floor : 0;
   return 0;
 }
 
@@ -395,6 +410,12 @@ static bool same_destination(const ck_json_t *a, const ck_json_t *b) {
          json_eq(ck_json_get(sa, "host"), ck_json_get(sb, "host"));
 }
 
+/* A checkpoint below the oldest completed marker the bundle holds, once retention pruned
+ * markers (the id floor): whether it completed is not known. */
+static bool marker_pruned(const rec_t *r, int64_t id) {
+  return r->id_floor > 0 && r->ncompleted > 0 && id < r->completed[0];
+}
+
 static int walk_scope(rec_t *r) {
   /* subtask 0 decides the intervals; every other subtask must have the same */
   int64_t at = r->checkpoint;
@@ -421,8 +442,18 @@ static int walk_scope(rec_t *r) {
     }
     if (prev == 0 || is_completed(r, prev)) {
       r->start = prev;
+      r->start_known = true;
       r->restored_from = ck_json_get_int(ev, "restored_from", 0);
       return 0;
+    }
+    if (marker_pruned(r, prev)) { /* never walked past: that would guess the scope's start */
+      set_check(r, C_SCOPE, ST_UNAVAILABLE, "checkpoint %lld, the barrier before interval %lld, "
+                "is below the bundle's oldest completed marker (%lld) and retention pruned "
+                "markers (id floor %lld): whether it completed, and so where the scope starts, "
+                "is not known (run with --checkpoints-retained above the checkpoints you audit)",
+                (long long)prev, (long long)at, (long long)r->completed[0],
+                (long long)r->id_floor);
+      return 1;
     }
     at = prev;
   }
@@ -529,11 +560,27 @@ static void interval_rows(rec_t *r, int subtask, int64_t ckpt) {
               subtask, (long long)ckpt, rc == -ENOENT ? "missing from the bundle" : "unreadable");
     return;
   }
+  /* every sink subtask's runner has an attempt of its own (on a cluster, one per worker's
+   * executor): each subtask's intervals must come from its own attempt of N, and every
+   * subtask's interval from the same barrier and restore point as subtask 0's */
+  const ck_json_t *evn = ckpt == r->checkpoint ? ev : evidence(r, subtask, r->checkpoint, &rc);
   const char *attempt = ck_json_get_str(ev, "attempt");
-  if (!attempt || strcmp(attempt, r->attempt) != 0) {
+  const char *own = evn ? ck_json_get_str(evn, "attempt") : NULL;
+  if (!attempt || !own || strcmp(attempt, own) != 0) {
     set_check(r, C_SCOPE, ST_UNAVAILABLE, "the evidence of sink subtask %d for interval %lld is "
-              "from attempt %s, the scope's from %s: a scope is one runner attempt's", subtask,
-              (long long)ckpt, attempt ? attempt : "?", r->attempt);
+              "from attempt %s, its evidence of checkpoint %lld from %s: a subtask's scope is "
+              "one runner attempt's", subtask, (long long)ckpt, attempt ? attempt : "?",
+              (long long)r->checkpoint, own ? own : "?");
+    return;
+  }
+  const ck_json_t *ev0 = evidence(r, 0, ckpt, &rc);
+  if (subtask && (!ev0 || ck_json_get_int(ev, "previous_barrier", -1) !=
+                              ck_json_get_int(ev0, "previous_barrier", -2) ||
+                  ck_json_get_int(ev, "restored_from", -1) !=
+                      ck_json_get_int(ev0, "restored_from", -2))) {
+    set_check(r, C_SCOPE, ST_UNAVAILABLE, "the evidence of sink subtask %d for interval %lld "
+              "comes from another barrier or restore point than subtask 0's: not one run",
+              subtask, (long long)ckpt);
     return;
   }
   const ck_json_t *acc = ck_json_get(ev, "account");
@@ -672,8 +719,9 @@ static int build_scope(rec_t *r, ck_error_t *err) {
                 i);
       return 0;
     }
-  set_check(r, C_SCOPE, ST_PASS, "%d interval(s), %lld rows, attempt %s", r->nintervals,
-            (long long)r->scope_rows, r->attempt);
+  set_check(r, C_SCOPE, ST_PASS, "%d interval(s), %lld rows, %s%s", r->nintervals,
+            (long long)r->scope_rows, r->parallelism > 1 ? "each sink subtask's own attempt; "
+            "subtask 0's " : "attempt ", r->attempt);
   return 0;
 }
 
@@ -1408,9 +1456,10 @@ static void report(rec_t *r, int status, ck_buf_t *out) {
   put_str(out, r->server_time[1][0] ? r->server_time[1] : NULL);
   ck_buf_puts(out, ",\"clock\":\"the server's now(), its time zone, to the second\"}}");
   /* the scope */
-  ck_buf_printf(out, ",\"scope\":{\"checkpoint\":%lld,\"start\":%lld,\"restored_from\":%lld,"
-                "\"attempt\":", (long long)r->checkpoint, (long long)r->start,
-                (long long)r->restored_from);
+  ck_buf_printf(out, ",\"scope\":{\"checkpoint\":%lld,\"start\":", (long long)r->checkpoint);
+  if (r->start_known) ck_buf_printf(out, "%lld", (long long)r->start);
+  else ck_buf_puts(out, "null"); /* not reached: nothing is claimed */
+  ck_buf_printf(out, ",\"restored_from\":%lld,\"attempt\":", (long long)r->restored_from);
   put_str(out, r->attempt);
   ck_buf_printf(out, ",\"sink\":{\"op\":%d,\"name\":", r->sink_op);
   put_str(out, r->sink_name);
@@ -1605,6 +1654,19 @@ int ck_reconcile_run(const ck_reconcile_opts_t *o, ck_buf_t *text, ck_error_t *e
     if ((s == CK_INCIDENT_PASS || s == CK_INCIDENT_PARTIAL) && sd.len &&
         ck_json_parse(sd.data, sd.len, &r->arena, &doc, &se) == 0 && ck_json_get(doc, "sources")) {
       r->scope_json = doc;
+      /* identity first: a scope whose snapshots name two Kafka logs (a recreated topic,
+       * another cluster) is not one scope; refused, as a destination that is not the
+       * evidence's */
+      const ck_json_t *srcs = ck_json_get(doc, "sources");
+      for (int i = 0; srcs && i < srcs->n; i++) {
+        const char *conflict = ck_json_get_str(srcs->items[i], "identity_conflict");
+        if (!conflict) continue;
+        rc = refuse(r, err, "could not reconcile checkpoint %lld: source '%s': %s",
+                    (long long)r->checkpoint, ck_json_get_str(srcs->items[i], "table")
+                    ? ck_json_get_str(srcs->items[i], "table") : "?", conflict);
+        ck_buf_fini(&sd);
+        goto out;
+      }
       /* what the bundle's own scope lacks (a bounding snapshot, …) the reconciliation lacks too */
       const char *status = ck_json_get_str(doc, "status");
       const ck_json_t *why = ck_json_get(doc, "unavailable");

@@ -42,12 +42,40 @@ void ck_rdest_close(ck_rdest_t *d) {
   d->client = NULL;
 }
 
+/* origin of the client's own row bound (a server that does not keep max_result_rows) */
+#define RDEST_ORIGIN "reconcile"
+#define RDEST_TOO_MANY_ROWS 396
+
 bool ck_rdest_bound(const ck_error_t *err) {
   if (!err) return false;
   if (err->code == CK_ETIMEOUT) return true;
+  if (err->code == CK_EPROTO && strcmp(err->origin, RDEST_ORIGIN) == 0) return true;
   /* TOO_MANY_ROWS, TIMEOUT_EXCEEDED, TOO_MANY_ROWS_OR_BYTES */
   return err->code == CK_EREMOTE &&
          (err->origin_code == 158 || err->origin_code == 159 || err->origin_code == 396);
+}
+
+/* The client's own max_result_rows: rows past it fail the statement whole, whatever the server
+ * did with the setting (the callback's error ends the query; the caller keeps nothing). */
+typedef struct counted {
+  ck_rdest_t *d;
+  int64_t rows;
+  ck_ch_block_fn on_block;
+  void *arg;
+} counted_t;
+
+static int on_counted(void *arg, const ck_ch_block_t *b, ck_error_t *err) {
+  counted_t *c = arg;
+  c->rows += (int64_t)b->rows;
+  if (c->rows > c->d->conf.max_rows) {
+    ck_error_set(err, CK_EPROTO, "the server answered more than max_result_rows = %lld rows "
+                 "(%lld so far) without refusing the statement", (long long)c->d->conf.max_rows,
+                 (long long)c->rows);
+    snprintf(err->origin, sizeof err->origin, "%s", RDEST_ORIGIN);
+    err->origin_code = RDEST_TOO_MANY_ROWS;
+    return CK_EPROTO;
+  }
+  return c->on_block ? c->on_block(c->arg, b, err) : 0;
 }
 
 int ck_rdest_query(ck_rdest_t *d, const char *sql, ck_ch_block_fn on_block, void *arg,
@@ -58,7 +86,8 @@ int ck_rdest_query(ck_rdest_t *d, const char *sql, ck_ch_block_fn on_block, void
   d->statements++;
   /* the client's own bound on the whole statement, not only on each read */
   ck_ch_client_set_deadline(d->client, ck_mono_ms() + d->conf.receive_timeout_ms);
-  int rc = ck_ch_query(d->client, sql, d->settings, d->nsettings, on_block, arg, err);
+  counted_t c = {d, 0, on_block, arg};
+  int rc = ck_ch_query(d->client, sql, d->settings, d->nsettings, on_counted, &c, err);
   if (d->client) ck_ch_client_set_deadline(d->client, 0);
   if (rc && !ck_ch_client_ok(d->client)) ck_rdest_close(d); /* out of step: never reused */
   return rc;

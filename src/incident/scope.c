@@ -28,7 +28,30 @@ typedef struct part {
   int32_t partition;
   int64_t from, to;
   bool has_from, has_to;
+  int64_t run_start; /* where N's run began reading it (N's snapshot, version 2) */
+  bool has_run_start;
 } part_t;
+
+/* The log the positions belong to, as the snapshots record it (version 2): the first known
+ * value of each, and the first disagreement between two known ones. */
+typedef struct ident {
+  char cluster_id[128], topic_id[23];
+  int64_t cluster_at, topic_at; /* the checkpoint whose snapshot gave it */
+  char conflict[768];
+} ident_t;
+
+static void ident_note(ident_t *id, const char *what, char *have, size_t cap, int64_t *at,
+                       const char *v, int64_t ckpt) {
+  if (!v[0]) return;
+  if (!have[0]) {
+    snprintf(have, cap, "%s", v);
+    *at = ckpt;
+  } else if (strcmp(have, v) && !id->conflict[0]) {
+    snprintf(id->conflict, sizeof id->conflict, "the source's snapshots name two logs: %s '%s' "
+             "at checkpoint %lld and '%s' at checkpoint %lld", what, have, (long long)*at, v,
+             (long long)ckpt);
+  }
+}
 
 typedef struct scope {
   ck_bundle_t b;
@@ -130,7 +153,7 @@ static ck_graph_t *load_graph(scope_t *s) {
 /* The positions node's source recorded in every task's snapshot of checkpoint id: into parts
  * (from or to). Returns the number of snapshot files read (0: none in the bundle). */
 static int read_positions(scope_t *s, int64_t id, int node, bool to, part_t **parts, int *nparts,
-                          char *topic, size_t topic_cap) {
+                          char *topic, size_t topic_cap, ident_t *ident) {
   const ck_json_t *files = ck_json_get(s->b.manifest, "files");
   char suffix[64];
   ck_bundle_fmt(suffix, sizeof suffix, "/checkpoint-%lld.snap", (long long)id);
@@ -153,13 +176,24 @@ static int read_positions(scope_t *s, int64_t id, int node, bool to, part_t **pa
         if (sec[k].node != (uint32_t)node || sec[k].kind != CK_SNAP_SOURCE) continue;
         ck_str_t t;
         ck_kafka_pos_t *pos = NULL;
+        int64_t *starts = NULL;
         int n = 0;
-        if (ck_kafka_snap_decode(sec[k].data, sec[k].len, &t, &pos, &n, &err)) {
+        ck_kafka_ident_t kid;
+        if (ck_kafka_snap_decode_ident(sec[k].data, sec[k].len, &t, &pos, &starts, &n, &kid, NULL,
+                                       &err)) {
           unavailable(s, "the source position of node %d in '%s' is not a Kafka position: %s",
                       node, p, err.message);
           continue;
         }
         ck_bundle_fmt(topic, topic_cap, "%.*s", (int)t.len, t.ptr);
+        char cid[128] = "", tid[23] = "";
+        if (kid.cluster_id.len < sizeof cid)
+          ck_bundle_fmt(cid, sizeof cid, "%.*s", (int)kid.cluster_id.len, kid.cluster_id.ptr);
+        if (kid.has_topic_id) ck_kafka_topic_id_str(kid.topic_id, tid);
+        ident_note(ident, "cluster id", ident->cluster_id, sizeof ident->cluster_id,
+                   &ident->cluster_at, cid, id);
+        ident_note(ident, "topic id", ident->topic_id, sizeof ident->topic_id, &ident->topic_at,
+                   tid, id);
         for (int q = 0; q < n; q++) {
           part_t *pt = NULL;
           for (int r = 0; r < *nparts && !pt; r++)
@@ -171,8 +205,10 @@ static int read_positions(scope_t *s, int64_t id, int node, bool to, part_t **pa
           }
           if (to) pt->to = pos[q].offset, pt->has_to = true;
           else pt->from = pos[q].offset, pt->has_from = true;
+          if (to && starts[q] >= 0) pt->run_start = starts[q], pt->has_run_start = true;
         }
         ck_free(pos);
+        ck_free(starts);
       }
     } else {
       unavailable(s, "snapshot '%s' could not be read", p);
@@ -311,13 +347,16 @@ int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool js
     part_t *parts = NULL;
     int nparts = 0;
     char topic[512] = "", topic0[512] = "";
-    int got = read_positions(&s, checkpoint, n->id, true, &parts, &nparts, topic, sizeof topic);
+    ident_t ident;
+    memset(&ident, 0, sizeof ident);
+    int got = read_positions(&s, checkpoint, n->id, true, &parts, &nparts, topic, sizeof topic,
+                             &ident);
     if (!got)
       unavailable(&s, "no snapshot of checkpoint %lld in the bundle (collect with "
                   "--include-state): the sources' positions at the scope's end are not known",
                   (long long)checkpoint);
     if (start > 0 && !read_positions(&s, start, n->id, false, &parts, &nparts, topic0,
-                                     sizeof topic0))
+                                     sizeof topic0, &ident))
       unavailable(&s, "no snapshot of checkpoint %lld in the bundle (collect with "
                   "--include-state): the sources' positions at the scope's start are not known",
                   (long long)start);
@@ -329,11 +368,23 @@ int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool js
     const char *iso = ck_options_get(&c->options, "isolation.level");
     ck_buf_puts(&doc, ",\"topic\":");
     put_str(&doc, t);
-    ck_buf_puts(&doc, ",\"cluster_id\":null,\"topic_id\":null,\"isolation_level\":");
+    ck_buf_puts(&doc, ",\"cluster_id\":");
+    put_str(&doc, ident.cluster_id[0] ? ident.cluster_id : NULL);
+    ck_buf_puts(&doc, ",\"topic_id\":");
+    put_str(&doc, ident.topic_id[0] ? ident.topic_id : NULL);
+    if (ident.conflict[0]) {
+      ck_buf_puts(&doc, ",\"identity_conflict\":");
+      put_str(&doc, ident.conflict);
+      unavailable(&s, "source '%s': %s", c->table, ident.conflict);
+    }
+    ck_buf_puts(&doc, ",\"isolation_level\":");
     put_str(&doc, iso ? iso : "read_committed");
     ck_buf_puts(&doc, ",\"partitions\":[");
     bool from_missing = false;
     for (int q = 0; q < nparts; q++) {
+      /* a run that began without state: where it began reading, from N's own snapshot */
+      if (start == 0 && !parts[q].has_from && parts[q].has_run_start)
+        parts[q].from = parts[q].run_start, parts[q].has_from = true;
       ck_buf_printf(&doc, "%s{\"partition\":%d,\"from\":", q ? "," : "", parts[q].partition);
       if (parts[q].has_from) ck_buf_printf(&doc, "%lld", (long long)parts[q].from);
       else ck_buf_puts(&doc, "null"), from_missing = true;
@@ -345,12 +396,21 @@ int ck_bundle_scope(const char *dir, int64_t checkpoint, int64_t job_id, bool js
         unavailable(&s, "partition %d's position went back from %lld to %lld", parts[q].partition,
                     (long long)parts[q].from, (long long)parts[q].to);
     }
-    ck_buf_puts(&doc, "],\"absent\":{\"cluster_id\":\"the Kafka source records no cluster id "
-                "beside its positions\",\"topic_id\":\"the Kafka source records no topic id "
-                "beside its positions\"");
+    ck_buf_puts(&doc, "],\"absent\":{");
+    int nabs = 0;
+    if (!ident.cluster_id[0])
+      ck_buf_printf(&doc, "%s\"cluster_id\":\"no snapshot of the scope records the brokers' "
+                    "cluster id (a position written before clink recorded it, or brokers that "
+                    "gave none)\"", nabs++ ? "," : "");
+    if (!ident.topic_id[0])
+      ck_buf_printf(&doc, "%s\"topic_id\":\"no snapshot of the scope records the topic id "
+                    "(fetcher 'librdkafka', whose version exposes none; a broker before Kafka "
+                    "2.8; or a position written before clink recorded it)\"", nabs++ ? "," : "");
     if (start == 0 && from_missing)
-      ck_buf_puts(&doc, ",\"from\":\"the run started without state: no snapshot records where "
-                  "the source began (its auto_offset_reset position at the time)\"");
+      ck_buf_printf(&doc, "%s\"from\":\"the run started without state and checkpoint %lld's "
+                    "snapshot does not record where the source began reading (a position "
+                    "written before clink recorded it)\"", nabs++ ? "," : "",
+                    (long long)checkpoint);
     ck_buf_puts(&doc, "}}");
     ck_free(parts);
   }

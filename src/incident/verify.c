@@ -20,6 +20,8 @@
  * hold per sink subtask.
  *   replay.epochs          every captured epoch of every calc and aggregate replays with
  *                          --verify (sinks' captures are not replayed)
+ *   protocol.trace         (only when the bundle holds a protocol trace) formal/check-trace
+ *                          explains every event by a step the model allows
  * Threads: the command's one thread.
  */
 #include <stdarg.h>
@@ -41,13 +43,14 @@ typedef struct check {
   ck_buf_t detail;
 } check_t;
 
-#define NCHECKS 8
+#define NCHECKS 9
 
 typedef struct verifier {
   ck_bundle_t b;
   check_t checks[NCHECKS];
   int nchecks;
   ck_bundle_replay_fn replay;
+  ck_bundle_trace_fn trace;
 } verifier_t;
 
 static check_t *begin(verifier_t *v, const char *name) {
@@ -151,6 +154,22 @@ static void check_markers(verifier_t *v) {
     if (ck_json_int(conf->items[i], &x) && !ck_bundle_has_id(done, x))
       note(c, FAIL, "checkpoint %lld is confirmed and has no completed marker", (long long)x);
   if (!done || !done->n) note(c, UNAVAILABLE, "the bundle holds no completed checkpoint");
+  /* retention pruned markers (the id floor) below intervals the evidence still holds: whether
+   * those checkpoints completed is not known, nor where a scope bounded by one starts */
+  const ck_json_t *ivs = ck_json_get(v->b.manifest, "intervals");
+  int64_t lo = done && done->n ? min_id(done) : 0, first = 0, last = 0;
+  if (ck_json_get_int(arr(v, "checkpoints", NULL), "id_floor", 0) > 0)
+    for (int i = 0; ivs && i < ivs->n; i++) {
+      int64_t id = ck_json_get_int(ivs->items[i], "checkpoint", 0);
+      if (id <= 0 || id >= lo) continue;
+      if (!first || id < first) first = id;
+      if (id > last) last = id;
+    }
+  if (first)
+    note(c, UNAVAILABLE, "the markers of checkpoints %lld … %lld, which have sink evidence, were "
+         "pruned by retention (id floor %lld): whether they completed is not known, and a scope "
+         "bounded by one is unavailable", (long long)first, (long long)last,
+         (long long)ck_json_get_int(arr(v, "checkpoints", NULL), "id_floor", 0));
   if (c->status == PASS)
     note(c, PASS, "%d completed, %d confirmed, every confirmed one completed", done->n,
          conf ? conf->n : 0);
@@ -430,14 +449,45 @@ static void check_replay(verifier_t *v) {
             replayed, skipped);
 }
 
+/* ---------------------------------------------------------------- the protocol trace */
+
+static void check_trace(verifier_t *v) {
+  const ck_json_t *files = ck_json_get(v->b.manifest, "files");
+  int n = 0;
+  for (int i = 0; files && i < files->n; i++) {
+    const char *p = ck_json_get_str(files->items[i], "path");
+    size_t pl = p ? strlen(p) : 0;
+    if (pl > 7 && strncmp(p, CK_BUNDLE_TRACE "/", 6) == 0 && strcmp(p + pl - 7, ".ndjson") == 0)
+      n++;
+  }
+  if (!n) return; /* no trace recorded: nothing to judge, no check */
+  check_t *c = begin(v, "protocol.trace");
+  char dir[4096];
+  ck_bundle_fmt(dir, sizeof dir, "%s/%s", v->b.dir, CK_BUNDLE_TRACE);
+  ck_buf_t msg;
+  ck_buf_init(&msg);
+  int rc = v->trace ? v->trace(dir, &msg) : -1;
+  const char *said = msg.data ? msg.data : "";
+  if (rc == 0)
+    note(c, PASS, "%d trace file(s): every event is a step the model allows (formal/check-trace)",
+         n);
+  else if (rc == 1)
+    note(c, FAIL, "formal/check-trace rejects the trace: %.900s", said);
+  else
+    note(c, UNAVAILABLE, "the trace (%d file(s)) was not judged: %.900s", n,
+         v->trace ? said : "no trace checker");
+  ck_buf_fini(&msg);
+}
+
 /* ---------------------------------------------------------------- report */
 
 static const char *status_name(int s) {
   return s == PASS ? "pass" : s == FAIL ? "fail" : "unavailable";
 }
 
-int ck_bundle_verify(const char *dir, ck_bundle_replay_fn replay, bool json, ck_buf_t *report) {
-  verifier_t v = {.replay = replay};
+int ck_bundle_verify(const char *dir, ck_bundle_replay_fn replay, ck_bundle_trace_fn trace,
+                     bool json, ck_buf_t *report) {
+  verifier_t v = {.replay = replay, .trace = trace};
   ck_error_t err;
   ck_error_clear(&err);
   check_t *m = begin(&v, "bundle.manifest");
@@ -454,6 +504,7 @@ int ck_bundle_verify(const char *dir, ck_bundle_replay_fn replay, bool json, ck_
     check_participants(&v);
     check_ids(&v);
     check_replay(&v);
+    check_trace(&v);
   }
   int worst = PASS;
   for (int i = 0; i < v.nchecks; i++)

@@ -79,17 +79,18 @@ def records(batch, n):
 def kafka_offsets(rows):
     """{partition: next offset} of the checkpoint's Kafka source rows, from the raw bytes
     (u8 version, uvarint topic length, topic, uvarint n, per partition uvarint partition and
-    next offset)."""
+    next offset, and from version 2 the run start; docs/state.md)."""
     out = {}
     for r in rows:
         if r["name"] != "kafka_source":
             continue
         v = r["value"]
-        assert v[0] == 1
+        assert v[0] in (1, 2)
+        per = 2 if v[0] == 1 else 3
         (tlen,), at = uvarints(v, 1, 1)
         (n,), at = uvarints(v, at + tlen, 1)
-        vals, _ = uvarints(v, at, 2 * n)
-        for p, off in zip(vals[::2], vals[1::2]):
+        vals, _ = uvarints(v, at, per * n)
+        for p, off in zip(vals[::per], vals[1::per]):
             out[p] = off
     return out
 

@@ -94,24 +94,28 @@ def uvarint(b, i):
         shift += 7
 
 
-def snapshot_positions(ckpt, checkpoint, source_op=0):
+def snapshot_positions(ckpt, checkpoint, source_op=0, starts=None):
     """{partition: next offset} of the Kafka source in every task's snapshot of checkpoint,
-    decoded here from the Arrow file (docs/state.md) and the position's layout (version 1:
-    u8 version, uvarint topic length, topic, uvarint count, then uvarint partition and offset)."""
+    decoded here from the Arrow file (docs/state.md) and the position's layout (version 2:
+    u8 version, uvarint topic length, topic, uvarint count, then uvarint partition, offset and
+    run start + 1; the identity after). With starts (a dict), each partition's run start too."""
     out = {}
     for f in sorted((Path(ckpt) / "v1").glob("*/checkpoint-%d.snap" % checkpoint)):
         t = ipc.open_stream(pa.BufferReader(f.read_bytes())).read_all()
         for op, val in zip(t.column("op_id").to_pylist(), t.column("value").to_pylist()):
             if op != source_op:
                 continue
-            assert val[0] == 1, val
+            assert val[0] == 2, val
             n, i = uvarint(val, 1)
             i += n
             count, i = uvarint(val, i)
             for _ in range(count):
                 p, i = uvarint(val, i)
                 o, i = uvarint(val, i)
+                s, i = uvarint(val, i)
                 out[p] = o
+                if starts is not None:
+                    starts[p] = s - 1 if s else None
     return out
 
 
@@ -220,8 +224,9 @@ def test_collected_bundle_verifies(run):
     assert rc == 0, json.dumps(doc, indent=1)[-4000:]
     assert set(checks) == {"bundle.manifest", "bundle.integrity", "bundle.completeness",
                            "bundle.markers", "bundle.restore", "bundle.participants",
-                           "bundle.checkpoint_ids", "replay.epochs"}, checks
+                           "bundle.checkpoint_ids", "replay.epochs", "protocol.trace"}, checks
     assert all(c["status"] == "pass" for c in checks.values()), checks
+    assert "formal/check-trace" in checks["protocol.trace"]["detail"], checks
     # every calc epoch of both runs was replayed: two subtasks, every completed checkpoint
     calc_caps = list(run["bundle"].glob("capture/op-1/subtask-*/epoch-*.cap"))
     assert len(calc_caps) >= 2 * len(m["checkpoints"]["completed"]), calc_caps
@@ -229,6 +234,38 @@ def test_collected_bundle_verifies(run):
     # the text form says the same
     t = run_clink("incident", "verify", run["bundle"], timeout=600)
     assert t.returncode == 0 and "result: pass (exit 0)" in t.stdout, t.stdout
+
+
+def test_a_trace_the_model_rejects_fails_verify(run, tmp_path):
+    """The protocol trace of the kill and rerun with the first run's process left out: the
+    rerun restores a checkpoint no event of the trace made durable, a step the model does not
+    allow, so protocol.trace fails (1) though every file is intact; with no checker to run it is
+    unavailable (3), never a pass."""
+    files = sorted(run["trace"].glob("*.ndjson"), key=lambda f: f.read_text().split("\n", 1)[0])
+    assert len(files) >= 2, files
+    # the first run's file is the one whose first event is the earliest
+    first = min(files, key=lambda f: json.loads(f.read_text().split("\n", 1)[0])["ts"])
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    for f in files:
+        if f != first:
+            shutil.copy(f, trace / f.name)
+    b = tmp_path / "bundle"
+    r = run_clink("incident", "collect", "--checkpoint-dir", run["ckpt"], "--capture-dir",
+                  run["cap"], "--include-captures", "--include-state", "--trace-dir", trace,
+                  "--out", b)
+    assert r.returncode == 0, r.stderr
+    rc, checks, doc = verify(b)
+    assert rc == 1 and checks["protocol.trace"]["status"] == "fail", checks["protocol.trace"]
+    assert checks["bundle.integrity"]["status"] == "pass", checks
+    r = run_clink("incident", "verify", b, "--json", "--trace-checker", tmp_path / "none")
+    doc = json.loads(r.stdout)
+    trace_check = [c for c in doc["checks"] if c["name"] == "protocol.trace"][0]
+    assert r.returncode == 1 or trace_check["status"] == "unavailable", doc
+    assert trace_check["status"] == "unavailable" and "no trace checker" in trace_check["detail"]
+    r = run_clink("incident", "verify", run["bundle"], "--json", "--trace-checker",
+                  tmp_path / "none")
+    assert r.returncode == 3, r.stdout
 
 
 def test_a_tampered_or_added_file_fails(run, tmp_path):
@@ -293,8 +330,13 @@ def check_scope_against_the_topic(run, doc):
     in those ranges, filtered here, are the sink's captured input over the scope."""
     src, = doc["sources"]
     assert src["topic"] == run["topic"] and src["isolation_level"] == "read_committed", src
-    assert src["cluster_id"] is None and "cluster_id" in src["absent"], src
-    end = snapshot_positions(run["ckpt"], doc["checkpoint"])
+    # the log's identity: the cluster id as another client sees it; the job reads through
+    # librdkafka (its kafka.sasl.password), which exposes no topic id
+    cluster = AdminClient({"bootstrap.servers": BROKERS}).list_topics(timeout=10).cluster_id
+    assert src["cluster_id"] == cluster and "cluster_id" not in src["absent"], src
+    assert src["topic_id"] is None and "librdkafka" in src["absent"]["topic_id"], src
+    run_start = {}
+    end = snapshot_positions(run["ckpt"], doc["checkpoint"], starts=run_start)
     start_ck = doc["start"]["checkpoint"]
     start = snapshot_positions(run["ckpt"], start_ck) if start_ck else {}
     parts = {p["partition"]: (p["from"], p["to"]) for p in src["partitions"]}
@@ -305,8 +347,9 @@ def check_scope_against_the_topic(run, doc):
         if start_ck:
             assert lo == start[p], (p, lo, start)
         else:
-            assert lo is None and "from" in src["absent"], src
-            lo = 0  # a new topic: the run started at its first offset (earliest)
+            # a fresh run: where the source began reading, from N's own snapshot; a new
+            # topic read from its earliest offset, 0
+            assert lo == run_start[p] == 0 and "from" not in src["absent"], (src, run_start)
         expected.update(i for i in read_range(run["topic"], p, lo, hi) if keep(i))
     got = Counter()
     for sink in doc["sinks"]:

@@ -362,3 +362,97 @@ def test_a_key_the_job_writes_twice_is_unsupported(line, ch, tmp_path):
         assert r.returncode == 0, r.stderr
     finally:
         ch.execute("DROP TABLE IF EXISTS default.%s" % name)
+
+
+def test_a_scope_whose_bounding_marker_retention_pruned_is_unavailable(line, ch, tmp_path):
+    """The job runs with the default --checkpoints-retained (3) while records keep arriving:
+    retention deletes the completed markers (and snapshots) of older checkpoints behind an id
+    floor. The scope of the oldest checkpoint the bundle still holds as completed starts at a
+    checkpoint whose marker is gone, so whether that one completed, and where the scope starts,
+    is not known: verify, scope and reconcile are partial (3), and reconcile claims no start
+    (its report's scope.start is null) instead of walking on to the run's start. The newest
+    completed checkpoint with rows, bounded by retained markers, reconciles (0)."""
+    import signal
+    import subprocess
+    import time
+    from confluent_kafka import Producer
+    from .conftest import CLINK, env
+    name = "rcn_pruned_%s" % uuid.uuid4().hex[:10]
+    make_table(ch, name)
+    sys_path = str(Path(__file__).resolve().parents[2] / "scripts")
+    import sys
+    sys.path.insert(0, sys_path)
+    from kafka_topic import create_topic
+    create_topic(os.environ["CLINK_KAFKA_BROKERS"], name, 1)
+    p = Producer({"bootstrap.servers": os.environ["CLINK_KAFKA_BROKERS"]})
+    sql = """
+    CREATE TABLE src (id BIGINT, s VARCHAR) WITH (connector = 'kafka', format = 'json',
+      brokers = '%s', topic = '%s', auto_offset_reset = 'earliest');
+    CREATE TABLE snk (id BIGINT, s VARCHAR) WITH (connector = 'clickhouse', host = '127.0.0.1',
+      port = '%d', database = 'default', table = '%s', user = 'clink', password = 'clink');
+    INSERT INTO snk SELECT id, s FROM src;
+    """ % (os.environ["CLINK_KAFKA_BROKERS"], name, line["port"], name)
+    ckpt, cap, bundle = tmp_path / "ck", tmp_path / "cap", tmp_path / "bundle"
+    meta = ckpt / "v1" / "_meta"
+
+    def newest():
+        ids = [f.name.split("-", 1)[1] for f in meta.glob("completed-*")] if meta.exists() else []
+        ids = [int(x) for x in ids if x.isdigit()]
+        return max(ids) if ids else 0
+
+    job = subprocess.Popen([CLINK, "run", "-e", sql, "--checkpoint-dir", ckpt, "--capture-dir",
+                            cap, "--checkpoint-interval-ms", "200"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env=env())
+    try:
+        i, deadline = 0, time.monotonic() + 120
+        while newest() < 10:  # records keep arriving: intervals with rows, markers pruned
+            assert job.poll() is None, job.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "timed out waiting for ten checkpoints"
+            p.produce(name, json.dumps({"id": i, "s": "v%d" % i}).encode())
+            p.poll(0)
+            i += 1
+            time.sleep(0.02)
+        p.flush(30)
+        last = newest()
+        deadline = time.monotonic() + 60
+        while newest() < last + 2:  # every produced record inside a completed checkpoint
+            assert time.monotonic() < deadline and job.poll() is None
+            time.sleep(0.05)
+    finally:
+        if job.poll() is None:
+            os.kill(job.pid, signal.SIGKILL)
+        job.wait()
+    try:
+        r = run_clink("incident", "collect", "--checkpoint-dir", ckpt, "--capture-dir", cap,
+                      "--include-captures", "--include-state", "--out", bundle)
+        assert r.returncode == 0, r.stderr[-2000:]
+        man = json.loads((bundle / "manifest.json").read_text())
+        done = man["checkpoints"]["completed"]
+        assert man["checkpoints"]["id_floor"] > 0 and done[0] > 3, man["checkpoints"]
+        r = run_clink("incident", "verify", bundle, "--json", timeout=600)
+        checks = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
+        assert r.returncode == 3 and checks["bundle.markers"]["status"] == "unavailable", checks
+        oldest = done[0]
+        r = run_clink("incident", "scope", bundle, "--checkpoint", oldest, "--json")
+        doc = json.loads(r.stdout)
+        assert r.returncode == 3 and any("pruned" in w for w in doc["unavailable"]), doc
+        r, rep = reconcile(bundle, line["port"], "--key", "id", "--checkpoint", str(oldest))
+        assert r.returncode == 3, r.stderr
+        checks = {c["name"]: c for c in rep["checks"]}
+        assert checks["reconcile.scope"]["status"] == "unavailable", checks
+        assert "retention pruned markers" in checks["reconcile.scope"]["why"], checks
+        assert rep["scope"]["start"] is None and rep["scope"]["intervals"] == [oldest], rep["scope"]
+        assert checks["reconcile.rows"]["status"] == "not_run", checks
+        # a checkpoint bounded by retained markers, with rows: a pass
+        for n in reversed(done[1:]):
+            r = run_clink("incident", "scope", bundle, "--checkpoint", n, "--json")
+            if json.loads(r.stdout)["rows"] > 0:
+                break
+        else:
+            pytest.fail("no retained checkpoint's scope has rows")
+        r, rep = reconcile(bundle, line["port"], "--key", "id", "--checkpoint", str(n))
+        assert r.returncode == 0, (r.stderr, rep["checks"])
+        assert rep["scope"]["start"] in done, rep["scope"]
+    finally:
+        ch.execute("DROP TABLE IF EXISTS default.%s" % name)

@@ -96,6 +96,72 @@ static void test_kafka_snapshot_corrupt_states_refused(void **state) {
   assert_int_equal(ck_mem_stats().live_blocks, blocks);
 }
 
+/* Version 2: beside the positions, each partition's run start and the log's identity; every
+ * truncation refused; version 1 still decodes, with nothing of that known. */
+static void test_kafka_snapshot_identity(void **state) {
+  int64_t blocks = ck_mem_stats().live_blocks;
+  ck_kafka_pos_t pos[] = {{0, 20}, {1, 300}};
+  int64_t starts[] = {7, -1};
+  ck_kafka_ident_t id = {.cluster_id = ck_str_of("xZhXzIFDK5kk6bdrW4qbkA"), .has_topic_id = true};
+  for (int i = 0; i < 16; i++) id.topic_id[i] = (uint8_t)(0x47 + i * 13);
+  ck_buf_t b;
+  ck_buf_init(&b);
+  ck_kafka_snap_encode_ident(&b, "t", pos, 2, starts, &id);
+  assert_int_equal((uint8_t)b.data[0], 2);
+  ck_str_t topic;
+  ck_kafka_pos_t *got;
+  int64_t *gs;
+  int n, version;
+  ck_kafka_ident_t gid;
+  ck_error_t err;
+  ck_error_clear(&err);
+  assert_int_equal(ck_kafka_snap_decode_ident(b.data, b.len, &topic, &got, &gs, &n, &gid,
+                                              &version, &err), 0);
+  assert_int_equal(version, 2);
+  assert_int_equal(n, 2);
+  assert_true(got[0].offset == 20 && got[1].offset == 300);
+  assert_true(gs[0] == 7 && gs[1] == -1);
+  assert_int_equal(gid.cluster_id.len, 22);
+  assert_memory_equal(gid.cluster_id.ptr, "xZhXzIFDK5kk6bdrW4qbkA", 22);
+  assert_true(gid.has_topic_id);
+  assert_memory_equal(gid.topic_id, id.topic_id, 16);
+  ck_free(got);
+  ck_free(gs);
+  /* the plain decoder reads version 2 too */
+  assert_int_equal(ck_kafka_snap_decode(b.data, b.len, &topic, &got, &n, &err), 0);
+  assert_int_equal(n, 2);
+  ck_free(got);
+  for (size_t len = 0; len < b.len; len++) { /* every truncation */
+    ck_error_clear(&err);
+    int rc = ck_kafka_snap_decode_ident(b.data, len, &topic, &got, &gs, &n, &gid, NULL, &err);
+    if (rc != CK_ESTATE) fail_msg("a state truncated to %zu of %zu bytes gave %d", len, b.len, rc);
+    assert_null(got);
+  }
+  /* no identity known: an empty cluster id, no topic id */
+  ck_buf_reset(&b);
+  ck_kafka_snap_encode_ident(&b, "t", pos, 1, NULL, NULL);
+  const uint8_t expect[] = {2, 1, 't', 1, 0, 20, 0, 0, 0};
+  assert_int_equal(b.len, sizeof expect);
+  assert_memory_equal(b.data, expect, sizeof expect);
+  /* version 1: nothing of that known */
+  ck_buf_reset(&b);
+  ck_kafka_snap_encode(&b, "t", pos, 2);
+  assert_int_equal(ck_kafka_snap_decode_ident(b.data, b.len, &topic, &got, &gs, &n, &gid,
+                                              &version, &err), 0);
+  assert_int_equal(version, 1);
+  assert_true(gs[0] == -1 && gs[1] == -1 && gid.cluster_id.len == 0 && !gid.has_topic_id);
+  ck_free(got);
+  ck_free(gs);
+  /* the topic id as Kafka prints it */
+  uint8_t tid[16] = {0x47, 0xb0, 0x94, 0x1f, 0x49, 0x81, 0x41, 0x9e,
+                     0x8b, 0x81, 0x66, 0xa3, 0x5a, 0xcc, 0x01, 0x2c};
+  char text[23];
+  ck_kafka_topic_id_str(tid, text);
+  assert_string_equal(text, "R7CUH0mBQZ6LgWajWswBLA");
+  ck_buf_fini(&b);
+  assert_int_equal(ck_mem_stats().live_blocks, blocks);
+}
+
 /* ---------------------------------------------------------------- options */
 
 static int validate(ck_options_t *o, bool sink, ck_error_t *err) {
@@ -272,6 +338,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kafka_snapshot_round_trip),
       cmocka_unit_test(test_kafka_snapshot_corrupt_states_refused),
+      cmocka_unit_test(test_kafka_snapshot_identity),
       cmocka_unit_test(test_kafka_options_as_the_planner_checks_them),
       cmocka_unit_test(test_kafka_check_formats_keys_and_properties),
       cmocka_unit_test(test_kafka_parse_key),

@@ -370,54 +370,116 @@ int ck_kafka_watermarks(kafka_client_t *kc, int32_t partition, int64_t *low, int
 
 /* ================================================================ snapshot ====== */
 
-void ck_kafka_snap_encode(ck_buf_t *out, const char *topic, const ck_kafka_pos_t *pos, int n) {
+static void snap_put(ck_buf_t *out, int version, const char *topic, const ck_kafka_pos_t *pos,
+                     int n, const int64_t *starts, const ck_kafka_ident_t *id) {
   size_t tlen = strlen(topic);
-  ck_buf_putc(out, CK_KAFKA_SNAP_VERSION);
+  ck_buf_putc(out, (char)version);
   ck_buf_put_uvarint(out, tlen);
   ck_buf_append(out, topic, tlen);
   ck_buf_put_uvarint(out, (uint64_t)n);
   for (int i = 0; i < n; i++) {
     ck_buf_put_uvarint(out, (uint64_t)pos[i].partition);
     ck_buf_put_uvarint(out, (uint64_t)pos[i].offset);
+    if (version >= 2)
+      ck_buf_put_uvarint(out, starts && starts[i] >= 0 ? (uint64_t)starts[i] + 1 : 0);
   }
+  if (version < 2) return;
+  size_t clen = id ? id->cluster_id.len : 0;
+  ck_buf_put_uvarint(out, clen);
+  if (clen) ck_buf_append(out, id->cluster_id.ptr, clen);
+  ck_buf_putc(out, id && id->has_topic_id ? 1 : 0);
+  if (id && id->has_topic_id) ck_buf_append(out, id->topic_id, 16);
 }
 
-int ck_kafka_snap_decode(const void *data, size_t len, ck_str_t *topic, ck_kafka_pos_t **pos,
-                         int *n, ck_error_t *err) {
+void ck_kafka_snap_encode(ck_buf_t *out, const char *topic, const ck_kafka_pos_t *pos, int n) {
+  snap_put(out, 1, topic, pos, n, NULL, NULL);
+}
+
+void ck_kafka_snap_encode_ident(ck_buf_t *out, const char *topic, const ck_kafka_pos_t *pos,
+                                int n, const int64_t *starts, const ck_kafka_ident_t *id) {
+  snap_put(out, 2, topic, pos, n, starts, id);
+}
+
+int ck_kafka_snap_decode_ident(const void *data, size_t len, ck_str_t *topic,
+                               ck_kafka_pos_t **pos, int64_t **starts, int *n,
+                               ck_kafka_ident_t *id, int *version, ck_error_t *err) {
   const uint8_t *p = data, *end = p + len;
-  uint64_t tlen, count, part, off;
+  uint64_t tlen, count, part, off, st, clen;
+  ck_kafka_pos_t *out = NULL;
+  int64_t *sts = NULL;
   *pos = NULL;
+  if (starts) *starts = NULL;
   *n = 0;
-  if (len < 1 || *p != CK_KAFKA_SNAP_VERSION)
+  if (id) memset(id, 0, sizeof *id);
+  if (len < 1 || (*p != 1 && *p != 2))
     return ck_error_set(err, CK_ESTATE, "could not restore the kafka source position: unknown "
                         "state version %d", len ? *p : -1);
-  p++;
+  int v = *p++;
+  if (version) *version = v;
   if (!ck_uvarint_get(&p, end, &tlen) || tlen > (uint64_t)(end - p)) goto corrupt;
   topic->ptr = (const char *)p;
   topic->len = (size_t)tlen;
   p += tlen;
   /* every entry takes at least two bytes: a larger count is corrupt, not an allocation */
   if (!ck_uvarint_get(&p, end, &count) || count > (uint64_t)(end - p) / 2) goto corrupt;
-  ck_kafka_pos_t *out = ck_calloc(count ? (size_t)count : 1, sizeof *out);
+  out = ck_calloc(count ? (size_t)count : 1, sizeof *out);
+  sts = ck_calloc(count ? (size_t)count : 1, sizeof *sts);
   for (uint64_t i = 0; i < count; i++) {
     if (!ck_uvarint_get(&p, end, &part) || !ck_uvarint_get(&p, end, &off) ||
-        part > INT32_MAX || off > INT64_MAX) {
-      ck_free(out);
+        part > INT32_MAX || off > INT64_MAX)
       goto corrupt;
-    }
     out[i].partition = (int32_t)part;
     out[i].offset = (int64_t)off;
+    sts[i] = -1;
+    if (v >= 2) {
+      if (!ck_uvarint_get(&p, end, &st) || st > (uint64_t)INT64_MAX) goto corrupt;
+      sts[i] = (int64_t)st - 1;
+    }
   }
-  if (p != end) {
-    ck_free(out);
-    goto corrupt;
+  if (v >= 2) {
+    if (!ck_uvarint_get(&p, end, &clen) || clen > (uint64_t)(end - p)) goto corrupt;
+    if (id) id->cluster_id = (ck_str_t){(const char *)p, (size_t)clen};
+    p += clen;
+    if (p >= end || *p > 1) goto corrupt;
+    bool has = *p++ == 1;
+    if (has) {
+      if (end - p < 16) goto corrupt;
+      if (id) {
+        id->has_topic_id = true;
+        memcpy(id->topic_id, p, 16);
+      }
+      p += 16;
+    }
   }
+  if (p != end) goto corrupt;
   *pos = out;
+  if (starts) *starts = sts;
+  else ck_free(sts);
   *n = (int)count;
   return 0;
 corrupt:
+  ck_free(out);
+  ck_free(sts);
+  if (id) memset(id, 0, sizeof *id);
   return ck_error_set(err, CK_ESTATE, "could not restore the kafka source position: the state "
                       "is truncated or corrupt");
+}
+
+int ck_kafka_snap_decode(const void *data, size_t len, ck_str_t *topic, ck_kafka_pos_t **pos,
+                         int *n, ck_error_t *err) {
+  return ck_kafka_snap_decode_ident(data, len, topic, pos, NULL, n, NULL, NULL, err);
+}
+
+void ck_kafka_topic_id_str(const uint8_t id[16], char out[23]) {
+  static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  int k = 0;
+  for (int i = 0; i < 16; i += 3) {
+    uint32_t v = (uint32_t)id[i] << 16 | (i + 1 < 16 ? (uint32_t)id[i + 1] << 8 : 0) |
+                 (i + 2 < 16 ? id[i + 2] : 0);
+    int chars = i + 2 < 16 ? 4 : i + 1 < 16 ? 3 : 2;
+    for (int c = 0; c < chars; c++) out[k++] = b64[(v >> (18 - 6 * c)) & 63];
+  }
+  out[k] = 0;
 }
 
 /* ============================================================== the check ====== */

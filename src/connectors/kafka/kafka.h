@@ -135,18 +135,40 @@ int ck_kafka_error(ck_error_t *err, int code, rd_kafka_resp_err_t rerr, const ch
 
 /* ---- the source's position (its checkpoint state) ----
  * Version 1: u8 version, uvarint topic length, topic bytes, uvarint count, then per partition
- * uvarint partition, uvarint next offset (the offset of the next record to read). */
-#define CK_KAFKA_SNAP_VERSION 1
+ * uvarint partition, uvarint next offset (the offset of the next record to read).
+ * Version 2 (what the source writes): version 1's fields, each partition followed by uvarint
+ * run start + 1 (the offset this run began reading the partition at; 0: not known), then the
+ * log's identity: uvarint cluster id length + its bytes (0: not known), u8 topic id present
+ * (0/1) and, when 1, its 16 bytes. Both versions decode; a state of either is restored. */
+#define CK_KAFKA_SNAP_VERSION 2
 
 typedef struct ck_kafka_pos {
   int32_t partition;
   int64_t offset;
 } ck_kafka_pos_t;
 
+/* Which log the positions belong to, and where this run began (version 2). */
+typedef struct ck_kafka_ident {
+  ck_str_t cluster_id;  /* the brokers' cluster id; len 0: not known */
+  bool has_topic_id;
+  uint8_t topic_id[16]; /* the topic's id (Kafka 2.8+), as Metadata v10 gives it */
+} ck_kafka_ident_t;
+
+/* Version 1 (no identity, no run start). */
 void ck_kafka_snap_encode(ck_buf_t *out, const char *topic, const ck_kafka_pos_t *pos, int n);
+/* Version 2: starts[i] is partition i's run start (-1: not known); id may be NULL. */
+void ck_kafka_snap_encode_ident(ck_buf_t *out, const char *topic, const ck_kafka_pos_t *pos,
+                                int n, const int64_t *starts, const ck_kafka_ident_t *id);
 /* On success *topic points into data and *pos is a ck_malloc'd array of *n entries (the
  * caller frees it). A truncated, over-long or unknown-version state is CK_ESTATE. */
 int ck_kafka_snap_decode(const void *data, size_t len, ck_str_t *topic, ck_kafka_pos_t **pos,
                          int *n, ck_error_t *err);
+/* The same, with what version 2 adds: *starts (ck_malloc'd, *n entries, -1 where not known;
+ * all -1 for version 1) and *id (cluster_id points into data; zeroed for version 1). */
+int ck_kafka_snap_decode_ident(const void *data, size_t len, ck_str_t *topic,
+                               ck_kafka_pos_t **pos, int64_t **starts, int *n,
+                               ck_kafka_ident_t *id, int *version, ck_error_t *err);
+/* The topic id as Kafka prints it (URL-safe base64, no padding: 22 characters) into out. */
+void ck_kafka_topic_id_str(const uint8_t id[16], char out[23]);
 
 #endif

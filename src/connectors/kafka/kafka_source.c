@@ -36,7 +36,11 @@
  * (offset + 1, skipped records included) and to the offset of a partition-EOF event, which
  * accounts for transaction markers and aborted records (they occupy offsets but are never
  * delivered under read_committed). Snapshots taken between polls are therefore exact cuts.
- * Encoding: ck_kafka_snap_encode (kafka.h). Restore applies the positions of owned partitions;
+ * Encoding: ck_kafka_snap_encode_ident (kafka.h), version 2: beside the positions, where this
+ * run began reading each partition (its start at open, or the restored position; an incident
+ * scope's `from` for a run that began without state) and which log they belong to: the brokers'
+ * cluster id (Metadata, or rd_kafka_clusterid) and the topic id (clink's client reads it at
+ * open from Metadata v10; librdkafka 2.0 exposes none). Restore applies the positions of owned partitions;
  * a state of another topic is ignored with a warning; an owned partition missing from the state
  * (new since the checkpoint) starts at its earliest offset; a partition the state names that
  * the topic no longer has is an error naming it.
@@ -95,6 +99,7 @@
 typedef struct kafka_part {
   int32_t partition;
   int64_t next;      /* offset of the next record to read */
+  int64_t start;     /* where this run began reading it (set at open and at restore) */
   int64_t low, end;  /* watermarks at open; end bounds a bounded read */
   bool done;         /* bounded: reached its end */
   rd_kafka_queue_t *q;
@@ -121,6 +126,9 @@ typedef struct kafka_src {
   int64_t checked_ms; /* last check_topic */
   bool progress;      /* rows since the last idle poll */
   int64_t idle_since, waiting_logged;
+  char cluster_id[128]; /* the log's identity, recorded beside the positions ("": not known) */
+  bool has_topic_id;
+  uint8_t topic_id[16];
   rd_kafka_message_t *msgs[KAFKA_POLL_MSGS];
 } kafka_src_t;
 
@@ -248,6 +256,11 @@ static int open_native(ck_source_t *src, kafka_src_t *ks, bool earliest, bool re
       .wake_fd = src->ctx.wake_fd,
   };
   if ((rc = ck_kfetch_open(&ks->kf, &conf, &ks->ntopic, err))) return rc;
+  const char *cid;
+  const uint8_t *tid;
+  ck_kfetch_ident(ks->kf, &cid, &tid);
+  if (cid) snprintf(ks->cluster_id, sizeof ks->cluster_id, "%s", cid);
+  if (tid) memcpy(ks->topic_id, tid, 16), ks->has_topic_id = true;
   int par = src->ctx.parallelism > 0 ? src->ctx.parallelism : 1;
   ks->parts = ck_calloc((size_t)(ks->ntopic / par + 1), sizeof *ks->parts);
   for (int p = 0; !rc && p < ks->ntopic; p++) {
@@ -303,6 +316,13 @@ static int src_open(ck_source_t *src, ck_error_t *err) {
     rc = ck_kafka_watermarks(&probe, p, &part->low, &part->end, err);
     part->next = earliest ? part->low : part->end;
   }
+  if (!rc) { /* the log's identity; librdkafka 2.0 exposes no topic id */
+    char *cid = rd_kafka_clusterid(probe.rk, CK_KAFKA_ATTEMPT_MS);
+    if (cid) {
+      snprintf(ks->cluster_id, sizeof ks->cluster_id, "%s", cid);
+      rd_kafka_mem_free(probe.rk, cid);
+    }
+  }
   ck_kafka_client_close(&probe);
   if (rc) return rc;
 
@@ -355,6 +375,7 @@ opened:
     ks->has_pending = false;
     if (rc) return rc;
   }
+  for (int i = 0; i < ks->nparts; i++) ks->parts[i].start = ks->parts[i].next;
   update_done(ks);
   CK_LOG_INFO(CK_KAFKA_LOG, "table '%s' subtask %d: reading %d of the %d partitions of topic "
               "'%s'%s, through %s", ks->kc.table, src->ctx.subtask, ks->nparts, ks->ntopic,
@@ -746,12 +767,18 @@ static int kafka_src_snapshot(ck_source_t *src, ck_buf_t *out, ck_error_t *err) 
     return 0;
   }
   ck_kafka_pos_t *pos = ck_calloc((size_t)(ks->nparts ? ks->nparts : 1), sizeof *pos);
+  int64_t *starts = ck_calloc((size_t)(ks->nparts ? ks->nparts : 1), sizeof *starts);
   for (int i = 0; i < ks->nparts; i++) {
     pos[i].partition = ks->parts[i].partition;
     pos[i].offset = ks->parts[i].next;
+    starts[i] = ks->opened ? ks->parts[i].start : -1;
   }
   const char *topic = ks->kc.topic ? ks->kc.topic : ck_options_get(src->ctx.options, "topic");
-  ck_kafka_snap_encode(out, topic ? topic : "", pos, ks->nparts);
+  ck_kafka_ident_t id = {.cluster_id = ck_str_of(ks->cluster_id),
+                         .has_topic_id = ks->has_topic_id};
+  memcpy(id.topic_id, ks->topic_id, 16);
+  ck_kafka_snap_encode_ident(out, topic ? topic : "", pos, ks->nparts, starts, &id);
+  ck_free(starts);
   ck_free(pos);
   return 0;
 }
@@ -772,6 +799,7 @@ static int kafka_src_restore(ck_source_t *src, const void *data, size_t len, ck_
   }
   int rc = apply_state(ks, data, len, err);
   if (rc) return rc;
+  for (int i = 0; i < ks->nparts; i++) ks->parts[i].start = ks->parts[i].next;
   for (int i = 0; i < ks->nparts; i++) /* a bounded partition may be pending again */
     if (ks->parts[i].done && ks->parts[i].next < ks->parts[i].end) {
       ks->parts[i].done = false;

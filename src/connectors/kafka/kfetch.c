@@ -88,6 +88,7 @@ typedef struct kbroker {
   size_t rx_got;
   int64_t retry_at;
   int lowat; /* the fetch connection's SO_RCVLOWAT (0: never set) */
+  int16_t meta_max; /* the highest Metadata version it serves (ApiVersions) */
 } kbroker_t;
 
 struct ck_kfetch {
@@ -111,6 +112,9 @@ struct ck_kfetch {
   int nspare;
   int32_t corr;
   ck_buf_t req, resp; /* synchronous requests' scratch */
+  char cluster_id[128]; /* per the last metadata ("" when a broker gave none) */
+  bool has_topic_id;
+  uint8_t topic_id[16]; /* Metadata v10's, read once at open (Kafka 2.8+) */
 };
 
 /* ============================================================ encoding ====== */
@@ -169,6 +173,37 @@ static int32_t get_count(rd_t *r, size_t min_elem) { /* an ARRAY's count, checke
 }
 static void skip(rd_t *r, size_t n) {
   if (ck_rd_need(r, n)) r->p += n;
+}
+/* Flexible versions' fields: an unsigned varint, a COMPACT_(NULLABLE_)STRING, a COMPACT_ARRAY's
+ * count, and a tagged-field section (skipped). */
+static uint64_t get_uv(rd_t *r) {
+  uint64_t v = 0;
+  if (r->bad || !ck_uvarint_get(&r->p, r->end, &v)) r->bad = true;
+  return v;
+}
+static ck_str_t get_cstr(rd_t *r) {
+  uint64_t n = get_uv(r);
+  ck_str_t s = {NULL, 0};
+  if (n == 0 || !ck_rd_need(r, (size_t)(n - 1))) return s;
+  s.ptr = (const char *)r->p;
+  s.len = (size_t)(n - 1);
+  r->p += n - 1;
+  return s;
+}
+static uint64_t get_ccount(rd_t *r, size_t min_elem) {
+  uint64_t n = get_uv(r);
+  if (n == 0) return 0;
+  if (min_elem && n - 1 > (uint64_t)(r->end - r->p) / min_elem) {
+    r->bad = true;
+    return 0;
+  }
+  return n - 1;
+}
+static void skip_tags(rd_t *r) {
+  for (uint64_t n = get_uv(r); n && !r->bad; n--) {
+    get_uv(r); /* tag */
+    skip(r, (size_t)get_uv(r));
+  }
 }
 
 /* ============================================================= responses ====== */
@@ -289,6 +324,7 @@ static int conn_open(ck_kfetch_t *f, kbroker_t *b, int *fdp, char *why, size_t n
     int16_t key = get_i16(&r), lo = get_i16(&r), hi = get_i16(&r);
     if (key >= API_FETCH && key <= API_METADATA) have[key][0] = lo, have[key][1] = hi;
   }
+  b->meta_max = have[API_METADATA][1];
   static const struct { int16_t key, ver; const char *name; } want[] = {
       {API_FETCH, V_FETCH, "Fetch"},
       {API_LIST_OFFSETS, V_LIST_OFFSETS, "ListOffsets"},
@@ -400,7 +436,9 @@ static int metadata_from(ck_kfetch_t *f, kbroker_t *b, int16_t *terr, char *why,
     get_str(&r); /* rack */
     if (!r.bad && host.ptr) broker_add(f, node, host.ptr, host.len, port);
   }
-  get_str(&r); /* cluster id */
+  ck_str_t cid = get_str(&r);
+  if (!r.bad && cid.ptr && cid.len < sizeof f->cluster_id)
+    snprintf(f->cluster_id, sizeof f->cluster_id, "%.*s", (int)cid.len, cid.ptr);
   get_i32(&r); /* controller */
   int32_t nt = get_count(&r, 9);
   int rc = -1;
@@ -462,6 +500,68 @@ static int metadata(ck_kfetch_t *f, int16_t *terr, char *why, size_t n) {
   }
   f->meta_stale = false;
   return 0;
+}
+
+/* The topic's id (Metadata v10, a flexible version: compact strings and arrays, tagged fields),
+ * from a broker that serves it, once at open. Best effort: a broker before Kafka 2.8, or any
+ * failure, leaves the id unknown (the source then records none; nothing else depends on it). */
+static void read_topic_id(ck_kfetch_t *f) {
+  for (int i = 0; i < f->nbrokers && !f->has_topic_id; i++) {
+    kbroker_t *b = f->brokers[i];
+    char why[600];
+    if (b->sfd < 0 || b->meta_max < 10) continue;
+    ck_buf_t *req = &f->req;
+    int32_t corr;
+    req_begin(f, req, API_METADATA, 10, &corr);
+    put_i8(req, 0); /* the request header's tagged fields */
+    put_i8(req, 2); /* topics: one (compact array: count + 1) */
+    for (int k = 0; k < 16; k++) put_i8(req, 0); /* topic id: asked by name */
+    size_t tl = strlen(f->kc->topic);
+    ck_buf_put_uvarint(req, tl + 1);
+    ck_buf_append(req, f->kc->topic, tl);
+    put_i8(req, 0); /* the topic's tagged fields */
+    put_i8(req, 0); /* allow_auto_topic_creation */
+    put_i8(req, 0); /* include_cluster_authorized_operations */
+    put_i8(req, 0); /* include_topic_authorized_operations */
+    put_i8(req, 0); /* tagged fields */
+    req_end(req);
+    if (rpc(f, b->sfd, req, corr, why, sizeof why)) {
+      CK_LOG_DEBUG(CK_KAFKA_LOG, "table '%s': no topic id from broker %s:%d: %s", f->kc->table,
+                   b->host, b->port, why);
+      fd_close(&b->sfd);
+      continue;
+    }
+    rd_t r = {(const uint8_t *)f->resp.data + 4, (const uint8_t *)f->resp.data + f->resp.len,
+              false};
+    skip_tags(&r); /* the response header's */
+    get_i32(&r);   /* throttle */
+    for (uint64_t n = get_ccount(&r, 10); n && !r.bad; n--) {
+      get_i32(&r);
+      get_cstr(&r);
+      get_i32(&r);
+      get_cstr(&r);
+      skip_tags(&r);
+    }
+    get_cstr(&r); /* cluster id */
+    get_i32(&r);  /* controller */
+    uint64_t nt = get_ccount(&r, 22);
+    if (nt < 1 || r.bad) continue;
+    int16_t ec = get_i16(&r);
+    ck_str_t name = get_cstr(&r);
+    if (r.bad || ec || !name.ptr || !ck_str_eq(name, ck_str_of(f->kc->topic)) ||
+        !ck_rd_need(&r, 16))
+      continue;
+    bool zero = true;
+    for (int k = 0; k < 16; k++) zero = zero && r.p[k] == 0;
+    if (zero) continue; /* a broker that keeps no ids */
+    memcpy(f->topic_id, r.p, 16);
+    f->has_topic_id = true;
+  }
+}
+
+void ck_kfetch_ident(const ck_kfetch_t *f, const char **cluster_id, const uint8_t **topic_id) {
+  *cluster_id = f->cluster_id[0] ? f->cluster_id : NULL;
+  *topic_id = f->has_topic_id ? f->topic_id : NULL;
 }
 
 static void refresh(ck_kfetch_t *f) {
@@ -551,6 +651,7 @@ int ck_kfetch_open(ck_kfetch_t **out, const ck_kfetch_conf_t *conf, int *nparts,
     }
     if ((rc = ck_kafka_retry_wait(f->kc, &r, what, code, why, err))) return rc;
   }
+  read_topic_id(f);
   *nparts = f->ntopic;
   return 0;
 }

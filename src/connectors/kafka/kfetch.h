@@ -11,7 +11,8 @@
  *
  * Protocol (Kafka's binary protocol over plain TCP, big-endian, one request at a time per
  * connection): ApiVersions v0 on every new connection, to check the broker serves the
- * versions used; Metadata v8 (partitions, their leaders, the brokers' addresses); ListOffsets
+ * versions used; Metadata v8 (partitions, their leaders, the brokers' addresses, the cluster id)
+ * and once at open Metadata v10 for the topic's id when the broker serves it; ListOffsets
  * v5 (earliest and latest offsets; latest is the last stable offset under read_committed);
  * Fetch v11 (isolation level, aborted transactions, no fetch sessions). Requests name the
  * client "clink-<table>-<subtask>" (or 'kafka.client.id'). Only PLAINTEXT: a table that needs
@@ -77,6 +78,9 @@ bool ck_kfetch_understands(const char *property, const char *value);
 int ck_kfetch_open(ck_kfetch_t **out, const ck_kfetch_conf_t *conf, int *nparts,
                    ck_error_t *err);
 void ck_kfetch_close(ck_kfetch_t *f);
+/* Which log it reads: the cluster id of the last metadata and the topic id read at open (Metadata
+ * v10, Kafka 2.8+); NULL where the brokers gave none. Valid until close. */
+void ck_kfetch_ident(const ck_kfetch_t *f, const char **cluster_id, const uint8_t **topic_id);
 
 /* A partition's earliest and latest offsets (latest: the last stable offset under
  * read_committed), retried like open. */
