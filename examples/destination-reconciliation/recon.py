@@ -12,8 +12,12 @@
                                          own filter/projection of the produced records
   recon.py sql DB.TABLE STATEMENT        runs a statement as the admin, @T the table (scenarios)
   recon.py wait_mutations DB.TABLE       until every mutation of the table is done
+  recon.py reference SCOPE OUT good|bad  an independent reference for the scope (incident scope
+                                         --json): python/clink-reference reads its exact Kafka
+                                         range, this script's own filter and projection make the
+                                         rows (bad: a filter off by one), the artifact goes to OUT
   recon.py check REPORT EXIT [kind=N …] [explained=restore|resend|none] [absent=KEY] [why=TEXT]
-                [sources=TOPIC]
+                [sources=TOPIC] [audit.CHECK=STATUS]
                                          the report's exit and counts of each kind of difference
 No clink code is used here: the reference is computed from the produced records alone.
 """
@@ -145,6 +149,30 @@ def pick(bundle):
     print(restore, full, empty, ids[0], ids[len(ids) // 2], ids[-1])
 
 
+def project(r):
+    """The job's projection, written again from its SQL (no clink code)."""
+    return (r["id"], r["name"].upper(), r["amount"] * 2,
+            Decimal(repr(r["price"])).quantize(Decimal("0.01")), r["ts"] // 1000)
+
+
+def reference(scope_path, out, which):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python" / "clink-reference"))
+    from clink_reference import Scope, read_range, write_artifact
+    scope = Scope.load(scope_path)
+    got = read_range(scope, os.environ["CLINK_KAFKA_BROKERS"], deadline_s=60)
+    drop = 3 if which == "good" else 4   # the job's WHERE id % 10 <> 3, or a defect
+    rows = [project(r) for r in (json.loads(x.value) for x in got.records) if r["id"] % 10 != drop]
+    cols = [{"name": "id", "type": "Int64", "key": True}, {"name": "name", "type": "String"},
+            {"name": "amount", "type": "Float64"}, {"name": "price", "type": "Decimal(10, 2)"},
+            {"name": "ts", "type": "DateTime"}]
+    write_artifact(out, scope, cols, rows, read=got,
+                   reference={"implementation": "examples/destination-reconciliation/recon.py",
+                              "version": which})
+    if not got.complete:
+        sys.exit("the reference is incomplete: %s" % "; ".join(got.reasons))
+    print("reference: %d records read, %d rows" % (len(got.records), len(rows)))
+
+
 def oracle(out, table):
     want = expected_rows(out)
     got = ch().execute("SELECT DISTINCT id, name, amount, price, toUnixTimestamp(ts) FROM %s" % table)
@@ -202,6 +230,11 @@ def check(report, want_exit, *expect):
                     p["from"] is not None and p["to"] >= p["from"] for p in src[0]["partitions"])):
                 print("the scope's sources are not topic %s's ranges: %s" % (v, src))
                 ok = False
+        elif k.startswith("audit."):   # an audit check's status (reconcile --reference)
+            st = [c["status"] for c in rep["checks"] if c["name"] == k]
+            if st != [v]:
+                print("%s: %s, expected %s" % (k, st, v))
+                ok = False
         elif k == "why":
             text = json.dumps(rep["checks"]) + json.dumps(rep.get("refused"))
             if v not in text:
@@ -219,6 +252,6 @@ if __name__ == "__main__":
     fns = {"setup": setup, "produce": lambda t, n, r, o: produce(t, int(n), float(r), o),
            "wrote_past": wrote_past, "settled": settled, "pick": pick, "oracle": oracle,
            "sql": lambda t, s: print(ch().execute(s.replace("@T", t)) or ""),
-           "wait_mutations": wait_mutations,
+           "wait_mutations": wait_mutations, "reference": reference,
            "check": check}
     fns[cmd](*args)

@@ -10,7 +10,10 @@
 #   scope 3 · missing evidence 3 · truncated evidence 3 · a bundle whose names try to inject SQL 2
 #   (and the table untouched) · the table recreated 2.
 # Before any scenario the table is checked against an independent reference (recon.py oracle: the
-# producer's records through the script's own filter and projection, no clink code).
+# producer's records through the script's own filter and projection, no clink code). The audit
+# (reconcile --reference): a reference read from the scope's exact Kafka range by
+# python/clink-reference and projected by recon.py passes (0); one whose filter is off by one
+# fails the transformation while the delivery passes (1); one for another checkpoint is refused (2).
 #
 #   ./run.sh                    against ClickHouse 18.16
 #   CLICKHOUSE=26.9 ./run.sh    against 26.9 (an Atomic database, so the table has a UUID)
@@ -122,6 +125,16 @@ scenario() { # scenario NAME EXIT CHECKS… -- reconcile options
 
 scenario faithful 0 missing=0 changed=0 duplicated=0 unexpected=0 sources="$topic" -- --checkpoint "$full"
 scenario restore 1 missing=0 changed=0 unexpected=0 explained=restore -- --checkpoint "$restore"
+say "the audit: an independent reference (python/clink-reference and recon.py's own projection)"
+"$clink" incident scope "$B" --checkpoint "$full" --json > "$work/scope-full.json"
+recon reference "$work/scope-full.json" "$work/ref.ndjson" good
+scenario audit 0 missing=0 audit.reference=pass audit.transformation=pass \
+  audit.reference_vs_destination=pass -- --checkpoint "$full" --reference "$work/ref.ndjson"
+recon reference "$work/scope-full.json" "$work/ref-bad.ndjson" bad
+scenario audit-defect 1 missing=0 changed=0 audit.transformation=fail \
+  audit.reference_vs_destination=fail -- --checkpoint "$full" --reference "$work/ref-bad.ndjson"
+scenario audit-other-checkpoint 2 why="the checkpoint differs" -- --checkpoint "$restore" \
+  --reference "$work/ref.ndjson"
 recon sql "$db.$table" "ALTER TABLE @T DELETE WHERE id = $k1"
 recon wait_mutations "$db.$table"
 scenario deleted 1 missing=1 changed=0 duplicated=0 unexpected=0 -- --checkpoint "$full"
