@@ -21,7 +21,7 @@
  *   B=build; cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -I$B/generated -o /tmp/snapfmt \
  *     bench/checkpoint/snapfmt.c $B/src/runtime/libck_runtime.a \
  *     $B/src/checkpoint/libck_checkpoint.a $B/src/base/libck_base.a \
- *     $(pkg-config --libs icu-uc) -lm -lpthread
+ *     $(pkg-config --libs icu-uc icu-i18n libcurl libcrypto) -lm -lpthread
  * Usage: snapfmt DIR [GROUPS [RUNS [wall|cpu]]]   (DIR: a scratch directory on the disk)
  */
 #include <stdio.h>

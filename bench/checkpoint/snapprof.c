@@ -13,7 +13,7 @@
  *   B=build; cc -O2 -g -std=c11 -D_GNU_SOURCE -Isrc -I$B/generated -o /tmp/snapprof \
  *     bench/checkpoint/snapprof.c $B/src/runtime/libck_runtime.a \
  *     $B/src/checkpoint/libck_checkpoint.a $B/src/base/libck_base.a \
- *     $(pkg-config --libs icu-uc) -lm -lpthread
+ *     $(pkg-config --libs icu-uc icu-i18n libcurl libcrypto) -lm -lpthread
  * Usage: snapprof enc|dec GROUPS RUNS, e.g. valgrind --tool=callgrind /tmp/snapprof dec 1000000 1
  */
 #include <stdbool.h>

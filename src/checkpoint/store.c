@@ -594,12 +594,20 @@ typedef struct enc {
   size_t used;         /* bytes of it the rows so far hold */
   const char *slot;    /* the last slot name seen, and its index in SLOTS */
   int slot_index;
+  uint32_t crc;        /* the CRC32C of the stream up to body[crc_done]: each batch's */
+  size_t crc_done;     /* bytes are summed as they are written, while they are in the cache */
 } enc_t;
+
+static void enc_crc(enc_t *x) {
+  x->crc = ck_crc32c(x->crc, x->body->data + x->crc_done, x->body->len - x->crc_done);
+  x->crc_done = x->body->len;
+}
 
 static void enc_flush(enc_t *x) {
   if (!x->batch.nrows) return;
   ck_arrow_write_batch(x->body, &x->batch);
   ck_arrow_batch_reset(&x->batch);
+  enc_crc(x);
 }
 
 /* One row; its value in one part (v) or two (v then w). */
@@ -613,6 +621,59 @@ static void enc_row(enc_t *x, int group, int slot, const void *key, size_t klen,
   ck_arrow_batch_row(&x->batch);
   if ((x->batch.nrows & 1023) == 0 && ck_arrow_batch_bytes(&x->batch) >= BATCH_BYTES)
     enc_flush(x);
+}
+
+/* A run of records (ck_snap_run_t): each column filled in one loop of its own, straight into
+ * its buffer. */
+static int enc_run(enc_t *x, const ck_snap_entry_t *e, int slot, ck_error_t *err) {
+  const ck_snap_run_t *run = e->run;
+  int64_t n = run->n;
+  size_t rl = run->rec_len, kf = e->key_from, kt = e->key_to;
+  if (n <= 0 || e->group_len != 4 || kf < 4 || kt < kf || kt > rl ||
+      e->value_len != (size_t)n * rl || run->key_off[0] != 0)
+    return ck_error_set(err, CK_EINTERNAL, "a run of state entries is not the next part of its "
+                        "encoding");
+  const uint8_t *rec = e->value;
+  for (int64_t i = 0; i < n; i++) /* the key groups fit the column (as enc_emit checks) */
+    if (ck_get_le32(rec + (size_t)i * rl) > CK_SNAP_RAW)
+      return ck_error_set(err, CK_EINTERNAL, "a state entry's key group is out of range");
+  ck_arrow_batch_t *b = &x->batch;
+  size_t nn = (size_t)n, vl = rl - 4 - (kt - kf), kn = run->key_off[n];
+  ck_buf_t *op = &b->cols[COL_OP].data, *kg = &b->cols[COL_GROUP].data,
+           *sl = &b->cols[COL_SLOT].data, *kd = &b->cols[COL_KEY].data,
+           *ko = &b->cols[COL_KEY].offsets, *vd = &b->cols[COL_VALUE].data,
+           *vo = &b->cols[COL_VALUE].offsets;
+  ck_buf_reserve(op, 4 * nn);
+  ck_buf_reserve(kg, 2 * nn);
+  ck_buf_reserve(sl, nn);
+  ck_buf_reserve(kd, kn);
+  ck_buf_reserve(ko, 4 * nn);
+  ck_buf_reserve(vd, vl * nn);
+  ck_buf_reserve(vo, 4 * nn);
+  uint8_t *po = (uint8_t *)op->data + op->len, *pg = (uint8_t *)kg->data + kg->len;
+  for (size_t i = 0; i < nn; i++) memcpy(po + 4 * i, &x->node, 4);
+  for (size_t i = 0; i < nn; i++) memcpy(pg + 2 * i, rec + i * rl, 2); /* u32 < 2^16: its low half */
+  memset(sl->data + sl->len, slot, nn);
+  memcpy(kd->data + kd->len, run->keys, kn);
+  int32_t kbase = (int32_t)kd->len, vbase = (int32_t)vd->len;
+  uint8_t *pko = (uint8_t *)ko->data + ko->len, *pvo = (uint8_t *)vo->data + vo->len;
+  for (size_t i = 0; i < nn; i++) {
+    int32_t k = kbase + (int32_t)run->key_off[i + 1], v = vbase + (int32_t)(vl * (i + 1));
+    memcpy(pko + 4 * i, &k, 4);
+    memcpy(pvo + 4 * i, &v, 4);
+  }
+  uint8_t *pv = (uint8_t *)vd->data + vd->len;
+  size_t a = kf - 4, c = rl - kt;
+  for (size_t i = 0; i < nn; i++, pv += vl, rec += rl) {
+    ck_arrow_copy_short(pv, rec + 4, a);
+    ck_arrow_copy_short(pv + a, rec + kt, c);
+  }
+  op->len += 4 * nn, kg->len += 2 * nn, sl->len += nn, kd->len += kn;
+  ko->len += 4 * nn, vd->len += vl * nn, vo->len += 4 * nn;
+  b->nrows += n;
+  x->used += e->value_len;
+  if (ck_arrow_batch_bytes(b) >= BATCH_BYTES) enc_flush(x);
+  return 0;
 }
 
 static int enc_emit(void *ctx, const ck_snap_entry_t *e, ck_error_t *err) {
@@ -630,6 +691,7 @@ static int enc_emit(void *ctx, const ck_snap_entry_t *e, ck_error_t *err) {
                           "snapshot layout does not have", e->slot);
     x->slot = e->slot, x->slot_index = i;
   }
+  if (e->run) return enc_run(x, e, x->slot_index, err);
   const uint8_t *p[2];
   size_t n[2] = {0, 0};
   int parts = ck_snap_entry_row(e, p, n);
@@ -713,8 +775,9 @@ void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_se
   ck_arrow_write_dictionary(out, COL_SLOT, SLOTS, NSLOTS);
   ck_buf_fini(&ops);
   ck_buf_fini(&versions);
-  /* the rows */
-  enc_t x = {.body = out};
+  /* the rows; the checksum field is "00000000" while the CRC is summed (as stream_crc reads it) */
+  enc_t x = {.body = out, .crc_done = start};
+  enc_crc(&x);
   ck_arrow_batch_init(&x.batch, SNAP_FIELDS, NCOLS);
   for (int i = 0; i < nsections; i++) {
     const ck_snap_section_t *sec = &sections[i];
@@ -725,11 +788,13 @@ void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_se
     if (sec->split) { /* rows of this section alone, so a failed split can be taken back */
       enc_flush(&x);
       size_t mark = out->len;
+      uint32_t crc = x.crc;
       ck_error_t err;
       ck_error_clear(&err);
       int v = sec->split(sec->data, sec->len, false, enc_emit, &x, &err);
       if (v < 0 || x.used != sec->len) { /* not expected: keep the encoding whole */
         out->len = mark;
+        x.crc = crc, x.crc_done = mark;
         ck_arrow_batch_reset(&x.batch);
         whole = true;
       }
@@ -739,8 +804,8 @@ void ck_snap_encode(int64_t id, uint64_t fingerprint, int task, const ck_snap_se
   enc_flush(&x);
   ck_arrow_batch_fini(&x.batch);
   ck_arrow_write_eos(out);
-  size_t crc_at = at[META_CRC] - start;
-  put_hex8(out->data + at[META_CRC], stream_crc(out->data + start, out->len - start, crc_at));
+  enc_crc(&x);
+  put_hex8(out->data + at[META_CRC], x.crc);
 }
 
 /* The header facts of a snapshot stream whose schema r holds; CK_ESTATE naming `what` (the

@@ -145,6 +145,7 @@ typedef struct ck_snap_entry {
   /* what the row's value leaves out, as its other columns hold it: the first group_len bytes
    * (the key group), and bytes key_from..key_to (the key; key_to 0: none) */
   size_t group_len, key_from, key_to;
+  const struct ck_snap_run *run; /* set: the entry stands for a run of records (ck_snap_run_t) */
 } ck_snap_entry_t;
 
 /* The bytes of entry e the snapshot row's value holds, in one or two parts; returns how many. */
@@ -158,6 +159,20 @@ static inline int ck_snap_entry_row(const ck_snap_entry_t *e, const uint8_t **p,
   p[1] = v + e->key_to, n[1] = e->value_len - e->key_to;
   return 2;
 }
+
+/* A run of records of one layout that a splitter may give the writer as one entry (never
+ * when decoding): n records of rec_len bytes each, contiguous from the entry's value
+ * (value_len n * rec_len); each record's key group is the little-endian u32 at its start
+ * (group_len 4), its key the JSON at keys[key_off[i]..key_off[i + 1]) (key_off[0] 0), and
+ * its row's value the record less its first group_len bytes and bytes key_from..key_to, as
+ * the entry's fields give them for every record. The writer fills its columns a run at a
+ * time, with no call and no check per row. */
+typedef struct ck_snap_run {
+  int64_t n;
+  size_t rec_len;
+  const char *keys;
+  const uint32_t *key_off;
+} ck_snap_run_t;
 
 typedef int (*ck_snap_emit_fn)(void *ctx, const ck_snap_entry_t *entry, ck_error_t *err);
 /* Cuts an encoding into entries, calling emit for each (decode: with its JSON); with emit

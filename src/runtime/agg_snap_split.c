@@ -16,7 +16,8 @@
  * round-trip) makes the writer keep the whole encoding as one row instead. Millions of records
  * go through here, so the common shape has its own paths both ways: windowed records with
  * fixed-width accumulators and integer keys are cut without a parse of their accumulators,
- * their keys printed two digits a step; and restore takes a run of rows at once
+ * their keys printed two digits a step, and go to the writer in runs of up to 1024 records
+ * (ck_snap_run_t: no call and no check per row there; a NULL key ends a run); and restore takes a run of rows at once
  * (ck_snap_joiner.rows), one integer key parsed and each record written straight into the
  * output, every other shape a row at a time (join_row).
  * Decoded (JSON): the header gives window kind and sizes, key and call types, maximum
@@ -440,6 +441,17 @@ int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn
   bool int_keys = true;
   for (int k = 0; k < sh->nkeys; k++) int_keys &= sh->kcat[k] == CK_AGG_V_INT;
   if (acc_len >= 0 && int_keys) {
+    /* records whose keys are all set have one length: they go to the writer in runs
+     * (ck_snap_run_t), their keys printed one after the other; a record with a NULL key ends
+     * the run and goes alone */
+    enum { RUN = 1024 };
+    size_t kmax = 24 * (size_t)sh->nkeys + 4; /* a record's key JSON at most */
+    size_t full = 20 + 9 * (size_t)sh->nkeys + (size_t)acc_len;
+    uint32_t *koff = ck_malloc(sizeof *koff * (RUN + 1));
+    char *keys = ck_malloc(kmax * RUN);
+    ck_snap_run_t run = {0, full, keys, koff};
+    size_t run_at = r.off;
+    koff[0] = 0;
     const uint8_t *base = data;
     for (uint64_t i = 0; i < count && !rc; i++) {
       size_t at = r.off;
@@ -450,18 +462,20 @@ int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn
       uint32_t kg;
       memcpy(&kg, base + at, 4);
       size_t p = at + 20;
-      char kj[24 * 8 + 4];
+      char *kj = keys + koff[run.n];
       size_t kn = 0;
+      bool nulls = false;
       if (sh->nkeys != 1) kj[kn++] = '[';
       for (int k = 0; k < sh->nkeys; k++) {
         if (k) kj[kn++] = ',';
-        if (kn > sizeof kj - 24 || p >= r.n) {
+        if (p >= r.n) {
           rc = bad_encoding(err, "a record is truncated");
           break;
         }
         if (base[p++]) {
           memcpy(kj + kn, "null", 4);
           kn += 4;
+          nulls = true;
           continue;
         }
         if (r.n - p < 8) {
@@ -481,10 +495,35 @@ int ck_agg_snap_split(const void *data, size_t len, bool decode, ck_snap_emit_fn
         break;
       }
       r.off = p + (size_t)acc_len;
-      ck_snap_entry_t rec = {(int)kg, "win", kj, kn, base + at, r.off - at, NULL, 0,
-                             4, 20, key_to};
-      rc = emit(ctx, &rec, err);
+      if (!nulls) {
+        koff[run.n + 1] = koff[run.n] + (uint32_t)kn;
+        if (++run.n < RUN) continue;
+      }
+      if (run.n) { /* the run so far (kj, when not in it, stays where it is) */
+        ck_snap_entry_t e = {CK_SNAP_RAW, "win", NULL, 0, base + run_at, (size_t)run.n * full,
+                             NULL, 0, 4, 20, 20 + 9 * (size_t)sh->nkeys, &run};
+        memcpy(&e.key_group, base + run_at, 4);
+        e.key_group &= 0xFFFF;
+        rc = emit(ctx, &e, err);
+        run.n = 0;
+      }
+      if (nulls && !rc) {
+        ck_snap_entry_t rec = {(int)kg, "win", kj, kn, base + at, r.off - at, NULL, 0,
+                               4, 20, key_to, NULL};
+        rc = emit(ctx, &rec, err);
+      }
+      koff[0] = 0;
+      run_at = r.off;
     }
+    if (run.n && !rc) {
+      ck_snap_entry_t e = {CK_SNAP_RAW, "win", NULL, 0, base + run_at, (size_t)run.n * full,
+                           NULL, 0, 4, 20, 20 + 9 * (size_t)sh->nkeys, &run};
+      memcpy(&e.key_group, base + run_at, 4);
+      e.key_group &= 0xFFFF;
+      rc = emit(ctx, &e, err);
+    }
+    ck_free(koff);
+    ck_free(keys);
     count = 0; /* done */
   }
   for (uint64_t i = 0; i < count && !rc; i++) {

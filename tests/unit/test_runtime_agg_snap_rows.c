@@ -263,6 +263,111 @@ static void test_random_keys_round_trip(void **state) {
   random_round_trip(CK_WIN_NONE, mixed, 3, 20000, 5);
 }
 
+/* Every row of a file: its key group, user_key and value, "kg|key|hex(value)\n" in order. */
+static void rows_text(const ck_buf_t *file, ck_buf_t *out) {
+  ck_arrow_reader_t r;
+  ck_error_t err;
+  ck_error_clear(&err);
+  assert_int_equal(ck_arrow_reader_open(&r, file->data, file->len, &err), 0);
+  int rc;
+  while ((rc = ck_arrow_reader_next(&r, &err)) == 1)
+    for (int64_t i = 0; i < r.nrows; i++) {
+      size_t kn, vn;
+      const uint8_t *k = ck_arrow_get_bytes(&r, 3, i, &kn), *v = ck_arrow_get_bytes(&r, 4, i, &vn);
+      ck_buf_printf(out, "%u|%.*s|", (unsigned)ck_arrow_get_u16(&r, 1, i), (int)kn,
+                    (const char *)k);
+      for (size_t j = 0; j < vn; j++) ck_buf_printf(out, "%02x", v[j]);
+      ck_buf_putc(out, '\n');
+    }
+  assert_int_equal(rc, 0);
+}
+
+/* The writer takes the common shape's records in runs (ck_snap_run_t): the rows are those of
+ * a record at a time all the same — runs cut at 1024 records and by NULL keys (first, at the
+ * cut, just after it, last) — each row its record's key group, key and the rest. */
+static void test_runs_give_a_row_per_record(void **state) {
+  (void)state;
+  const int keys[] = {CK_T_INT64, 0, 0};
+  enum { N = 2500 };
+  ck_buf_t b, want;
+  ck_buf_init(&b);
+  ck_buf_init(&want);
+  header(&b, CK_WIN_TUMBLE, keys, 1, N);
+  ck_buf_printf(&want, "65535||");
+  for (size_t j = 0; j < b.len; j++) ck_buf_printf(&want, "%02x", (uint8_t)b.data[j]);
+  ck_buf_putc(&want, '\n');
+  for (int i = 0; i < N; i++) {
+    bool null = i == 0 || i == 1023 || i == 1024 || i == 2047 || i == N - 1;
+    int64_t key = (int64_t)i * 7919 - 5000000;
+    uint32_t kg = (uint32_t)(i % 128);
+    size_t at = b.len;
+    rec_head(&b, CK_WIN_TUMBLE, kg, 1000 * (i % 3));
+    if (null) u8(&b, 1);
+    else u8(&b, 0), i64(&b, key);
+    rec_tail(&b, CK_WIN_TUMBLE, i + 1);
+    const uint8_t *rec = (const uint8_t *)b.data + at;
+    size_t kto = null ? 21 : 29;
+    ck_buf_printf(&want, "%u|", kg);
+    if (null) ck_buf_puts(&want, "null|");
+    else ck_buf_printf(&want, "%lld|", (long long)key);
+    for (size_t j = 4; j < 20; j++) ck_buf_printf(&want, "%02x", rec[j]);
+    for (size_t j = kto; j < b.len - at; j++) ck_buf_printf(&want, "%02x", rec[j]);
+    ck_buf_putc(&want, '\n');
+  }
+  assert_int_equal(round_trip(&b), N + 1);
+  ck_snap_section_t sec = {.node = 3, .kind = CK_SNAP_OP, .data = b.data, .len = b.len,
+                           .name = "window_agg", .split = ck_agg_snap_split};
+  ck_buf_t file, got;
+  ck_buf_init(&file);
+  ck_buf_init(&got);
+  ck_snap_encode(9, 0x77, 1, &sec, 1, &file);
+  rows_text(&file, &got);
+  assert_string_equal(got.data, want.data);
+  ck_buf_fini(&file);
+  ck_buf_fini(&got);
+  ck_buf_fini(&want);
+  ck_buf_fini(&b);
+}
+
+/* A splitter of a made-up encoding: "H" then records of 7 bytes (u32 key group, one key byte,
+ * two value bytes), given to the writer as one run. */
+static int run_split(const void *data, size_t len, bool decode, ck_snap_emit_fn emit, void *ctx,
+                     ck_error_t *err) {
+  (void)decode;
+  if (!emit) return 1;
+  ck_snap_entry_t head = {CK_SNAP_RAW, "<raw>", "", 0, data, 1, NULL, 0, 0, 0, 0, NULL};
+  int rc = emit(ctx, &head, err);
+  if (rc) return rc;
+  static const uint32_t koff[] = {0, 1, 4, 7};
+  ck_snap_run_t run = {3, 7, "7\"x\"100", koff};
+  ck_snap_entry_t e = {5, "group", NULL, 0, (const uint8_t *)data + 1, len - 1, NULL, 0, 4, 4, 5,
+                       &run};
+  rc = emit(ctx, &e, err);
+  return rc ? rc : 1;
+}
+
+static void test_the_writer_takes_a_run_of_records(void **state) {
+  (void)state;
+  ck_buf_t b, file, got;
+  ck_buf_init(&b);
+  ck_buf_init(&file);
+  ck_buf_init(&got);
+  put(&b, "H", 1);
+  for (uint32_t i = 0; i < 3; i++) {
+    u32(&b, 5 + i);
+    u8(&b, 0xEE);
+    u8(&b, (uint8_t)(0xA0 + i)), u8(&b, (uint8_t)(0xB0 + i));
+  }
+  ck_snap_section_t sec = {.node = 4, .kind = CK_SNAP_OP, .data = b.data, .len = b.len,
+                           .name = "made_up", .split = run_split};
+  ck_snap_encode(9, 0x77, 1, &sec, 1, &file);
+  rows_text(&file, &got);
+  assert_string_equal(got.data, "65535||48\n5|7|a0b0\n6|\"x\"|a1b1\n7|100|a2b2\n");
+  ck_buf_fini(&b);
+  ck_buf_fini(&file);
+  ck_buf_fini(&got);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_one_integer_key_windowed),
@@ -270,6 +375,8 @@ int main(void) {
       cmocka_unit_test(test_decimal_float_and_no_keys),
       cmocka_unit_test(test_a_nan_key_keeps_the_encoding_whole),
       cmocka_unit_test(test_random_keys_round_trip),
+      cmocka_unit_test(test_runs_give_a_row_per_record),
+      cmocka_unit_test(test_the_writer_takes_a_run_of_records),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
