@@ -86,7 +86,10 @@ typedef struct scope {
 static const char *const agg_names[] = {"COUNT", "SUM", "AVG", "MIN", "MAX",
                                         /* expanded into the ones above (expand_aggs) */
                                         "STDDEV_POP", "STDDEV_SAMP", "STDDEV", "VAR_POP",
-                                        "VAR_SAMP", "VARIANCE", "BOOL_AND", "BOOL_OR"};
+                                        "VAR_SAMP", "VARIANCE", "BOOL_AND", "BOOL_OR",
+                                        /* their own accumulators (agg_call_spec_more) */
+                                        "FIRST_VALUE", "LAST_VALUE", "LISTAGG",
+                                        "APPROX_COUNT_DISTINCT"};
 static const char *const window_names[] = {"TUMBLE", "HOP", "SESSION", "CUMULATE"};
 
 static bool is_agg_call(const ck_ast_t *a) {
@@ -612,12 +615,10 @@ static ck_expr_t *bind_current_watermark(scope_t *sc, const ck_ast_t *a) {
 static const struct {
   const char *name, *what, *hint;
 } not_yet[] = {
-    {"FIRST_VALUE", "aggregate function", NULL},
-    {"LAST_VALUE", "aggregate function", NULL},
-    {"LISTAGG", "aggregate function", NULL},
-    {"COLLECT", "aggregate function", NULL},
-    {"ARRAY_AGG", "aggregate function", NULL},
-    {"APPROX_COUNT_DISTINCT", "aggregate function", "COUNT(DISTINCT x) counts exactly"},
+    {"COLLECT", "aggregate function", "clink has no ARRAY or MULTISET type yet: LISTAGG(x, "
+                                      "',') joins the values into one string"},
+    {"ARRAY_AGG", "aggregate function", "clink has no ARRAY type yet: LISTAGG(x, ',') joins "
+                                        "the values into one string"},
     {"GROUPING", "function", "GROUPING SETS, ROLLUP and CUBE are not supported either"},
     {"GROUPING_ID", "function", "GROUPING SETS, ROLLUP and CUBE are not supported either"},
     {"TO_DATE", "function", "clink has no DATE type yet: TO_TIMESTAMP(s, 'yyyy-MM-dd') reads a "
@@ -1237,9 +1238,60 @@ static int plan_window(planner_t *pl, const table_t *t, const ck_ast_t *w, ck_wi
   return windows_per_record(pl, w, "size", spec->size, "step", spec->step);
 }
 
+/* FIRST_VALUE, LAST_VALUE, LISTAGG, APPROX_COUNT_DISTINCT (agg_op.c says how each folds);
+ * 1 when a is none of them. */
+static int agg_call_spec_more(planner_t *pl, const ck_ast_t *a, ck_type_t arg_type,
+                              ck_agg_call_t *out) {
+  static const struct {
+    const char *name;
+    ck_agg_fn_t fn;
+  } more[] = {{"FIRST_VALUE", CK_AGG_FIRST_VALUE}, {"LAST_VALUE", CK_AGG_LAST_VALUE},
+              {"LISTAGG", CK_AGG_LISTAGG}, {"APPROX_COUNT_DISTINCT", CK_AGG_APPROX_COUNT_DISTINCT}};
+  int m = -1;
+  for (size_t i = 0; i < CK_ARRAY_LEN(more); i++)
+    if (ck_streq_i(a->text, more[i].name)) m = (int)i;
+  if (m < 0) return 1;
+  char tn[48];
+  out->fn = more[m].fn;
+  bool listagg = out->fn == CK_AGG_LISTAGG;
+  if (a->nargs < 1 || a->nargs > (listagg ? 2 : 1) || a->args[0]->kind == CK_AST_STAR) {
+    if (listagg)
+      return fail(pl, a->pos, CK_EBIND, "LISTAGG takes a string and an optional separator: "
+                  "LISTAGG(x[, ', '])");
+    return fail(pl, a->pos, CK_EBIND, "%s takes exactly one argument", a->text);
+  }
+  if (arg_type.id == CK_T_NULL)
+    return fail(pl, a->pos, CK_ETYPE, "%s needs a typed argument, not NULL", a->text);
+  out->distinct = listagg && a->distinct; /* DISTINCT changes nothing for the other three */
+  switch (out->fn) {
+    case CK_AGG_LISTAGG:
+      if (arg_type.id != CK_T_STRING) {
+        fail(pl, a->args[0]->pos, CK_ETYPE, "LISTAGG needs a string argument, not %s",
+             ck_type_name(arg_type, tn, sizeof tn));
+        ck_error_hint(pl->err, "CAST(x AS VARCHAR)");
+        return CK_ETYPE;
+      }
+      out->sep = ",";
+      if (a->nargs == 2) {
+        if (a->args[1]->kind != CK_AST_STRING)
+          return fail(pl, a->args[1]->pos, CK_EBIND, "the separator of LISTAGG must be a string "
+                      "literal such as ', '");
+        out->sep = a->args[1]->text;
+      }
+      out->result_type = CK_TYPE(CK_T_STRING);
+      return 0;
+    case CK_AGG_APPROX_COUNT_DISTINCT: out->result_type = CK_TYPE(CK_T_INT64); return 0;
+    default: out->result_type = arg_type; return 0;
+  }
+}
+
 static int agg_call_spec(planner_t *pl, const ck_ast_t *a, int arg_col, ck_type_t arg_type,
                          ck_agg_call_t *out) {
   memset(out, 0, sizeof *out);
+  int more = agg_call_spec_more(pl, a, arg_type, out);
+  out->arg_col = arg_col;
+  out->arg_type = arg_type;
+  if (more <= 0) return more;
   out->arg_col = arg_col;
   out->arg_type = arg_type;
   out->distinct = a->distinct;
@@ -1531,7 +1583,7 @@ static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***na
   for (int i = 0; i < g.ncalls; i++) {
     const ck_ast_t *c = g.calls[i];
     ck_expr_t *e = NULL;
-    if (c->nargs == 1 && c->args[0]->kind != CK_AST_STAR) {
+    if (c->nargs >= 1 && c->args[0]->kind != CK_AST_STAR) {
       if (!(e = bind(&row, c->args[0]))) return -1;
     } else {
       ck_value_t one = {.type = CK_TYPE(CK_T_INT32), .v.i = 1};
