@@ -1268,7 +1268,7 @@ static int agg_call_spec_more(planner_t *pl, const ck_ast_t *a, ck_type_t arg_ty
       if (arg_type.id != CK_T_STRING) {
         fail(pl, a->args[0]->pos, CK_ETYPE, "LISTAGG needs a string argument, not %s",
              ck_type_name(arg_type, tn, sizeof tn));
-        ck_error_hint(pl->err, "CAST(x AS VARCHAR)");
+        ck_error_hint(pl->err, "cast it: LISTAGG(CAST(x AS VARCHAR))");
         return CK_ETYPE;
       }
       out->sep = ",";
