@@ -349,7 +349,11 @@ static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, int version, ck_
       break;
     }
     case CK_AGG_A_LISTAGG:
-    case CK_AGG_A_HLL: return get_owned(r, agg, idx, c, err);
+    case CK_AGG_A_HLL: {
+      int rc = get_owned(r, agg, idx, c, err);
+      if (rc) return rc;
+      break;
+    }
   }
   if (w) get_into(r, ck_agg_entry(agg, idx) + a->off, w);
   if (a->has_bit >= 0) ck_agg_setbit(ck_agg_entry(agg, idx) + agg->bits_off, a->has_bit, has);
