@@ -619,8 +619,10 @@ static const struct {
                                       "',') joins the values into one string"},
     {"ARRAY_AGG", "aggregate function", "clink has no ARRAY type yet: LISTAGG(x, ',') joins "
                                         "the values into one string"},
-    {"GROUPING", "function", "GROUPING SETS, ROLLUP and CUBE are not supported either"},
-    {"GROUPING_ID", "function", "GROUPING SETS, ROLLUP and CUBE are not supported either"},
+    {"GROUPING", "function", "GROUPING() is allowed with GROUPING SETS, ROLLUP or CUBE in "
+                             "GROUP BY; in a plain GROUP BY it would always be 0"},
+    {"GROUPING_ID", "function", "GROUPING_ID() is allowed with GROUPING SETS, ROLLUP or CUBE "
+                                "in GROUP BY; in a plain GROUP BY it would always be 0"},
     {"TO_DATE", "function", "clink has no DATE type yet: TO_TIMESTAMP(s, 'yyyy-MM-dd') reads a "
                             "date as the TIMESTAMP of its midnight"},
 };
@@ -1785,6 +1787,205 @@ static int plan_sink(planner_t *pl, const ck_stmt_t *st, int last) {
   return 0;
 }
 
+/* ---- GROUPING SETS, ROLLUP, CUBE ----------------------------------------------------------
+ *
+ * Each grouping set is planned as a query of its own — source, calc, aggregation keyed by the
+ * set's keys, calc, sink — and all of them write to the statement's sink, so the sink receives
+ * their union. In a set's SELECT list and HAVING, a GROUP BY key the set leaves out becomes
+ * CAST(NULL AS its type) (outside aggregate arguments, which still see the rows' values), and
+ * GROUPING(k1, …, kn) / GROUPING_ID(…) the BIGINT whose bit n-1-i is 1 when ki is left out. A
+ * window call is a key of every set (as Flink requires), so every set's rows are windowed
+ * alike. The source is read once per set. */
+
+typedef struct gs_ctx {
+  planner_t *pl;
+  const ck_ast_select_t *s;
+  uint64_t mask;          /* the set's keys, over s->group_by */
+  const ck_type_t *types; /* per group_by expression */
+} gs_ctx_t;
+
+/* Whether a is (structurally) a key of the set; *key := the first group_by index it equals. */
+static bool gs_in_set(const gs_ctx_t *c, const ck_ast_t *a, int *key) {
+  bool any = false, in = false;
+  for (int i = 0; i < c->s->ngroup; i++)
+    if (ast_eq(c->s->group_by[i], a)) {
+      if (!any) *key = i;
+      any = true;
+      in |= (c->mask >> i) & 1;
+    }
+  if (!any) *key = -1;
+  return in;
+}
+
+static ck_ast_t *gs_rewrite(gs_ctx_t *c, ck_ast_t *a);
+
+/* a's replacement when a itself is a left-out key or a GROUPING call; NULL when it is neither
+ * (*err set on an error). */
+static ck_ast_t *gs_replace(gs_ctx_t *c, ck_ast_t *a, bool *err) {
+  planner_t *pl = c->pl;
+  int key;
+  if (a->kind == CK_AST_CALL &&
+      (ck_streq_i(a->text, "GROUPING") || ck_streq_i(a->text, "GROUPING_ID"))) {
+    if (a->nargs < 1 || a->nargs > 63) {
+      *err = true;
+      fail(pl, a->pos, CK_EBIND, "%s takes 1 to 63 GROUP BY keys", a->text);
+      return NULL;
+    }
+    int64_t v = 0;
+    for (int j = 0; j < a->nargs; j++) {
+      bool in = gs_in_set(c, a->args[j], &key);
+      if (key < 0) {
+        *err = true;
+        fail(pl, a->args[j]->pos, CK_EBIND, "the arguments of %s must be GROUP BY keys",
+             a->text);
+        return NULL;
+      }
+      v = v << 1 | (in ? 0 : 1);
+    }
+    ck_ast_t *lit = ast_lit(pl, a->pos, CK_AST_INT, ck_arena_printf(pl->arena, "%lld", (long long)v));
+    ck_ast_t *cast = ast1(pl, CK_AST_CAST, a->pos, NULL, lit);
+    cast->cast_type = CK_TYPE(CK_T_INT64);
+    return cast;
+  }
+  if (a->kind == CK_AST_INT || a->kind == CK_AST_STRING || is_agg_call(a)) return NULL;
+  if (!gs_in_set(c, a, &key) && key >= 0 && !is_window_call(a)) {
+    ck_ast_t *cast = ast1(pl, CK_AST_CAST, a->pos, NULL, ast_lit(pl, a->pos, CK_AST_NULL, NULL));
+    cast->cast_type = c->types[key];
+    return cast;
+  }
+  return NULL;
+}
+
+/* A copy of node a whose children may be replaced. */
+static ck_ast_t *gs_copy(planner_t *pl, const ck_ast_t *a) {
+  ck_ast_t *n = ck_arena_alloc(pl->arena, sizeof *n);
+  *n = *a;
+  if (a->nargs) {
+    n->args = ck_arena_alloc(pl->arena, sizeof(ck_ast_t *) * (size_t)a->nargs);
+    memcpy(n->args, a->args, sizeof(ck_ast_t *) * (size_t)a->nargs);
+  }
+  return n;
+}
+
+/* The tree with the set's substitutions; a itself where nothing changes, NULL on error. A chain
+ * of binary operators is walked with a loop (see bind_chain). */
+static ck_ast_t *gs_rewrite(gs_ctx_t *c, ck_ast_t *a) {
+  if (!a) return NULL;
+  bool err = false;
+  ck_ast_t *r = gs_replace(c, a, &err);
+  if (err) return NULL;
+  if (r) return r;
+  if (is_agg_call(a)) return a; /* aggregate arguments see the rows */
+  if (a->kind == CK_AST_BINARY) {
+    ast_stack_t chain = {0};
+    ck_ast_t *x = a;
+    for (;;) {
+      ast_stack_push(&chain, x);
+      ck_ast_t *l = x->args[0];
+      if (l->kind != CK_AST_BINARY) break;
+      if ((r = gs_replace(c, l, &err)) || err) break;
+      x = l;
+    }
+    if (err) {
+      ast_stack_fini(&chain);
+      return NULL;
+    }
+    /* the leftmost operand, then each level's right operand, bottom up */
+    ck_ast_t *below = NULL;
+    while (chain.n) {
+      ck_ast_t *n = (ck_ast_t *)chain.items[--chain.n];
+      ck_ast_t *l = below ? below : gs_rewrite(c, n->args[0]);
+      ck_ast_t *rr = l ? gs_rewrite(c, n->args[1]) : NULL;
+      if (!l || !rr) {
+        ast_stack_fini(&chain);
+        return NULL;
+      }
+      if (l != n->args[0] || rr != n->args[1]) {
+        n = gs_copy(c->pl, n);
+        n->args[0] = l, n->args[1] = rr;
+      }
+      below = n;
+    }
+    ast_stack_fini(&chain);
+    return below;
+  }
+  ck_ast_t *op = a->operand ? gs_rewrite(c, a->operand) : NULL;
+  ck_ast_t *el = a->else_ ? gs_rewrite(c, a->else_) : NULL;
+  if ((a->operand && !op) || (a->else_ && !el)) return NULL;
+  ck_ast_t *n = (ck_ast_t *)a;
+  if (op != a->operand || el != a->else_) {
+    n = gs_copy(c->pl, a);
+    n->operand = op, n->else_ = el;
+  }
+  for (int i = 0; i < a->nargs; i++) {
+    ck_ast_t *ai = gs_rewrite(c, a->args[i]);
+    if (!ai) return NULL;
+    if (ai != n->args[i]) {
+      if (n == a) n = gs_copy(c->pl, a);
+      n->args[i] = ai;
+    }
+  }
+  return n;
+}
+
+static int plan_grouping_sets(planner_t *pl, const ck_stmt_t *st) {
+  const ck_ast_select_t *s = st->select;
+  const table_t *t = find_table(pl, s->from);
+  if (!t) return unknown_table(pl, s->from, s->from_pos);
+  scope_t row = {.pl = pl, .tbl = t, .alias = s->from_alias, .clause = "GROUP BY"};
+  ck_type_t *types = ck_arena_zalloc(pl->arena, sizeof *types * (size_t)(s->ngroup + 1));
+  for (int i = 0; i < s->ngroup; i++) {
+    const ck_ast_t *e = s->group_by[i];
+    if (is_window_call(e)) {
+      for (int k = 0; k < s->nsets; k++)
+        if (!((s->sets[k] >> i) & 1)) {
+          fail(pl, e->pos, CK_EBIND, "the window %s must be in every grouping set", e->text);
+          ck_error_hint(pl->err, "write it outside ROLLUP, CUBE and GROUPING SETS: GROUP BY "
+                        "%s(…), ROLLUP (a, b)", e->text);
+          return CK_EBIND;
+        }
+      continue;
+    }
+    ck_expr_t *b = bind(&row, e);
+    if (!b) return pl->err->code ? pl->err->code : CK_EBIND;
+    types[i] = b->type;
+  }
+  for (int k = 0; k < s->nsets; k++) {
+    gs_ctx_t c = {.pl = pl, .s = s, .mask = s->sets[k], .types = types};
+    ck_ast_select_t *s2 = ck_arena_alloc(pl->arena, sizeof *s2);
+    *s2 = *s;
+    s2->nsets = 0;
+    s2->sets = NULL;
+    s2->group_by = ck_arena_alloc(pl->arena, sizeof(ck_ast_t *) * (size_t)(s->ngroup + 1));
+    s2->ngroup = 0;
+    for (int i = 0; i < s->ngroup; i++) {
+      if (!((c.mask >> i) & 1)) continue;
+      bool dup = false;
+      for (int j = 0; j < s2->ngroup && !dup; j++) dup = ast_eq(s2->group_by[j], s->group_by[i]);
+      if (!dup) s2->group_by[s2->ngroup++] = s->group_by[i];
+    }
+    s2->items = ck_arena_alloc(pl->arena, sizeof *s2->items * (size_t)(s->nitems + 1));
+    for (int i = 0; i < s->nitems; i++) {
+      s2->items[i] = s->items[i];
+      if (s->items[i].expr->kind == CK_AST_STAR) continue; /* refused by plan_select */
+      s2->items[i].alias = expr_name(pl, &s->items[i], i);
+      if (!(s2->items[i].expr = gs_rewrite(&c, s->items[i].expr)))
+        return pl->err->code ? pl->err->code : CK_EBIND;
+    }
+    if (s->having && !(s2->having = gs_rewrite(&c, s->having)))
+      return pl->err->code ? pl->err->code : CK_EBIND;
+    ck_stmt_t *st2 = ck_arena_alloc(pl->arena, sizeof *st2);
+    *st2 = *st;
+    st2->select = s2;
+    const char **names = NULL;
+    int last = plan_select(pl, s2, &names);
+    if (last < 0) return pl->err->code ? pl->err->code : CK_EINTERNAL;
+    int rc = plan_sink(pl, st2, last);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_graph_t **out,
                 ck_error_t *err) {
   ck_plan_opts_t opts = {1, 128};
@@ -1808,6 +2009,11 @@ int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_gra
     const ck_stmt_t *st = script->stmts[i];
     if (st->kind == CK_STMT_CREATE_TABLE) {
       rc = add_table(pl, st);
+      continue;
+    }
+    if (st->select->nsets) { /* GROUPING SETS / ROLLUP / CUBE */
+      rc = plan_grouping_sets(pl, st);
+      queries++;
       continue;
     }
     const char **names = NULL;
