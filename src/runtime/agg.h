@@ -221,7 +221,25 @@ typedef enum ck_agg_acc_kind {
   CK_AGG_A_AVG_D,  /* int128 sum, int64 n */
   CK_AGG_A_AVG_F,  /* double-double sum hi, lo, int64 n, i64 count of 2^1000s */
   CK_AGG_A_MINMAX, /* canonical value (+ has bit) */
+  CK_AGG_A_FIRSTLAST, /* canonical value, i64 arrival number (+ has bit) */
+  CK_AGG_A_LISTAGG,   /* ck_agg_sbuf_t * (NULL: no value yet) */
+  CK_AGG_A_HLL,       /* uint8_t * to CK_AGG_HLL_M registers (NULL: no value yet) */
 } ck_agg_acc_kind_t;
+
+/* LISTAGG's accumulator: the joined text so far, owned by the entry. */
+typedef struct ck_agg_sbuf {
+  uint32_t len, cap;
+  char data[];
+} ck_agg_sbuf_t;
+
+/* APPROX_COUNT_DISTINCT: HyperLogLog with 2^12 one-byte registers (standard error
+ * 1.04 / sqrt(4096) = 1.6%), over ck_hash64 of the value's canonical bytes with its own seed. */
+#define CK_AGG_HLL_P 12
+#define CK_AGG_HLL_M (1u << CK_AGG_HLL_P)
+#define CK_AGG_LISTAGG_MAX (64 * 1024 * 1024) /* bytes of LISTAGG text per group */
+#define CK_AGG_HLL_SEED 0x686c6c2d636c6e6bULL
+/* The estimate over registers r (Flajolet et al. with the small-range linear count). */
+int64_t ck_agg_hll_estimate(const uint8_t *r);
 
 /* The category a value of type t is held in. */
 static inline ck_agg_vcat_t ck_agg_vcat_of(ck_type_t t) {
@@ -242,7 +260,10 @@ static inline ck_agg_vcat_t ck_agg_rcat_of(ck_agg_acc_kind_t k, ck_agg_vcat_t ac
     case CK_AGG_A_SUM_I: return CK_AGG_V_INT;
     case CK_AGG_A_SUM_D:
     case CK_AGG_A_AVG_D: return CK_AGG_V_DEC;
-    case CK_AGG_A_MINMAX: return acat;
+    case CK_AGG_A_MINMAX:
+    case CK_AGG_A_FIRSTLAST: return acat;
+    case CK_AGG_A_LISTAGG: return CK_AGG_V_STR;
+    case CK_AGG_A_HLL: return CK_AGG_V_INT;
     default: return CK_AGG_V_FLOAT; /* SUM_F, AVG_I, AVG_F */
   }
 }
@@ -291,6 +312,9 @@ typedef struct ck_agg {
   uint32_t *dirty;      /* unwindowed: entries changed by the current batch, in order */
   size_t ndirty, dirty_cap;
   int restores;
+  bool inplace;         /* a call's accumulator changes behind a pointer (LISTAGG, HLL), so
+                         * comparing an entry's bytes does not tell whether it changed */
+  int64_t seq;          /* arrival number of the next row (FIRST_VALUE / LAST_VALUE) */
 } ck_agg_t;
 
 static inline char *ck_agg_entry(const ck_agg_t *agg, uint32_t idx) {

@@ -33,6 +33,16 @@
  * past DOUBLE's range is CK_EEVAL at emit like integer overflow, never Infinity. NULL arguments are ignored, SUM/AVG/MIN/MAX of no values is NULL, COUNT of nothing
  * is 0.
  *
+ * FIRST_VALUE / LAST_VALUE / LISTAGG follow arrival order: every row folded gets the next
+ * number of agg->seq (a row folded into several HOP/CUMULATE windows keeps the order there
+ * too), so within a subtask the result is a function of its input order alone; at parallelism
+ * > 1 a key's rows all reach one subtask, in the order of their source partition. NULLs are
+ * skipped (Flink's); no value gives NULL. When sessions merge, FIRST/LAST keep the value with
+ * the lower / higher arrival number, and LISTAGG joins the earlier-starting session's text
+ * before the later one's (DISTINCT: the surviving session's values, then the absorbed one's
+ * new values). APPROX_COUNT_DISTINCT keeps HyperLogLog registers (agg.h): merging is the
+ * registers' maximum, so its estimate does not depend on order or on merges at all.
+ *
  * Threads: one instance per subtask, called only on that subtask's thread.
  * Memory: all state is owned by the instance (see agg.h) and freed by close(); emitted
  * batches are handed to op->out.
@@ -314,7 +324,104 @@ int ck_agg_group(ck_agg_t *agg, uint32_t tag, uint32_t wid, const ck_batch_t *b,
 
 /* ---- entries: accumulators ---- */
 
-static const char *const fn_names[] = {"COUNT(*)", "COUNT", "SUM", "AVG", "MIN", "MAX"};
+static const char *const fn_names[] = {"COUNT(*)", "COUNT", "SUM", "AVG", "MIN", "MAX",
+                                       "FIRST_VALUE", "LAST_VALUE", "LISTAGG",
+                                       "APPROX_COUNT_DISTINCT"};
+
+/* ---- HyperLogLog (APPROX_COUNT_DISTINCT) ---- */
+
+static void hll_add(uint8_t *regs, uint64_t h) {
+  uint32_t i = (uint32_t)(h >> (64 - CK_AGG_HLL_P));
+  uint64_t w = h << CK_AGG_HLL_P;
+  uint8_t rank = w ? (uint8_t)(__builtin_clzll(w) + 1) : (uint8_t)(64 - CK_AGG_HLL_P + 1);
+  if (rank > regs[i]) regs[i] = rank;
+}
+
+int64_t ck_agg_hll_estimate(const uint8_t *r) {
+  const double m = CK_AGG_HLL_M;
+  double sum = 0;
+  uint32_t zeros = 0;
+  for (uint32_t i = 0; i < CK_AGG_HLL_M; i++) {
+    sum += ldexp(1.0, -(int)r[i]);
+    zeros += r[i] == 0;
+  }
+  double est = 0.7213 / (1 + 1.079 / m) * m * m / sum;
+  if (est <= 2.5 * m && zeros) est = m * log(m / zeros); /* linear counting */
+  return (int64_t)llround(est);
+}
+
+/* The hash HyperLogLog takes of a value: its canonical bytes (strings: their bytes). */
+static uint64_t hll_hash(ck_agg_vcat_t cat, const ck_value_t *v) {
+  if (cat == CK_AGG_V_STR) return ck_hash64(v->v.s.ptr, v->v.s.len, CK_AGG_HLL_SEED);
+  char buf[16];
+  val_bytes(cat, v, buf);
+  return ck_hash64(buf, (size_t)ck_agg_vcat_width(cat), CK_AGG_HLL_SEED);
+}
+
+static ck_agg_sbuf_t *acc_sbuf(const char *p) {
+  ck_agg_sbuf_t *sb;
+  memcpy(&sb, p, sizeof sb);
+  return sb;
+}
+
+/* Appends [sep] s to LISTAGG's text at p (sep only when there is text already; at_front puts
+ * s before it instead). */
+static int sbuf_append(ck_agg_t *agg, char *p, const char *sep, const char *s, size_t n,
+                       bool at_front, ck_error_t *err) {
+  ck_agg_sbuf_t *sb = acc_sbuf(p);
+  size_t sl = sb ? strlen(sep) : 0, old = sb ? sb->len : 0, need = old + sl + n;
+  if (need > CK_AGG_LISTAGG_MAX) {
+    int rc = ck_error_set(err, CK_EEVAL, "could not aggregate: LISTAGG's text for one group "
+                          "would be %zu bytes, more than %d", need, CK_AGG_LISTAGG_MAX);
+    ck_error_hint(err, "group by more keys, or aggregate a shorter value");
+    return rc;
+  }
+  if (!sb || sb->cap < need) {
+    size_t cap = sb ? (size_t)sb->cap * 2 : 16;
+    while (cap < need) cap *= 2;
+    if (cap > CK_AGG_LISTAGG_MAX) cap = CK_AGG_LISTAGG_MAX;
+    size_t before = sb ? sb->cap : 0;
+    sb = ck_realloc(sb, sizeof *sb + cap);
+    if (before == 0) sb->len = 0;
+    sb->cap = (uint32_t)cap;
+    agg->dset_bytes += cap - before;
+    memcpy(p, &sb, sizeof sb);
+  }
+  if (at_front) {
+    memmove(sb->data + n + sl, sb->data, old);
+    memcpy(sb->data, s, n);
+    memcpy(sb->data + n, sep, sl);
+  } else {
+    memcpy(sb->data + old, sep, sl);
+    memcpy(sb->data + old + sl, s, n);
+  }
+  sb->len = (uint32_t)need;
+  return 0;
+}
+
+/* FIRST_VALUE / LAST_VALUE: value v with arrival number seq into call c of entry idx. */
+static int firstlast_store(ck_agg_t *agg, uint32_t idx, int c, const ck_value_t *v, int64_t seq,
+                           ck_error_t *err) {
+  const ck_agg_acc_t *a = &agg->acc[c];
+  char *e = ck_agg_entry(agg, idx);
+  char *p = e + a->off;
+  int vw = ck_agg_vcat_width(a->acat);
+  if (a->acat == CK_AGG_V_STR) {
+    ck_agg_sref_t r;
+    int rc = ck_agg_pool_add(&agg->pool, v->v.s.ptr, v->v.s.len, &r, err);
+    if (rc) return rc;
+    e = ck_agg_entry(agg, idx);
+    p = e + a->off;
+    if (ck_agg_bit(e + agg->bits_off, a->has_bit)) ck_agg_pool_release(&agg->pool, ck_agg_ldref(p));
+    ck_agg_stref(p, r);
+  } else {
+    val_bytes(a->acat, v, p);
+    if (a->acat == CK_AGG_V_FLOAT) ck_agg_stf(p, v->v.f);
+  }
+  ck_agg_st64(p + vw, seq);
+  ck_agg_setbit(e + agg->bits_off, a->has_bit, true);
+  return 0;
+}
 
 static const char *call_name(const ck_agg_t *agg, int c) { return fn_names[agg->acc[c].call->fn]; }
 
@@ -420,6 +527,30 @@ int ck_agg_acc_add_value(ck_agg_t *agg, uint32_t idx, int c, const ck_value_t *v
       ck_agg_setbit(e + agg->bits_off, a->has_bit, true);
       break;
     }
+    case CK_AGG_A_FIRSTLAST:
+      if (a->is_min && ck_agg_bit(bits, a->has_bit)) break; /* FIRST_VALUE has one */
+      return firstlast_store(agg, idx, c, v, agg->seq, err);
+    case CK_AGG_A_LISTAGG: {
+      char tmp[64];
+      const char *s = v->v.s.ptr;
+      size_t n = v->v.s.len;
+      if (a->acat != CK_AGG_V_STR) { /* planned for strings only; kept total */
+        n = (size_t)snprintf(tmp, sizeof tmp, "%lld", (long long)v->v.i);
+        s = tmp;
+      }
+      return sbuf_append(agg, p, a->call->sep ? a->call->sep : ",", s, n, false, err);
+    }
+    case CK_AGG_A_HLL: {
+      uint8_t *regs;
+      memcpy(&regs, p, sizeof regs);
+      if (!regs) {
+        regs = ck_calloc(CK_AGG_HLL_M, 1);
+        memcpy(p, &regs, sizeof regs);
+        agg->dset_bytes += CK_AGG_HLL_M;
+      }
+      hll_add(regs, hll_hash(a->acat, v));
+      break;
+    }
   }
   return 0;
 }
@@ -440,11 +571,14 @@ static int acc_add_row(ck_agg_t *agg, uint32_t idx, const ck_batch_t *b, size_t 
     int rc = ck_agg_acc_add_value(agg, idx, c, &v, err);
     if (rc) return rc;
   }
+  agg->seq++;
   return 0;
 }
 
-/* Folds session src into dst (both accumulator entries). */
-static int acc_merge(ck_agg_t *agg, uint32_t dst, uint32_t src, ck_error_t *err) {
+/* Folds session src into dst (both accumulator entries); src_first: src's session starts
+ * before dst's (LISTAGG puts its text first). */
+static int acc_merge(ck_agg_t *agg, uint32_t dst, uint32_t src, bool src_first,
+                     ck_error_t *err) {
   for (int c = 0; c < agg->ncalls; c++) {
     const ck_agg_acc_t *a = &agg->acc[c];
     const char *s = ck_agg_entry(agg, src);
@@ -513,6 +647,39 @@ static int acc_merge(ck_agg_t *agg, uint32_t dst, uint32_t src, ck_error_t *err)
         ck_agg_val_load(agg, a->kind == CK_AGG_A_MINMAX ? a->acat : a->rcat, t, sp, &v);
         int rc = ck_agg_acc_add_value(agg, dst, c, &v, err);
         if (rc) return rc;
+        break;
+      }
+      case CK_AGG_A_FIRSTLAST: {
+        if (!shas) break;
+        int64_t sseq = ck_agg_ld64(sp + ck_agg_vcat_width(a->acat));
+        int64_t dseq = ck_agg_ld64(dp + ck_agg_vcat_width(a->acat));
+        if (ck_agg_bit(d + agg->bits_off, a->has_bit) && (a->is_min ? dseq <= sseq : dseq >= sseq))
+          break;
+        ck_agg_val_load(agg, a->acat, a->call->arg_type, sp, &v); /* may point into the pool */
+        int rc = firstlast_store(agg, dst, c, &v, sseq, err);
+        if (rc) return rc;
+        break;
+      }
+      case CK_AGG_A_LISTAGG: {
+        const ck_agg_sbuf_t *sb = acc_sbuf(sp);
+        if (!sb) break;
+        int rc = sbuf_append(agg, dp, a->call->sep ? a->call->sep : ",", sb->data, sb->len,
+                             src_first, err);
+        if (rc) return rc;
+        break;
+      }
+      case CK_AGG_A_HLL: {
+        uint8_t *sr, *dr;
+        memcpy(&sr, sp, sizeof sr);
+        memcpy(&dr, dp, sizeof dr);
+        if (!sr) break;
+        if (!dr) {
+          dr = ck_calloc(CK_AGG_HLL_M, 1);
+          memcpy(dp, &dr, sizeof dr);
+          agg->dset_bytes += CK_AGG_HLL_M;
+        }
+        for (uint32_t i = 0; i < CK_AGG_HLL_M; i++)
+          if (sr[i] > dr[i]) dr[i] = sr[i];
         break;
       }
       case CK_AGG_A_AVG_I:
@@ -604,12 +771,28 @@ static int acc_result(ck_agg_t *agg, uint32_t idx, int c, ck_value_t *out, ck_er
       return 0;
     }
     case CK_AGG_A_MINMAX:
+    case CK_AGG_A_FIRSTLAST:
       if (!has) {
         out->is_null = true;
         return 0;
       }
       ck_agg_val_load(agg, a->acat, a->call->result_type, p, out);
       return 0;
+    case CK_AGG_A_LISTAGG: {
+      const ck_agg_sbuf_t *sb = acc_sbuf(p);
+      out->is_null = !sb;
+      if (sb) {
+        out->v.s.ptr = sb->data;
+        out->v.s.len = sb->len;
+      }
+      return 0;
+    }
+    case CK_AGG_A_HLL: {
+      const uint8_t *regs;
+      memcpy(&regs, p, sizeof regs);
+      out->v.i = regs ? ck_agg_hll_estimate(regs) : 0;
+      return 0;
+    }
   }
   return 0;
 }
@@ -625,8 +808,18 @@ void ck_agg_entry_release(ck_agg_t *agg, uint32_t idx) {
   for (int c = 0; c < agg->ncalls; c++) {
     const ck_agg_acc_t *a = &agg->acc[c];
     if (flags & CK_AGG_F_ACC) {
-      if (a->kind == CK_AGG_A_MINMAX && a->acat == CK_AGG_V_STR && ck_agg_bit(bits, a->has_bit))
+      if ((a->kind == CK_AGG_A_MINMAX || a->kind == CK_AGG_A_FIRSTLAST) &&
+          a->acat == CK_AGG_V_STR && ck_agg_bit(bits, a->has_bit))
         ck_agg_pool_release(&agg->pool, ck_agg_ldref(e + a->off));
+      if (a->kind == CK_AGG_A_LISTAGG || a->kind == CK_AGG_A_HLL) {
+        void *owned;
+        memcpy(&owned, e + a->off, sizeof owned);
+        if (owned)
+          agg->dset_bytes -= a->kind == CK_AGG_A_HLL ? CK_AGG_HLL_M
+                                                     : ((ck_agg_sbuf_t *)owned)->cap;
+        ck_free(owned);
+        memset(e + a->off, 0, sizeof owned);
+      }
       if (a->distinct) {
         ck_agg_dset_t *set = acc_set(e, a);
         agg->dset_bytes -= ck_agg_dset_bytes(set, ck_agg_vcat_width(a->acat));
@@ -675,8 +868,9 @@ static int maybe_compact(ck_agg_t *agg, ck_error_t *err) {
           rc = move_ref(&np, old, e + agg->key_off[k], err);
     for (int c = 0; c < agg->ncalls && !rc; c++) {
       const ck_agg_acc_t *a = &agg->acc[c];
-      if ((flags & CK_AGG_F_ACC) && a->kind == CK_AGG_A_MINMAX && a->acat == CK_AGG_V_STR &&
-          ck_agg_bit(bits, a->has_bit))
+      if ((flags & CK_AGG_F_ACC) &&
+          (a->kind == CK_AGG_A_MINMAX || a->kind == CK_AGG_A_FIRSTLAST) &&
+          a->acat == CK_AGG_V_STR && ck_agg_bit(bits, a->has_bit))
         rc = move_ref(&np, old, e + a->off, err);
       if (!rc && (flags & CK_AGG_F_EMITTED) && a->rcat == CK_AGG_V_STR &&
           !ck_agg_bit(bits, a->emit_bit))
@@ -929,7 +1123,8 @@ static int process_sessions(ck_agg_t *agg, const ck_batch_t *b, ck_error_t *err)
           prev = cur;
         } else {
           uint32_t victim = w->head;
-          rc = acc_merge(agg, agg->wins.wins[surv].head, victim, err);
+          rc = acc_merge(agg, agg->wins.wins[surv].head, victim,
+                         w->start < agg->wins.wins[surv].start, err);
           if (rc) return rc;
           if (prev == CK_AGG_NONE) ck_agg_st32(ck_agg_entry(agg, dir) + CK_AGG_E_WID, next);
           else agg->wins.wins[prev].knext = next;
@@ -1069,7 +1264,8 @@ static int process_groups(ck_agg_t *agg, const ck_batch_t *b, ck_error_t *err) {
     rc = acc_add_row(agg, idx, b, row, err);
     if (rc) return rc;
     char *e = ck_agg_entry(agg, idx);
-    if (dirty || (!created && memcmp(agg->scratch, e + agg->bits_off, span) == 0)) continue;
+    if (dirty || (!created && !agg->inplace && memcmp(agg->scratch, e + agg->bits_off, span) == 0))
+      continue;
     e[CK_AGG_E_FLAGS] = (char)(e[CK_AGG_E_FLAGS] | CK_AGG_F_DIRTY);
     if (agg->ndirty == agg->dirty_cap) {
       agg->dirty_cap = agg->dirty_cap ? agg->dirty_cap * 2 : 64;
@@ -1331,7 +1527,8 @@ static int plan_call(ck_agg_acc_t *a, const ck_agg_call_t *call, ck_error_t *err
   a->call = call;
   a->acat = ck_agg_vcat_of(arg);
   a->distinct = call->distinct && call->fn != CK_AGG_COUNT_STAR && call->fn != CK_AGG_MIN &&
-                call->fn != CK_AGG_MAX;
+                call->fn != CK_AGG_MAX && call->fn != CK_AGG_FIRST_VALUE &&
+                call->fn != CK_AGG_LAST_VALUE && call->fn != CK_AGG_APPROX_COUNT_DISTINCT;
   switch (call->fn) {
     case CK_AGG_COUNT_STAR:
     case CK_AGG_COUNT:
@@ -1358,6 +1555,20 @@ static int plan_call(ck_agg_acc_t *a, const ck_agg_call_t *call, ck_error_t *err
       a->is_min = call->fn == CK_AGG_MIN;
       ok = arg.id != CK_T_NULL && ck_type_eq(arg, res);
       break;
+    case CK_AGG_FIRST_VALUE:
+    case CK_AGG_LAST_VALUE:
+      a->kind = CK_AGG_A_FIRSTLAST;
+      a->is_min = call->fn == CK_AGG_FIRST_VALUE;
+      ok = arg.id != CK_T_NULL && ck_type_eq(arg, res);
+      break;
+    case CK_AGG_LISTAGG:
+      a->kind = CK_AGG_A_LISTAGG;
+      ok = arg.id == CK_T_STRING && res.id == CK_T_STRING;
+      break;
+    case CK_AGG_APPROX_COUNT_DISTINCT:
+      a->kind = CK_AGG_A_HLL;
+      ok = arg.id != CK_T_NULL && res.id == CK_T_INT64;
+      break;
   }
   if ((unsigned)call->fn >= CK_ARRAY_LEN(fn_names))
     return ck_error_set(err, CK_EUNSUPPORTED, "could not plan aggregation: unknown function %d",
@@ -1381,6 +1592,9 @@ static uint32_t acc_width(const ck_agg_acc_t *a) {
     case CK_AGG_A_AVG_D: return 24;
     case CK_AGG_A_AVG_F: return 32; /* hi, lo, n, big */
     case CK_AGG_A_MINMAX: return (uint32_t)ck_agg_vcat_width(a->acat);
+    case CK_AGG_A_FIRSTLAST: return (uint32_t)ck_agg_vcat_width(a->acat) + 8; /* value, seq */
+    case CK_AGG_A_LISTAGG:
+    case CK_AGG_A_HLL: return (uint32_t)sizeof(void *);
   }
   return 0;
 }
@@ -1461,10 +1675,13 @@ int ck_agg_op_init(ck_op_t *op, ck_error_t *err) {
                         nout - agg->ncalls + c, ck_type_name(col, t1, sizeof t1),
                         ck_type_name(spec->calls[c].result_type, t2, sizeof t2));
     a->has_bit = a->kind == CK_AGG_A_SUM_I || a->kind == CK_AGG_A_SUM_D ||
-                         a->kind == CK_AGG_A_SUM_F || a->kind == CK_AGG_A_MINMAX
+                         a->kind == CK_AGG_A_SUM_F || a->kind == CK_AGG_A_MINMAX ||
+                         a->kind == CK_AGG_A_FIRSTLAST
                      ? nbits++
                      : -1;
   }
+  for (int c = 0; c < agg->ncalls && !rc; c++)
+    agg->inplace |= agg->acc[c].kind == CK_AGG_A_LISTAGG || agg->acc[c].kind == CK_AGG_A_HLL;
   for (int c = 0; c < agg->ncalls && !rc && !windowed; c++) agg->acc[c].emit_bit = nbits++;
   for (int k = 0; k < agg->nkeys && !rc; k++) {
     agg->key_types[k] = node->out_schema.types[k];

@@ -15,6 +15,9 @@
  *     per call: its accumulator — COUNT i64; SUM u8 has + i128 (integers and decimals) |
  *               f64 hi, f64 lo, i64 big (the sum is big·2^1000 + hi + lo);
  *               AVG i128 sum, i64 n | f64 hi, f64 lo, i64 n, i64 big; MIN/MAX u8 has + value;
+ *               FIRST_VALUE/LAST_VALUE u8 has + i64 arrival number + value when has;
+ *               LISTAGG u8 has + u32 length + text; APPROX_COUNT_DISTINCT u8 has, when has
+ *               u16 count of non-zero registers + (u16 register, u8 rank) each;
  *               DISTINCT: u32 count + the values
  *     unwindowed: u8 emitted; when set, per call u8 is_null + the value last emitted
  *   A value is its canonical state form: BOOL 1 byte, integers and TIMESTAMP i64, floats f64,
@@ -93,6 +96,36 @@ static void put_acc(ck_buf_t *b, const ck_agg_t *agg, const char *e, int c) {
       ck_buf_put_u8(b, has);
       if (has) put_slot(b, agg, a->acat, p);
       break;
+    case CK_AGG_A_FIRSTLAST:
+      ck_buf_put_u8(b, has);
+      put(b, p + ck_agg_vcat_width(a->acat), 8);
+      if (has) put_slot(b, agg, a->acat, p);
+      break;
+    case CK_AGG_A_LISTAGG: {
+      const ck_agg_sbuf_t *sb;
+      memcpy(&sb, p, sizeof sb);
+      ck_buf_put_u8(b, sb != NULL);
+      if (sb) {
+        ck_buf_put_le32(b, sb->len);
+        put(b, sb->data, sb->len);
+      }
+      break;
+    }
+    case CK_AGG_A_HLL: {
+      const uint8_t *regs;
+      memcpy(&regs, p, sizeof regs);
+      ck_buf_put_u8(b, regs != NULL);
+      if (!regs) break;
+      uint16_t n = 0;
+      for (uint32_t i = 0; i < CK_AGG_HLL_M; i++) n = (uint16_t)(n + (regs[i] != 0));
+      ck_buf_put_le16(b, n);
+      for (uint32_t i = 0; i < CK_AGG_HLL_M; i++)
+        if (regs[i]) {
+          ck_buf_put_le16(b, (uint16_t)i);
+          ck_buf_put_u8(b, regs[i]);
+        }
+      break;
+    }
   }
   if (a->distinct) {
     const ck_agg_dset_t *set;
@@ -255,6 +288,39 @@ static void get_key(rd_t *r, const ck_agg_t *agg, ck_batch_t *kb) {
   kb->nrows = 1;
 }
 
+static int corrupt(ck_error_t *err, const char *detail);
+
+/* LISTAGG's text or APPROX_COUNT_DISTINCT's registers, owned by the entry. */
+static int get_owned(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, ck_error_t *err) {
+  const ck_agg_acc_t *a = &agg->acc[c];
+  if (!ck_rd_u8(r)) return 0;
+  if (a->kind == CK_AGG_A_LISTAGG) {
+    uint32_t len = ck_rd_le32(r);
+    if (len > CK_AGG_LISTAGG_MAX) return corrupt(err, "a LISTAGG text is too long");
+    const char *s = take(r, len);
+    if (!s) return 0;
+    ck_agg_sbuf_t *sb = ck_malloc(sizeof *sb + (len ? len : 1));
+    sb->len = len;
+    sb->cap = len ? len : 1;
+    memcpy(sb->data, s, len);
+    memcpy(ck_agg_entry(agg, idx) + a->off, &sb, sizeof sb);
+    agg->dset_bytes += sb->cap;
+    return 0;
+  }
+  uint8_t *regs = ck_calloc(CK_AGG_HLL_M, 1);
+  memcpy(ck_agg_entry(agg, idx) + a->off, &regs, sizeof regs);
+  agg->dset_bytes += CK_AGG_HLL_M;
+  uint16_t n = ck_rd_le16(r);
+  for (uint16_t i = 0; i < n && !r->bad; i++) {
+    uint16_t at = ck_rd_le16(r);
+    uint8_t rank = ck_rd_u8(r);
+    if (at >= CK_AGG_HLL_M || rank > 64 - CK_AGG_HLL_P + 1)
+      return corrupt(err, "a HyperLogLog register is out of range");
+    regs[at] = rank;
+  }
+  return 0;
+}
+
 static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, int version, ck_error_t *err) {
   const ck_agg_acc_t *a = &agg->acc[c];
   size_t w = 0;
@@ -275,10 +341,23 @@ static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, int version, ck_
     case CK_AGG_A_AVG_D: w = 24; break;
     case CK_AGG_A_AVG_F: w = version == 1 ? 24 : 32; break;
     case CK_AGG_A_MINMAX: has = ck_rd_u8(r); break;
+    case CK_AGG_A_FIRSTLAST: {
+      has = ck_rd_u8(r);
+      int64_t seq = get_i64(r);
+      ck_agg_st64(ck_agg_entry(agg, idx) + a->off + ck_agg_vcat_width(a->acat), seq);
+      if (seq >= agg->seq) agg->seq = seq + 1;
+      break;
+    }
+    case CK_AGG_A_LISTAGG:
+    case CK_AGG_A_HLL: {
+      int rc = get_owned(r, agg, idx, c, err);
+      if (rc) return rc;
+      break;
+    }
   }
   if (w) get_into(r, ck_agg_entry(agg, idx) + a->off, w);
   if (a->has_bit >= 0) ck_agg_setbit(ck_agg_entry(agg, idx) + agg->bits_off, a->has_bit, has);
-  if (a->kind == CK_AGG_A_MINMAX && has) {
+  if ((a->kind == CK_AGG_A_MINMAX || a->kind == CK_AGG_A_FIRSTLAST) && has) {
     int rc = get_slot(r, agg, a->acat, idx, a->off, err);
     if (rc) {
       ck_agg_setbit(ck_agg_entry(agg, idx) + agg->bits_off, a->has_bit, false);

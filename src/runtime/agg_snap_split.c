@@ -93,11 +93,17 @@ static ck_agg_acc_kind_t kind_of(int fn, ck_type_t arg) {
     case CK_AGG_AVG: return integer ? CK_AGG_A_AVG_I : dec ? CK_AGG_A_AVG_D : CK_AGG_A_AVG_F;
     case CK_AGG_MIN:
     case CK_AGG_MAX: return CK_AGG_A_MINMAX;
+    case CK_AGG_FIRST_VALUE:
+    case CK_AGG_LAST_VALUE: return CK_AGG_A_FIRSTLAST;
+    case CK_AGG_LISTAGG: return CK_AGG_A_LISTAGG;
+    case CK_AGG_APPROX_COUNT_DISTINCT: return CK_AGG_A_HLL;
     default: return CK_AGG_A_COUNT;
   }
 }
 
-static const char *const FN_NAMES[] = {"COUNT(*)", "COUNT", "SUM", "AVG", "MIN", "MAX"};
+static const char *const FN_NAMES[] = {"COUNT(*)", "COUNT", "SUM", "AVG", "MIN", "MAX",
+                                       "FIRST_VALUE", "LAST_VALUE", "LISTAGG",
+                                       "APPROX_COUNT_DISTINCT"};
 static const char *const WIN_NAMES[] = {"none", "tumble", "hop", "session", "cumulate"};
 
 static void json_i128(ck_buf_t *j, ck_i128 v) {
@@ -188,7 +194,7 @@ static void json_ddsum(ck_buf_t *j, double hi, double lo, int64_t big) {
 }
 
 static void get_acc(rdr_t *r, const shape_t *sh, const struct call *c, ck_buf_t *j) {
-  if (j) ck_buf_printf(j, "{\"fn\":\"%s\"", FN_NAMES[c->fn >= 0 && c->fn <= 5 ? c->fn : 1]);
+  if (j) ck_buf_printf(j, "{\"fn\":\"%s\"", FN_NAMES[c->fn >= 0 && c->fn <= CK_AGG_FN_LAST ? c->fn : 1]);
   bool v1 = sh->version == 1;
   switch (c->kind) {
     case CK_AGG_A_COUNT: {
@@ -255,6 +261,35 @@ static void get_acc(rdr_t *r, const shape_t *sh, const struct call *c, ck_buf_t 
       if (j) ck_buf_puts(j, ",\"value\":");
       if (has) get_value(r, c->acat, c->arg, j);
       else if (j) ck_buf_puts(j, "null");
+      break;
+    }
+    case CK_AGG_A_FIRSTLAST: {
+      bool has = get_n(r, 1);
+      int64_t seq = get_i64(r);
+      if (j) ck_buf_printf(j, ",\"arrival\":%lld,\"value\":", (long long)seq);
+      if (has) get_value(r, c->acat, c->arg, j);
+      else if (j) ck_buf_puts(j, "null");
+      break;
+    }
+    case CK_AGG_A_LISTAGG: {
+      bool has = get_n(r, 1);
+      if (j) ck_buf_puts(j, ",\"text\":");
+      if (has) get_value(r, CK_AGG_V_STR, c->arg, j);
+      else if (j) ck_buf_puts(j, "null");
+      break;
+    }
+    case CK_AGG_A_HLL: {
+      bool has = get_n(r, 1);
+      uint8_t regs[CK_AGG_HLL_M];
+      memset(regs, 0, sizeof regs);
+      uint32_t n = has ? (uint32_t)get_n(r, 2) : 0;
+      for (uint32_t i = 0; i < n && !r->bad; i++) {
+        uint32_t at = (uint32_t)get_n(r, 2);
+        uint8_t rank = (uint8_t)get_n(r, 1);
+        if (at < CK_AGG_HLL_M) regs[at] = rank;
+      }
+      if (j) ck_buf_printf(j, ",\"registers\":%u,\"estimate\":%lld", n,
+                           (long long)(has ? ck_agg_hll_estimate(regs) : 0));
       break;
     }
   }

@@ -57,7 +57,12 @@ typedef enum ck_agg_fn {
   CK_AGG_AVG,
   CK_AGG_MIN,
   CK_AGG_MAX,
+  CK_AGG_FIRST_VALUE,   /* the first non-NULL value by arrival (agg_op.c) */
+  CK_AGG_LAST_VALUE,    /* the last non-NULL value by arrival */
+  CK_AGG_LISTAGG,       /* non-NULL values joined by `sep`, in arrival order */
+  CK_AGG_APPROX_COUNT_DISTINCT, /* HyperLogLog estimate of COUNT(DISTINCT x) */
 } ck_agg_fn_t;
+#define CK_AGG_FN_LAST CK_AGG_APPROX_COUNT_DISTINCT
 
 typedef struct ck_agg_call {
   ck_agg_fn_t fn;
@@ -67,6 +72,7 @@ typedef struct ck_agg_call {
   ck_type_t result_type;  /* COUNT: BIGINT; SUM: BIGINT for integers, DECIMAL(38,s) for
                              DECIMAL(p,s), DOUBLE for floats; AVG: DOUBLE for integers and
                              floats, DECIMAL(38, max(6,s)) for decimals; MIN/MAX: arg type */
+  const char *sep;        /* LISTAGG: the separator (',' when not given); NULL otherwise */
 } ck_agg_call_t;
 
 /* Aggregation over an input whose columns are already computed by an upstream calc:

@@ -223,6 +223,7 @@ bool ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out) {
           put_i32(out, a->calls[k].arg_col);
           put_type(out, a->calls[k].arg_type);
           put_type(out, a->calls[k].result_type);
+          if (a->calls[k].fn == CK_AGG_LISTAGG) put_str(out, a->calls[k].sep);
         }
         put_u8(out, (uint8_t)a->window.kind);
         put_i64(out, a->window.size);
@@ -616,7 +617,7 @@ static int get_node(rd_t *r, ck_graph_t *g, int i, ck_error_t *err) {
       for (int k = 0; k < a->ncalls && !r->bad; k++) {
         ck_agg_call_t *call = &a->calls[k];
         uint8_t fn = get_u8(r);
-        if (fn > CK_AGG_MAX) bad(r, "an aggregate function is out of range");
+        if (fn > CK_AGG_FN_LAST) bad(r, "an aggregate function is out of range");
         call->fn = (ck_agg_fn_t)fn;
         call->distinct = get_bool(r);
         call->arg_col = get_i32(r);
@@ -624,6 +625,7 @@ static int get_node(rd_t *r, ck_graph_t *g, int i, ck_error_t *err) {
           bad(r, "a column number is out of range");
         call->arg_type = get_type(r);
         call->result_type = get_type(r);
+        if (call->fn == CK_AGG_LISTAGG) call->sep = get_str(r, NULL);
       }
       uint8_t wk = get_u8(r);
       if (wk > CK_WIN_CUMULATE) bad(r, "a window kind is out of range");

@@ -82,6 +82,10 @@ typedef struct ck_ast_select {
   int ngroup;
   ck_ast_t **group_by;
   ck_ast_t *having;
+  /* GROUPING SETS / ROLLUP / CUBE: nsets grouping sets, each a mask over group_by (bit i:
+   * group_by[i] is a key of the set); 0 for a plain GROUP BY, whose keys are all of group_by */
+  int nsets;
+  uint64_t *sets;
 } ck_ast_select_t;
 
 typedef enum ck_stmt_kind { CK_STMT_CREATE_TABLE, CK_STMT_INSERT, CK_STMT_SELECT } ck_stmt_kind_t;

@@ -1035,6 +1035,81 @@ static int refuse(parser_t *ps, const tok_t *t, const char *what, const char *hi
   return CK_EUNSUPPORTED;
 }
 
+/* ---------------------------------------------------------------- grouping sets */
+
+#define MAX_GROUPING_SETS 64
+
+/* One grouping set written in GROUPING SETS (…): `(a, b)`, `()` or `a`; its keys appended to g. */
+static int parse_one_set(parser_t *ps, vec_t *g, uint64_t *mask) {
+  *mask = 0;
+  bool paren = ps->tok.kind == T_LPAREN;
+  if (paren) {
+    next(ps);
+    if (accept(ps, T_RPAREN)) return 0;
+  }
+  do {
+    if (is_kw(&ps->tok, "ROLLUP") || is_kw(&ps->tok, "CUBE") ||
+        (is_kw(&ps->tok, "GROUPING") && peek_word(ps, "SETS")))
+      return refuse(ps, &ps->tok, "ROLLUP, CUBE or GROUPING SETS inside GROUPING SETS",
+                    "list the sets themselves: GROUPING SETS ((a, b), (a), ())");
+    ck_ast_t *e = parse_expr(ps);
+    if (!e) return CK_ESYNTAX;
+    if (g->n < 64) *mask |= 1ull << g->n;
+    vec_push(ps, g, e);
+  } while (paren && accept(ps, T_COMMA));
+  return paren ? expect(ps, T_RPAREN, "')'") : 0;
+}
+
+/* GROUPING SETS (…), ROLLUP (…) or CUBE (…) in GROUP BY: its keys appended to g, and s->sets
+ * := the cross product of the sets so far with this element's (SQL's rule for several). */
+static int parse_grouping_sets(parser_t *ps, ck_ast_select_t *s, vec_t *g) {
+  tok_t at = ps->tok;
+  bool sets = is_kw(&at, "GROUPING"), cube = is_kw(&at, "CUBE");
+  next(ps);
+  if (sets) next(ps); /* SETS */
+  if (expect(ps, T_LPAREN, "'('")) return CK_ESYNTAX;
+  uint64_t el[MAX_GROUPING_SETS];
+  int nel = 0;
+  if (sets) {
+    do {
+      uint64_t m;
+      if (parse_one_set(ps, g, &m)) return CK_ESYNTAX;
+      if (nel == MAX_GROUPING_SETS) goto too_many;
+      el[nel++] = m;
+    } while (accept(ps, T_COMMA));
+  } else {
+    int first = g->n;
+    do {
+      ck_ast_t *e = parse_expr(ps);
+      if (!e) return CK_ESYNTAX;
+      vec_push(ps, g, e);
+    } while (accept(ps, T_COMMA));
+    int n = g->n - first;
+    if (g->n > 64) goto too_many;
+    if (cube) {
+      if (n > 6) goto too_many;
+      for (uint64_t sub = (1ull << n); sub-- > 0;) el[nel++] = sub << first;
+    } else { /* ROLLUP (a, b, c): (a, b, c), (a, b), (a), () */
+      for (int k = n; k >= 0; k--) el[nel++] = ((1ull << k) - 1) << first;
+    }
+  }
+  if (expect(ps, T_RPAREN, "')'")) return CK_ESYNTAX;
+  int nold = s->nsets ? s->nsets : 1;
+  if ((long)nold * nel > MAX_GROUPING_SETS) goto too_many;
+  uint64_t *out = ck_arena_alloc(ps->arena, sizeof *out * (size_t)(nold * nel));
+  for (int i = 0; i < nold; i++)
+    for (int j = 0; j < nel; j++) out[i * nel + j] = (s->nsets ? s->sets[i] : 0) | el[j];
+  s->sets = out;
+  s->nsets = nold * nel;
+  return 0;
+too_many:
+  ck_error_set_at(ps->err, CK_EUNSUPPORTED, at.pos.line, at.pos.column,
+                  "GROUP BY may make at most %d grouping sets of at most 64 keys (CUBE: 6)",
+                  MAX_GROUPING_SETS);
+  ck_error_hint(ps->err, "each grouping set is an aggregation of its own: split the query");
+  return CK_EUNSUPPORTED;
+}
+
 static int parse_select(parser_t *ps, ck_ast_select_t **out) {
   ck_ast_select_t *s = ck_arena_zalloc(ps->arena, sizeof *s);
   s->pos = ps->tok.pos;
@@ -1102,21 +1177,25 @@ static int parse_select(parser_t *ps, ck_ast_select_t **out) {
     next(ps);
     if (expect_kw(ps, "BY")) return CK_ESYNTAX;
     vec_t g = {0};
+    uint64_t plain = 0;
     do {
-      static const char *const multi[] = {"ROLLUP", "CUBE"};
-      if (is_kw(&ps->tok, "GROUPING") && peek_word(ps, "SETS"))
-        return refuse(ps, &ps->tok, "GROUPING SETS",
-                      "write one query per grouping (each can INSERT INTO the same sink)");
-      for (size_t i = 0; i < CK_ARRAY_LEN(multi); i++)
-        if (is_kw(&ps->tok, multi[i]) && peek_char(ps) == '(')
-          return refuse(ps, &ps->tok, multi[i],
-                        "write one query per grouping (each can INSERT INTO the same sink)");
+      if ((is_kw(&ps->tok, "GROUPING") && peek_word(ps, "SETS")) ||
+          ((is_kw(&ps->tok, "ROLLUP") || is_kw(&ps->tok, "CUBE")) && peek_char(ps) == '(')) {
+        if (parse_grouping_sets(ps, s, &g)) return CK_ESYNTAX;
+        continue;
+      }
       ck_ast_t *e = parse_expr(ps);
       if (!e) return CK_ESYNTAX;
+      if (g.n < 64) plain |= 1ull << g.n;
       vec_push(ps, &g, e);
     } while (accept(ps, T_COMMA));
     s->ngroup = g.n;
     s->group_by = (ck_ast_t **)g.items;
+    if (s->nsets && g.n > 64)
+      return ck_error_set_at(ps->err, CK_EUNSUPPORTED, s->group_by[64]->pos.line,
+                             s->group_by[64]->pos.column,
+                             "GROUPING SETS, ROLLUP and CUBE take at most 64 keys in all");
+    for (int i = 0; i < s->nsets; i++) s->sets[i] |= plain; /* plain keys are in every set */
   }
   if (accept_kw(ps, "HAVING") && !(s->having = parse_expr(ps))) return CK_ESYNTAX;
   if (is_kw(&ps->tok, "ORDER"))

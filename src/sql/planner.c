@@ -86,7 +86,10 @@ typedef struct scope {
 static const char *const agg_names[] = {"COUNT", "SUM", "AVG", "MIN", "MAX",
                                         /* expanded into the ones above (expand_aggs) */
                                         "STDDEV_POP", "STDDEV_SAMP", "STDDEV", "VAR_POP",
-                                        "VAR_SAMP", "VARIANCE", "BOOL_AND", "BOOL_OR"};
+                                        "VAR_SAMP", "VARIANCE", "BOOL_AND", "BOOL_OR",
+                                        /* their own accumulators (agg_call_spec_more) */
+                                        "FIRST_VALUE", "LAST_VALUE", "LISTAGG",
+                                        "APPROX_COUNT_DISTINCT"};
 static const char *const window_names[] = {"TUMBLE", "HOP", "SESSION", "CUMULATE"};
 
 static bool is_agg_call(const ck_ast_t *a) {
@@ -612,14 +615,14 @@ static ck_expr_t *bind_current_watermark(scope_t *sc, const ck_ast_t *a) {
 static const struct {
   const char *name, *what, *hint;
 } not_yet[] = {
-    {"FIRST_VALUE", "aggregate function", NULL},
-    {"LAST_VALUE", "aggregate function", NULL},
-    {"LISTAGG", "aggregate function", NULL},
-    {"COLLECT", "aggregate function", NULL},
-    {"ARRAY_AGG", "aggregate function", NULL},
-    {"APPROX_COUNT_DISTINCT", "aggregate function", "COUNT(DISTINCT x) counts exactly"},
-    {"GROUPING", "function", "GROUPING SETS, ROLLUP and CUBE are not supported either"},
-    {"GROUPING_ID", "function", "GROUPING SETS, ROLLUP and CUBE are not supported either"},
+    {"COLLECT", "aggregate function", "clink has no ARRAY or MULTISET type yet: LISTAGG(x, "
+                                      "',') joins the values into one string"},
+    {"ARRAY_AGG", "aggregate function", "clink has no ARRAY type yet: LISTAGG(x, ',') joins "
+                                        "the values into one string"},
+    {"GROUPING", "function", "GROUPING() is allowed with GROUPING SETS, ROLLUP or CUBE in "
+                             "GROUP BY; in a plain GROUP BY it would always be 0"},
+    {"GROUPING_ID", "function", "GROUPING_ID() is allowed with GROUPING SETS, ROLLUP or CUBE "
+                                "in GROUP BY; in a plain GROUP BY it would always be 0"},
     {"TO_DATE", "function", "clink has no DATE type yet: TO_TIMESTAMP(s, 'yyyy-MM-dd') reads a "
                             "date as the TIMESTAMP of its midnight"},
 };
@@ -1237,9 +1240,60 @@ static int plan_window(planner_t *pl, const table_t *t, const ck_ast_t *w, ck_wi
   return windows_per_record(pl, w, "size", spec->size, "step", spec->step);
 }
 
+/* FIRST_VALUE, LAST_VALUE, LISTAGG, APPROX_COUNT_DISTINCT (agg_op.c says how each folds);
+ * 1 when a is none of them. */
+static int agg_call_spec_more(planner_t *pl, const ck_ast_t *a, ck_type_t arg_type,
+                              ck_agg_call_t *out) {
+  static const struct {
+    const char *name;
+    ck_agg_fn_t fn;
+  } more[] = {{"FIRST_VALUE", CK_AGG_FIRST_VALUE}, {"LAST_VALUE", CK_AGG_LAST_VALUE},
+              {"LISTAGG", CK_AGG_LISTAGG}, {"APPROX_COUNT_DISTINCT", CK_AGG_APPROX_COUNT_DISTINCT}};
+  int m = -1;
+  for (size_t i = 0; i < CK_ARRAY_LEN(more); i++)
+    if (ck_streq_i(a->text, more[i].name)) m = (int)i;
+  if (m < 0) return 1;
+  char tn[48];
+  out->fn = more[m].fn;
+  bool listagg = out->fn == CK_AGG_LISTAGG;
+  if (a->nargs < 1 || a->nargs > (listagg ? 2 : 1) || a->args[0]->kind == CK_AST_STAR) {
+    if (listagg)
+      return fail(pl, a->pos, CK_EBIND, "LISTAGG takes a string and an optional separator: "
+                  "LISTAGG(x[, ', '])");
+    return fail(pl, a->pos, CK_EBIND, "%s takes exactly one argument", a->text);
+  }
+  if (arg_type.id == CK_T_NULL)
+    return fail(pl, a->pos, CK_ETYPE, "%s needs a typed argument, not NULL", a->text);
+  out->distinct = listagg && a->distinct; /* DISTINCT changes nothing for the other three */
+  switch (out->fn) {
+    case CK_AGG_LISTAGG:
+      if (arg_type.id != CK_T_STRING) {
+        fail(pl, a->args[0]->pos, CK_ETYPE, "LISTAGG needs a string argument, not %s",
+             ck_type_name(arg_type, tn, sizeof tn));
+        ck_error_hint(pl->err, "cast it: LISTAGG(CAST(x AS VARCHAR))");
+        return CK_ETYPE;
+      }
+      out->sep = ",";
+      if (a->nargs == 2) {
+        if (a->args[1]->kind != CK_AST_STRING)
+          return fail(pl, a->args[1]->pos, CK_EBIND, "the separator of LISTAGG must be a string "
+                      "literal such as ', '");
+        out->sep = a->args[1]->text;
+      }
+      out->result_type = CK_TYPE(CK_T_STRING);
+      return 0;
+    case CK_AGG_APPROX_COUNT_DISTINCT: out->result_type = CK_TYPE(CK_T_INT64); return 0;
+    default: out->result_type = arg_type; return 0;
+  }
+}
+
 static int agg_call_spec(planner_t *pl, const ck_ast_t *a, int arg_col, ck_type_t arg_type,
                          ck_agg_call_t *out) {
   memset(out, 0, sizeof *out);
+  int more = agg_call_spec_more(pl, a, arg_type, out);
+  out->arg_col = arg_col;
+  out->arg_type = arg_type;
+  if (more <= 0) return more;
   out->arg_col = arg_col;
   out->arg_type = arg_type;
   out->distinct = a->distinct;
@@ -1531,7 +1585,7 @@ static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***na
   for (int i = 0; i < g.ncalls; i++) {
     const ck_ast_t *c = g.calls[i];
     ck_expr_t *e = NULL;
-    if (c->nargs == 1 && c->args[0]->kind != CK_AST_STAR) {
+    if (c->nargs >= 1 && c->args[0]->kind != CK_AST_STAR) {
       if (!(e = bind(&row, c->args[0]))) return -1;
     } else {
       ck_value_t one = {.type = CK_TYPE(CK_T_INT32), .v.i = 1};
@@ -1733,6 +1787,205 @@ static int plan_sink(planner_t *pl, const ck_stmt_t *st, int last) {
   return 0;
 }
 
+/* ---- GROUPING SETS, ROLLUP, CUBE ----------------------------------------------------------
+ *
+ * Each grouping set is planned as a query of its own — source, calc, aggregation keyed by the
+ * set's keys, calc, sink — and all of them write to the statement's sink, so the sink receives
+ * their union. In a set's SELECT list and HAVING, a GROUP BY key the set leaves out becomes
+ * CAST(NULL AS its type) (outside aggregate arguments, which still see the rows' values), and
+ * GROUPING(k1, …, kn) / GROUPING_ID(…) the BIGINT whose bit n-1-i is 1 when ki is left out. A
+ * window call is a key of every set (as Flink requires), so every set's rows are windowed
+ * alike. The source is read once per set. */
+
+typedef struct gs_ctx {
+  planner_t *pl;
+  const ck_ast_select_t *s;
+  uint64_t mask;          /* the set's keys, over s->group_by */
+  const ck_type_t *types; /* per group_by expression */
+} gs_ctx_t;
+
+/* Whether a is (structurally) a key of the set; *key := the first group_by index it equals. */
+static bool gs_in_set(const gs_ctx_t *c, const ck_ast_t *a, int *key) {
+  bool any = false, in = false;
+  for (int i = 0; i < c->s->ngroup; i++)
+    if (ast_eq(c->s->group_by[i], a)) {
+      if (!any) *key = i;
+      any = true;
+      in |= (c->mask >> i) & 1;
+    }
+  if (!any) *key = -1;
+  return in;
+}
+
+static ck_ast_t *gs_rewrite(gs_ctx_t *c, ck_ast_t *a);
+
+/* a's replacement when a itself is a left-out key or a GROUPING call; NULL when it is neither
+ * (*err set on an error). */
+static ck_ast_t *gs_replace(gs_ctx_t *c, ck_ast_t *a, bool *err) {
+  planner_t *pl = c->pl;
+  int key;
+  if (a->kind == CK_AST_CALL &&
+      (ck_streq_i(a->text, "GROUPING") || ck_streq_i(a->text, "GROUPING_ID"))) {
+    if (a->nargs < 1 || a->nargs > 63) {
+      *err = true;
+      fail(pl, a->pos, CK_EBIND, "%s takes 1 to 63 GROUP BY keys", a->text);
+      return NULL;
+    }
+    int64_t v = 0;
+    for (int j = 0; j < a->nargs; j++) {
+      bool in = gs_in_set(c, a->args[j], &key);
+      if (key < 0) {
+        *err = true;
+        fail(pl, a->args[j]->pos, CK_EBIND, "the arguments of %s must be GROUP BY keys",
+             a->text);
+        return NULL;
+      }
+      v = v << 1 | (in ? 0 : 1);
+    }
+    ck_ast_t *lit = ast_lit(pl, a->pos, CK_AST_INT, ck_arena_printf(pl->arena, "%lld", (long long)v));
+    ck_ast_t *cast = ast1(pl, CK_AST_CAST, a->pos, NULL, lit);
+    cast->cast_type = CK_TYPE(CK_T_INT64);
+    return cast;
+  }
+  if (a->kind == CK_AST_INT || a->kind == CK_AST_STRING || is_agg_call(a)) return NULL;
+  if (!gs_in_set(c, a, &key) && key >= 0 && !is_window_call(a)) {
+    ck_ast_t *cast = ast1(pl, CK_AST_CAST, a->pos, NULL, ast_lit(pl, a->pos, CK_AST_NULL, NULL));
+    cast->cast_type = c->types[key];
+    return cast;
+  }
+  return NULL;
+}
+
+/* A copy of node a whose children may be replaced. */
+static ck_ast_t *gs_copy(planner_t *pl, const ck_ast_t *a) {
+  ck_ast_t *n = ck_arena_alloc(pl->arena, sizeof *n);
+  *n = *a;
+  if (a->nargs) {
+    n->args = ck_arena_alloc(pl->arena, sizeof(ck_ast_t *) * (size_t)a->nargs);
+    memcpy(n->args, a->args, sizeof(ck_ast_t *) * (size_t)a->nargs);
+  }
+  return n;
+}
+
+/* The tree with the set's substitutions; a itself where nothing changes, NULL on error. A chain
+ * of binary operators is walked with a loop (see bind_chain). */
+static ck_ast_t *gs_rewrite(gs_ctx_t *c, ck_ast_t *a) {
+  if (!a) return NULL;
+  bool err = false;
+  ck_ast_t *r = gs_replace(c, a, &err);
+  if (err) return NULL;
+  if (r) return r;
+  if (is_agg_call(a)) return a; /* aggregate arguments see the rows */
+  if (a->kind == CK_AST_BINARY) {
+    ast_stack_t chain = {0};
+    ck_ast_t *x = a;
+    for (;;) {
+      ast_stack_push(&chain, x);
+      ck_ast_t *l = x->args[0];
+      if (l->kind != CK_AST_BINARY) break;
+      if ((r = gs_replace(c, l, &err)) || err) break;
+      x = l;
+    }
+    if (err) {
+      ast_stack_fini(&chain);
+      return NULL;
+    }
+    /* the leftmost operand, then each level's right operand, bottom up */
+    ck_ast_t *below = NULL;
+    while (chain.n) {
+      ck_ast_t *n = (ck_ast_t *)chain.items[--chain.n];
+      ck_ast_t *l = below ? below : gs_rewrite(c, n->args[0]);
+      ck_ast_t *rr = l ? gs_rewrite(c, n->args[1]) : NULL;
+      if (!l || !rr) {
+        ast_stack_fini(&chain);
+        return NULL;
+      }
+      if (l != n->args[0] || rr != n->args[1]) {
+        n = gs_copy(c->pl, n);
+        n->args[0] = l, n->args[1] = rr;
+      }
+      below = n;
+    }
+    ast_stack_fini(&chain);
+    return below;
+  }
+  ck_ast_t *op = a->operand ? gs_rewrite(c, a->operand) : NULL;
+  ck_ast_t *el = a->else_ ? gs_rewrite(c, a->else_) : NULL;
+  if ((a->operand && !op) || (a->else_ && !el)) return NULL;
+  ck_ast_t *n = (ck_ast_t *)a;
+  if (op != a->operand || el != a->else_) {
+    n = gs_copy(c->pl, a);
+    n->operand = op, n->else_ = el;
+  }
+  for (int i = 0; i < a->nargs; i++) {
+    ck_ast_t *ai = gs_rewrite(c, a->args[i]);
+    if (!ai) return NULL;
+    if (ai != n->args[i]) {
+      if (n == a) n = gs_copy(c->pl, a);
+      n->args[i] = ai;
+    }
+  }
+  return n;
+}
+
+static int plan_grouping_sets(planner_t *pl, const ck_stmt_t *st) {
+  const ck_ast_select_t *s = st->select;
+  const table_t *t = find_table(pl, s->from);
+  if (!t) return unknown_table(pl, s->from, s->from_pos);
+  scope_t row = {.pl = pl, .tbl = t, .alias = s->from_alias, .clause = "GROUP BY"};
+  ck_type_t *types = ck_arena_zalloc(pl->arena, sizeof *types * (size_t)(s->ngroup + 1));
+  for (int i = 0; i < s->ngroup; i++) {
+    const ck_ast_t *e = s->group_by[i];
+    if (is_window_call(e)) {
+      for (int k = 0; k < s->nsets; k++)
+        if (!((s->sets[k] >> i) & 1)) {
+          fail(pl, e->pos, CK_EBIND, "the window %s must be in every grouping set", e->text);
+          ck_error_hint(pl->err, "write it outside ROLLUP, CUBE and GROUPING SETS: GROUP BY "
+                        "%s(…), ROLLUP (a, b)", e->text);
+          return CK_EBIND;
+        }
+      continue;
+    }
+    ck_expr_t *b = bind(&row, e);
+    if (!b) return pl->err->code ? pl->err->code : CK_EBIND;
+    types[i] = b->type;
+  }
+  for (int k = 0; k < s->nsets; k++) {
+    gs_ctx_t c = {.pl = pl, .s = s, .mask = s->sets[k], .types = types};
+    ck_ast_select_t *s2 = ck_arena_alloc(pl->arena, sizeof *s2);
+    *s2 = *s;
+    s2->nsets = 0;
+    s2->sets = NULL;
+    s2->group_by = ck_arena_alloc(pl->arena, sizeof(ck_ast_t *) * (size_t)(s->ngroup + 1));
+    s2->ngroup = 0;
+    for (int i = 0; i < s->ngroup; i++) {
+      if (!((c.mask >> i) & 1)) continue;
+      bool dup = false;
+      for (int j = 0; j < s2->ngroup && !dup; j++) dup = ast_eq(s2->group_by[j], s->group_by[i]);
+      if (!dup) s2->group_by[s2->ngroup++] = s->group_by[i];
+    }
+    s2->items = ck_arena_alloc(pl->arena, sizeof *s2->items * (size_t)(s->nitems + 1));
+    for (int i = 0; i < s->nitems; i++) {
+      s2->items[i] = s->items[i];
+      if (s->items[i].expr->kind == CK_AST_STAR) continue; /* refused by plan_select */
+      s2->items[i].alias = expr_name(pl, &s->items[i], i);
+      if (!(s2->items[i].expr = gs_rewrite(&c, s->items[i].expr)))
+        return pl->err->code ? pl->err->code : CK_EBIND;
+    }
+    if (s->having && !(s2->having = gs_rewrite(&c, s->having)))
+      return pl->err->code ? pl->err->code : CK_EBIND;
+    ck_stmt_t *st2 = ck_arena_alloc(pl->arena, sizeof *st2);
+    *st2 = *st;
+    st2->select = s2;
+    const char **names = NULL;
+    int last = plan_select(pl, s2, &names);
+    if (last < 0) return pl->err->code ? pl->err->code : CK_EINTERNAL;
+    int rc = plan_sink(pl, st2, last);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_graph_t **out,
                 ck_error_t *err) {
   ck_plan_opts_t opts = {1, 128};
@@ -1756,6 +2009,11 @@ int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_gra
     const ck_stmt_t *st = script->stmts[i];
     if (st->kind == CK_STMT_CREATE_TABLE) {
       rc = add_table(pl, st);
+      continue;
+    }
+    if (st->select->nsets) { /* GROUPING SETS / ROLLUP / CUBE */
+      rc = plan_grouping_sets(pl, st);
+      queries++;
       continue;
     }
     const char **names = NULL;

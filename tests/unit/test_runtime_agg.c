@@ -23,6 +23,9 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include <math.h>
+
+#include "runtime/agg.h"
 #include "runtime/expr.h"
 #include "runtime/op.h"
 #include "test_runtime_util.h"
@@ -118,6 +121,8 @@ static ck_type_t result_type(ck_agg_fn_t fn, ck_type_t arg) {
     case CK_AGG_AVG:
       if (arg.id == CK_T_DECIMAL) return dec(38, arg.scale > 6 ? arg.scale : 6);
       return F64;
+    case CK_AGG_LISTAGG: return STR;
+    case CK_AGG_APPROX_COUNT_DISTINCT: return I64;
     default: return arg;
   }
 }
@@ -1123,6 +1128,96 @@ static void run_snapshot_scenario(const scenario_t *sc) {
   fx_fini(&a);
 }
 
+/* FIRST_VALUE, LAST_VALUE, LISTAGG (and DISTINCT), APPROX_COUNT_DISTINCT over the rich rows */
+static void setup_order(fx_t *f, ck_win_kind_t kind) {
+  fx_init(f, kind);
+  fx_key(f, 0, STR);
+  fx_call(f, CK_AGG_FIRST_VALUE, false, 3, STR);
+  fx_call(f, CK_AGG_LAST_VALUE, false, 2, I64);
+  fx_call(f, CK_AGG_FIRST_VALUE, false, 2, I64);
+  fx_call(f, CK_AGG_LISTAGG, false, 3, STR);
+  f->calls[f->ncalls - 1].sep = "+";
+  fx_call(f, CK_AGG_LISTAGG, true, 3, STR);
+  f->calls[f->ncalls - 1].sep = ",";
+  fx_call(f, CK_AGG_APPROX_COUNT_DISTINCT, false, 3, STR);
+  fx_call(f, CK_AGG_APPROX_COUNT_DISTINCT, false, 2, I64);
+}
+static void setup_order_tumble(fx_t *f) {
+  setup_order(f, CK_WIN_TUMBLE);
+  f->win.size = 10;
+}
+static void setup_order_hop(fx_t *f) {
+  setup_order(f, CK_WIN_HOP);
+  f->win.size = 20;
+  f->win.slide = 5;
+}
+static void setup_order_session(fx_t *f) {
+  setup_order(f, CK_WIN_SESSION);
+  f->win.gap = 4;
+}
+static void setup_order_groups(fx_t *f) { setup_order(f, CK_WIN_NONE); }
+
+static void test_agg_snapshot_restore_order_aggregates(void **state) {
+  run_snapshot_scenario(&(scenario_t){setup_order_tumble, before_windows, after_windows});
+  run_snapshot_scenario(&(scenario_t){setup_order_hop, before_windows, after_windows});
+  run_snapshot_scenario(&(scenario_t){setup_order_session, before_windows, after_windows});
+  run_snapshot_scenario(&(scenario_t){setup_order_groups, before_groups, after_groups});
+}
+
+/* Sessions merged by a bridging record: FIRST/LAST by arrival, not by session or time. */
+static void test_agg_session_merge_first_last_by_arrival(void **state) {
+  fx_t f;
+  fx_init(&f, CK_WIN_SESSION);
+  f.win.gap = 6;
+  fx_key(&f, 0, I64);
+  fx_call(&f, CK_AGG_FIRST_VALUE, false, 2, I64);
+  fx_call(&f, CK_AGG_LAST_VALUE, false, 2, I64);
+  fx_call(&f, CK_AGG_APPROX_COUNT_DISTINCT, false, 2, I64);
+  fx_start(&f);
+  PUSH(&f, {1, 10, 20}, {1, 0, 10}, {1, 12, NUL});
+  PUSH(&f, {1, 5, 30}, {1, 1, NUL}); /* [5, 11) joins [0, 7) and [10, 18) */
+  wm(&f, 100);
+  expect(&f, "+I 1 0 18 20 30 3\nwm 100\n");
+  fx_fini(&f);
+}
+
+/* APPROX_COUNT_DISTINCT: HyperLogLog within four standard errors (1.625% each), below its
+ * linear-counting threshold (10,240) and past it; a value repeated is not counted again. */
+static void test_agg_approx_count_distinct_error_bound(void **state) {
+  static const int64_t counts[] = {10, 1000, 20000, 50000};
+  for (size_t t = 0; t < sizeof counts / sizeof counts[0]; t++) {
+    fx_t f;
+    fx_init(&f, CK_WIN_NONE);
+    fx_key(&f, 0, I64);
+    fx_call(&f, CK_AGG_APPROX_COUNT_DISTINCT, false, 2, I64);
+    fx_start(&f);
+    f.quiet = true;
+    ck_type_t types[3] = {I64, TS, I64};
+    for (int rep = 0; rep < 2; rep++) /* the first 1,024 values twice */
+      for (int64_t at = 0; at < (rep ? 1 : counts[t]); at += 1024) {
+        size_t n = (size_t)(counts[t] - at < 1024 ? counts[t] - at : 1024);
+        ck_batch_t *b = ck_batch_new(3, types, n);
+        for (size_t i = 0; i < n; i++) {
+          ck_col_append_i64(&b->cols[0], 7);
+          ck_col_append_i64(&b->cols[1], 0);
+          ck_col_append_i64(&b->cols[2], (at + (int64_t)i) * 7919 - 123456789);
+        }
+        assert_int_equal(process(&f, b), 0);
+      }
+    const ck_agg_t *agg = f.op.impl;
+    char *e = ck_agg_entry(agg, 0);
+    const uint8_t *regs;
+    memcpy(&regs, e + agg->acc[0].off, sizeof regs);
+    int64_t est = ck_agg_hll_estimate(regs), n = counts[t];
+    double err = fabs((double)(est - n)) / (double)n;
+    if (err > 4 * 0.01625 && llabs(est - n) > 1) {
+      fprintf(stderr, "%lld distinct values estimated as %lld\n", (long long)n, (long long)est);
+      fail();
+    }
+    fx_fini(&f);
+  }
+}
+
 static void test_agg_snapshot_restore_tumble(void **state) {
   run_snapshot_scenario(&(scenario_t){setup_tumble, before_windows, after_windows});
 }
@@ -1402,6 +1497,9 @@ int main(void) {
       cmocka_unit_test(test_agg_state_bytes_per_group),
       cmocka_unit_test(test_agg_string_pool_compacts),
       cmocka_unit_test(test_agg_snapshot_restore_tumble),
+      cmocka_unit_test(test_agg_snapshot_restore_order_aggregates),
+      cmocka_unit_test(test_agg_session_merge_first_last_by_arrival),
+      cmocka_unit_test(test_agg_approx_count_distinct_error_bound),
       cmocka_unit_test(test_agg_snapshot_restore_hop),
       cmocka_unit_test(test_agg_snapshot_restore_cumulate),
       cmocka_unit_test(test_agg_snapshot_restore_session),

@@ -1,3 +1,3 @@
 CREATE TABLE readings (sensor_id VARCHAR, ts BIGINT, temp_c DOUBLE)
 WITH (connector = 'file', path = '../data/readings.json', event_time_column = 'ts');
-SELECT sensor_id, COUNT(*) AS n FROM readings GROUP BY ROLLUP (sensor_id);
+SELECT sensor_id, LISTAGG(sensor_id, sensor_id) AS l FROM readings GROUP BY sensor_id;
