@@ -62,12 +62,14 @@
  *   start            {"checkpoint": the completed checkpoint the walk reached (0: the run's
  *                     start), "restored_from": the run's restore point}
  *   sources          one per source node: {"op", "name", "table", "connector", "topic",
- *                     "cluster_id", "topic_id" (null when not recorded, with the reason under
- *                     "absent"), "isolation_level" (the job's isolation.level, read_committed
- *                     when unset), "partitions": [{"partition", "from", "to"}] — [from, to),
- *                     the next offset to read at the start and at N (from null, with a reason
- *                     in "absent", when the run started without state: no snapshot records
- *                     where a fresh source began), "absent": {field: reason}}
+ *                     "cluster_id", "topic_id" (as the snapshots record them; null when
+ *                     none does, with the reason under "absent"), "identity_conflict" (only
+ *                     when two snapshots name different logs), "isolation_level" (the job's
+ *                     isolation.level, read_committed when unset), "partitions":
+ *                     [{"partition", "from", "to"}] — [from, to), the next offset to read at
+ *                     the start and at N (a run that started without state: from is where it
+ *                     began reading, N's snapshot's run start; null with a reason in "absent"
+ *                     when that snapshot does not record it), "absent": {field: reason}}
  *   sinks            one per sink node: {"op", "name", "table", "connector", "subtasks":
  *                     [{"subtask", "attempt", "records" (the runner's count over the scope), "stored"
  *                     (what the captures hold), "truncated", "evidence": [bundle paths],

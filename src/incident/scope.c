@@ -7,7 +7,10 @@
  * completed, until a completed checkpoint or the run's start. The Kafka ranges [from, to) are
  * the sources' positions (the next offset to read, per partition) in the snapshots of the
  * completed checkpoint the walk reached and of N: every task's file of both in the bundle
- * (--include-state). The sinks' part is their evidence over the scope. Anything the bundle
+ * (--include-state); a run that began without state has no start snapshot, and its `from` is
+ * the run start N's snapshot records (Kafka position version 2), as are the log's cluster id
+ * and topic id (two known values that differ: identity_conflict, which reconcile refuses). The
+ * sinks' part is their evidence over the scope. Anything the bundle
  * lacks, and an empty scope, makes the document "unavailable" with its reasons (exit 3),
  * never "complete". Reads only files the manifest lists, each checked against its SHA-256.
  * Threads: the command's one thread.
