@@ -38,6 +38,7 @@
 #include "base/redact.h"
 #include "base/hash.h"
 #include "sql/parser.h"
+#include "runtime/udf.h"
 
 typedef struct table {
   const ck_stmt_t *st;
@@ -72,6 +73,11 @@ typedef struct planner {
   int ntables;
   ck_node_t *nodes;
   int nnodes, cap;
+  struct {                /* CREATE FUNCTION … LANGUAGE C: the script's user-defined functions */
+    const ck_stmt_t *st;
+    const ck_udf_t *udf;
+  } fns[64];
+  int nfns;
 } planner_t;
 
 typedef struct scope {
@@ -624,6 +630,76 @@ static const struct {
                             "date as the TIMESTAMP of its midnight"},
 };
 
+/* ---------------------------------------------------------------- user-defined functions */
+
+static const ck_udf_t *find_udf(const planner_t *pl, const char *name) {
+  for (int i = 0; i < pl->nfns; i++)
+    if (ck_streq_i(pl->fns[i].st->table, name)) return pl->fns[i].udf;
+  return NULL;
+}
+
+/* A call of a function the script created: true when a->text names one (then *out is the
+ * bound call, or NULL with the error set). */
+static bool bind_udf_call(scope_t *sc, const ck_ast_t *a, ck_expr_t **out) {
+  planner_t *pl = sc->pl;
+  const ck_udf_t *udf = find_udf(pl, a->text);
+  *out = NULL;
+  if (!udf) return false;
+  if (a->distinct) {
+    fail(pl, a->pos, CK_ESYNTAX, "DISTINCT is only allowed in aggregate functions");
+    return true;
+  }
+  if (a->nargs > CLINK_UDF_MAX_ARGS) {
+    fail(pl, a->pos, CK_EBIND, "too many arguments to %s", a->text);
+    return true;
+  }
+  if (a->nargs && a->args[0]->kind == CK_AST_STAR) {
+    fail(pl, a->pos, CK_EBIND, "%s(*) is not a function call", a->text);
+    return true;
+  }
+  ck_expr_t *args[CLINK_UDF_MAX_ARGS];
+  if (bind_args(sc, a, 0, args)) return true;
+  *out = ck_expr_udf(pl->arena, udf, args, a->nargs, pl->err);
+  if (!*out) place(pl, a->pos);
+  return true;
+}
+
+static bool is_builtin_name(const char *name);
+
+/* CREATE FUNCTION name AS 'symbol' USING 'path' LANGUAGE C: loads the library now, so that a
+ * missing file or symbol or a descriptor that does not match is an error of the script. */
+static int add_function(planner_t *pl, const ck_stmt_t *st) {
+  for (int i = 0; i < pl->nfns; i++)
+    if (ck_streq_i(pl->fns[i].st->table, st->table)) {
+      if (st->if_not_exists) return 0;
+      fail(pl, st->table_pos, CK_EEXISTS, "function '%s' is already created at line %d",
+           st->table, pl->fns[i].st->table_pos.line);
+      ck_error_hint(pl->err, "write CREATE FUNCTION IF NOT EXISTS, or choose another name");
+      return CK_EEXISTS;
+    }
+  if (is_builtin_name(st->table)) {
+    fail(pl, st->table_pos, CK_EEXISTS, "could not create function '%s': a built-in function "
+         "has that name", st->table);
+    ck_error_hint(pl->err, "choose another name");
+    return CK_EEXISTS;
+  }
+  if (pl->nfns == (int)CK_ARRAY_LEN(pl->fns))
+    return fail(pl, st->table_pos, CK_EUNSUPPORTED, "a script may create at most %d functions",
+                (int)CK_ARRAY_LEN(pl->fns));
+  const ck_udf_t *udf = NULL;
+  int rc = ck_udf_load(st->table, st->fn_symbol, st->fn_path, &udf, pl->err);
+  if (rc) {
+    /* a library that does not open: its path; anything about the descriptor: the symbol */
+    place(pl, rc == CK_ENOTFOUND && !strstr(pl->err->message, "has no symbol") ? st->fn_path_pos
+                                                                             : st->fn_symbol_pos);
+    return rc;
+  }
+  pl->fns[pl->nfns].st = st;
+  pl->fns[pl->nfns].udf = udf;
+  pl->nfns++;
+  return 0;
+}
+
 static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
   planner_t *pl = sc->pl;
   if (is_agg_call(a)) {
@@ -650,6 +726,8 @@ static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
          a->text);
     return NULL;
   }
+  ck_expr_t *user = NULL;
+  if (bind_udf_call(sc, a, &user)) return user;
   int fn = ck_fn_lookup(a->text); /* the one function table: runtime/expr.h */
   if (fn >= 0) {
     if (a->distinct) {
@@ -698,6 +776,19 @@ static const struct {
     {"<=", CK_FN_LE}, {">", CK_FN_GT},  {">=", CK_FN_GE}, {"AND", CK_FN_AND},
     {"OR", CK_FN_OR}, {"||", CK_FN_CONCAT},
 };
+
+/* A name the engine gives a meaning: a function of CK_FN_TABLE, an aggregate, a window, one
+ * refused by name, or one of the calls the binder knows itself. */
+static bool is_builtin_name(const char *name) {
+  if (ck_fn_lookup(name) >= 0) return true;
+  for (size_t i = 0; i < CK_ARRAY_LEN(agg_names); i++)
+    if (ck_streq_i(name, agg_names[i])) return true;
+  for (size_t i = 0; i < CK_ARRAY_LEN(window_names); i++)
+    if (ck_streq_i(name, window_names[i])) return true;
+  for (size_t i = 0; i < CK_ARRAY_LEN(not_yet); i++)
+    if (ck_streq_i(name, not_yet[i].name)) return true;
+  return ck_streq_i(name, "CURRENT_WATERMARK") || ck_streq_i(name, "PROCTIME");
+}
 
 static ck_expr_t *too_large(planner_t *pl, ck_pos_t pos) {
   fail(pl, pos, CK_EUNSUPPORTED, "expression has more than %d nodes", CK_SQL_MAX_EXPR_NODES);
@@ -1756,6 +1847,10 @@ int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_gra
     const ck_stmt_t *st = script->stmts[i];
     if (st->kind == CK_STMT_CREATE_TABLE) {
       rc = add_table(pl, st);
+      continue;
+    }
+    if (st->kind == CK_STMT_CREATE_FUNCTION) {
+      rc = add_function(pl, st);
       continue;
     }
     const char **names = NULL;
