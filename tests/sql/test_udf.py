@@ -78,6 +78,7 @@ def make_rows(seed):
             "b": rnd.choice([0.0, 0.5, -2.0, 3.0, 7.25]) if rnd.random() > 0.1 else None,
             "s": rnd.choice(words) if rnd.random() > 0.1 else None,
             "g": rnd.randint(-3, 3),
+            "ts": 1772352000000 + rnd.randint(0, 10**9) if rnd.random() > 0.1 else None,
         })
     return rows
 
@@ -108,9 +109,11 @@ def clink_rows(d, body, parallelism):
     lib = sample_lib()
     sql = d / "q.sql"
     sql.write_text(f"""
-CREATE TABLE t (id BIGINT, x BIGINT, a DOUBLE, b DOUBLE, s VARCHAR, g INT)
+CREATE TABLE t (id BIGINT, x BIGINT, a DOUBLE, b DOUBLE, s VARCHAR, g INT, ts TIMESTAMP(3))
 WITH (connector = 'file', path = 'part-*.json', format = 'json');
 CREATE FUNCTION plus_one AS 'plus_one_udf' USING '{lib}' LANGUAGE C;
+CREATE FUNCTION next_second AS 'next_second_udf' USING '{lib}' LANGUAGE C;
+CREATE FUNCTION is_even AS 'is_even_udf' USING '{lib}' LANGUAGE C;
 CREATE TEMPORARY FUNCTION shout AS 'shout_udf' USING '{lib}' LANGUAGE C;
 CREATE FUNCTION safe_div AS 'safe_div_udf' USING '{lib}' LANGUAGE C;
 CREATE FUNCTION no_negatives AS 'no_negatives_udf' USING '{lib}' LANGUAGE C;
@@ -131,7 +134,9 @@ def close(a, b):
 def test_scalar_udfs_match_python(data, parallelism):
     d, rows = data
     got = clink_rows(d, """SELECT id, plus_one(x) AS p, plus_one(g) AS pg, shout(s) AS sh,
-        safe_div(a, b) AS q, CASE WHEN x >= 0 THEN no_negatives(x) END AS nn FROM t""",
+        safe_div(a, b) AS q, CASE WHEN x >= 0 THEN no_negatives(x) END AS nn,
+        CAST(next_second(ts) AS BIGINT) AS ts1, is_even(g) AS ev,
+        is_even(CASE WHEN g > 0 THEN g END) AS evp FROM t""",
                      parallelism)
     assert len(got) == N
     by_id = {r["id"]: r for r in rows}
@@ -139,7 +144,9 @@ def test_scalar_udfs_match_python(data, parallelism):
         src = by_id[row["id"]]
         x = src["x"]
         want = {"p": None if x is None else x + 1, "pg": src["g"] + 1, "sh": shout(src["s"]),
-                "nn": x if x is not None and x >= 0 else None}
+                "nn": x if x is not None and x >= 0 else None,
+                "ts1": None if src["ts"] is None else src["ts"] + 1000,
+                "ev": src["g"] % 2 == 0, "evp": src["g"] % 2 == 0 if src["g"] > 0 else None}
         assert {k: row[k] for k in want} == want, (row, src)
         assert close(row["q"], safe_div(src["a"], src["b"])), (row, src)
 

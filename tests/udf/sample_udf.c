@@ -71,6 +71,33 @@ static int no_negatives(const clink_udf_column_t *args, int nargs, clink_udf_res
   return 0;
 }
 
+/* next_second(TIMESTAMP(3)) -> TIMESTAMP(3): ts + 1 s (NULL in, NULL out). */
+static int next_second(const clink_udf_column_t *args, int nargs, clink_udf_result_t *res) {
+  (void)nargs;
+  const int64_t *ts = args[0].values;
+  int64_t *out = res->values;
+  for (uint32_t i = 0; i < res->len; i++) out[i] = ts[i] + 1000;
+  return 0;
+}
+
+/* is_even(INT) -> BOOLEAN: NULL for NULL. */
+static int is_even(const clink_udf_column_t *args, int nargs, clink_udf_result_t *res) {
+  (void)nargs;
+  const int32_t *x = args[0].values;
+  uint8_t *out = res->values;
+  for (uint32_t i = 0; i < res->len; i++) {
+    if (!VALID(&args[0], i)) SET_NULL(res, i);
+    else out[i] = (uint8_t)(x[i] % 2 == 0);
+  }
+  return 0;
+}
+
+__attribute__((visibility("default"))) const clink_udf_t next_second_udf = {
+    CLINK_UDF_ABI_VERSION, sizeof(clink_udf_t), "next_second", CLINK_UDF_SCALAR,
+    CLINK_UDF_NULL_IN_NULL_OUT, 1, {CLINK_UDF_TIMESTAMP}, CLINK_UDF_TIMESTAMP, next_second};
+__attribute__((visibility("default"))) const clink_udf_t is_even_udf = {
+    CLINK_UDF_ABI_VERSION, sizeof(clink_udf_t), "is_even", CLINK_UDF_SCALAR, 0, 1,
+    {CLINK_UDF_INT}, CLINK_UDF_BOOLEAN, is_even};
 __attribute__((visibility("default"))) const clink_udf_t plus_one_udf = {
     CLINK_UDF_ABI_VERSION, sizeof(clink_udf_t), "plus_one", CLINK_UDF_SCALAR,
     CLINK_UDF_NULL_IN_NULL_OUT, 1, {CLINK_UDF_BIGINT}, CLINK_UDF_BIGINT, plus_one};
