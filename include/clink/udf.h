@@ -13,7 +13,9 @@
  * script, naming the function, the library and what differs.
  *
  * A scalar function is vectorised: it is called once per batch of up to 1,024 rows with one
- * input column per argument and fills one output column. Columns are laid out as Arrow's:
+ * input column per argument and fills one output column. An aggregate function folds values
+ * into an accumulator per group through the callbacks at the end of clink_udf_t; the engine
+ * checkpoints accumulators through its serialise / deserialise. Columns are laid out as Arrow's:
  * a validity bitmap (bit i, least significant first, set = row i is not NULL; a NULL pointer =
  * every row valid), a value array, and for VARCHAR int32 offsets[len + 1] into UTF-8 bytes.
  *
@@ -49,7 +51,7 @@ typedef enum clink_udf_type {
 
 typedef enum clink_udf_kind {
   CLINK_UDF_SCALAR = 1,
-  CLINK_UDF_AGGREGATE = 2, /* reserved for aggregate functions; refused by this version */
+  CLINK_UDF_AGGREGATE = 2, /* an aggregate: the accumulator callbacks below */
 } clink_udf_kind_t;
 
 /* Flags of a descriptor. */
@@ -88,6 +90,8 @@ typedef int (*clink_udf_scalar_fn)(const clink_udf_column_t *args, int nargs,
                                    clink_udf_result_t *result);
 
 #define CLINK_UDF_MAX_ARGS 16
+/* The largest accumulator an aggregate may declare (bytes held per group in the state). */
+#define CLINK_UDF_MAX_ACC 256
 
 /* The descriptor a library exports under the symbol of `AS 'symbol'`. */
 typedef struct clink_udf {
@@ -100,6 +104,27 @@ typedef struct clink_udf {
   int32_t arg_types[CLINK_UDF_MAX_ARGS];
   int32_t result_type;
   clink_udf_scalar_fn scalar; /* CLINK_UDF_SCALAR */
+  /* CLINK_UDF_AGGREGATE: one argument, a non-VARCHAR result; the accumulator is acc_size
+   * bytes inside the engine's state, which it moves with memcpy (so it must not point into
+   * itself; it may own heap memory, freed by destroy). NULL argument values are skipped, as
+   * for the built-in aggregates; a group with no non-NULL value gives NULL without asking
+   * get. Every callback returns 0, or non-zero to stop the job (create and destroy cannot
+   * fail). State in checkpoints is the serialise form, so it should not depend on the build. */
+  uint32_t acc_size; /* 1 to CLINK_UDF_MAX_ACC */
+  void (*create)(void *acc); /* acc is zeroed before */
+  /* folds row `row` of the argument column (never NULL there) into acc */
+  int (*add)(void *acc, const clink_udf_column_t *arg, uint32_t row);
+  /* folds other into acc: windows that merge (sessions) and state restored at another
+   * parallelism may need it */
+  int (*merge)(void *acc, const void *other);
+  /* writes the result into row `row` of result (one row long) */
+  int (*get)(const void *acc, clink_udf_result_t *result, uint32_t row);
+  /* the checkpoint form: writes at most cap bytes to out and returns how many (cap is at
+   * least acc_size; a form longer than cap is -(the length needed)) */
+  int64_t (*serialise)(const void *acc, void *out, size_t cap);
+  /* reads n bytes of what serialise wrote into a created acc */
+  int (*deserialise)(void *acc, const void *in, size_t n);
+  void (*destroy)(void *acc); /* may be NULL */
 } clink_udf_t;
 
 #ifdef __cplusplus

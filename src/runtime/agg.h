@@ -221,6 +221,7 @@ typedef enum ck_agg_acc_kind {
   CK_AGG_A_AVG_D,  /* int128 sum, int64 n */
   CK_AGG_A_AVG_F,  /* double-double sum hi, lo, int64 n, i64 count of 2^1000s */
   CK_AGG_A_MINMAX, /* canonical value (+ has bit) */
+  CK_AGG_A_UDF,    /* a user-defined aggregate's acc_size bytes (+ has bit: created) */
 } ck_agg_acc_kind_t;
 
 /* The category a value of type t is held in. */
@@ -291,6 +292,8 @@ typedef struct ck_agg {
   uint32_t *dirty;      /* unwindowed: entries changed by the current batch, in order */
   size_t ndirty, dirty_cap;
   int restores;
+  ck_error_t *snap_err;  /* while a snapshot writes accumulators: where a UDF's failure goes */
+  bool snap_failed;
 } ck_agg_t;
 
 static inline char *ck_agg_entry(const ck_agg_t *agg, uint32_t idx) {

@@ -43,6 +43,7 @@
 
 #include "base/alloc.h"
 #include "runtime/agg.h"
+#include "runtime/udf.h"
 #include "runtime/decimal.h"
 
 #define POOL_COMPACT_MIN (64 * 1024)
@@ -314,7 +315,8 @@ int ck_agg_group(ck_agg_t *agg, uint32_t tag, uint32_t wid, const ck_batch_t *b,
 
 /* ---- entries: accumulators ---- */
 
-static const char *const fn_names[] = {"COUNT(*)", "COUNT", "SUM", "AVG", "MIN", "MAX"};
+static const char *const fn_names[] = {"COUNT(*)", "COUNT", "SUM", "AVG", "MIN", "MAX",
+                                        "a user-defined aggregate"};
 
 static const char *call_name(const ck_agg_t *agg, int c) { return fn_names[agg->acc[c].call->fn]; }
 
@@ -397,6 +399,10 @@ int ck_agg_acc_add_value(ck_agg_t *agg, uint32_t idx, int c, const ck_value_t *v
       else dd_set(p, p + 24, v->v.f);
       ck_agg_st64(p + 16, ck_agg_ld64(p + 16) + 1);
       break;
+    case CK_AGG_A_UDF:
+      if (!ck_agg_bit(bits, a->has_bit)) ck_udf_agg_create(a->call->udf, p);
+      ck_agg_setbit(bits, a->has_bit, true);
+      return ck_udf_agg_add(a->call->udf, p, v, err);
     case CK_AGG_A_MINMAX: {
       if (ck_agg_bit(bits, a->has_bit)) {
         ck_value_t cur;
@@ -515,6 +521,17 @@ static int acc_merge(ck_agg_t *agg, uint32_t dst, uint32_t src, ck_error_t *err)
         if (rc) return rc;
         break;
       }
+      case CK_AGG_A_UDF:
+        if (!shas) break;
+        if (!ck_agg_bit(d + agg->bits_off, a->has_bit)) {
+          ck_udf_agg_create(a->call->udf, dp);
+          ck_agg_setbit(d + agg->bits_off, a->has_bit, true);
+        }
+        {
+          int rc = ck_udf_agg_merge(a->call->udf, dp, sp, err);
+          if (rc) return rc;
+        }
+        break;
       case CK_AGG_A_AVG_I:
       case CK_AGG_A_AVG_D: {
         ck_i128 sum;
@@ -610,6 +627,12 @@ static int acc_result(ck_agg_t *agg, uint32_t idx, int c, ck_value_t *out, ck_er
       }
       ck_agg_val_load(agg, a->acat, a->call->result_type, p, out);
       return 0;
+    case CK_AGG_A_UDF:
+      if (!has) {
+        out->is_null = true;
+        return 0;
+      }
+      return ck_udf_agg_get(a->call->udf, p, out, err);
   }
   return 0;
 }
@@ -627,6 +650,10 @@ void ck_agg_entry_release(ck_agg_t *agg, uint32_t idx) {
     if (flags & CK_AGG_F_ACC) {
       if (a->kind == CK_AGG_A_MINMAX && a->acat == CK_AGG_V_STR && ck_agg_bit(bits, a->has_bit))
         ck_agg_pool_release(&agg->pool, ck_agg_ldref(e + a->off));
+      if (a->kind == CK_AGG_A_UDF && ck_agg_bit(bits, a->has_bit)) {
+        ck_udf_agg_destroy(a->call->udf, e + a->off);
+        ck_agg_setbit((char *)bits, a->has_bit, false);
+      }
       if (a->distinct) {
         ck_agg_dset_t *set = acc_set(e, a);
         agg->dset_bytes -= ck_agg_dset_bytes(set, ck_agg_vcat_width(a->acat));
@@ -1358,6 +1385,12 @@ static int plan_call(ck_agg_acc_t *a, const ck_agg_call_t *call, ck_error_t *err
       a->is_min = call->fn == CK_AGG_MIN;
       ok = arg.id != CK_T_NULL && ck_type_eq(arg, res);
       break;
+    case CK_AGG_UDF:
+      a->kind = CK_AGG_A_UDF;
+      a->distinct = false;
+      ok = call->udf && call->udf->aggregate && ck_type_eq(arg, call->udf->args[0]) &&
+           ck_type_eq(res, call->udf->result);
+      break;
   }
   if ((unsigned)call->fn >= CK_ARRAY_LEN(fn_names))
     return ck_error_set(err, CK_EUNSUPPORTED, "could not plan aggregation: unknown function %d",
@@ -1368,6 +1401,7 @@ static int plan_call(ck_agg_acc_t *a, const ck_agg_call_t *call, ck_error_t *err
                         fn_names[call->fn], ck_type_name(arg, at, sizeof at),
                         ck_type_name(res, rt, sizeof rt));
   a->rcat = ck_agg_rcat_of(a->kind, a->acat);
+  if (a->kind == CK_AGG_A_UDF) a->rcat = ck_agg_vcat_of(res);
   return 0;
 }
 
@@ -1381,6 +1415,7 @@ static uint32_t acc_width(const ck_agg_acc_t *a) {
     case CK_AGG_A_AVG_D: return 24;
     case CK_AGG_A_AVG_F: return 32; /* hi, lo, n, big */
     case CK_AGG_A_MINMAX: return (uint32_t)ck_agg_vcat_width(a->acat);
+    case CK_AGG_A_UDF: return a->call->udf->desc->acc_size;
   }
   return 0;
 }
@@ -1461,7 +1496,8 @@ int ck_agg_op_init(ck_op_t *op, ck_error_t *err) {
                         nout - agg->ncalls + c, ck_type_name(col, t1, sizeof t1),
                         ck_type_name(spec->calls[c].result_type, t2, sizeof t2));
     a->has_bit = a->kind == CK_AGG_A_SUM_I || a->kind == CK_AGG_A_SUM_D ||
-                         a->kind == CK_AGG_A_SUM_F || a->kind == CK_AGG_A_MINMAX
+                         a->kind == CK_AGG_A_SUM_F || a->kind == CK_AGG_A_MINMAX ||
+                         a->kind == CK_AGG_A_UDF
                      ? nbits++
                      : -1;
   }

@@ -57,6 +57,7 @@ typedef enum ck_agg_fn {
   CK_AGG_AVG,
   CK_AGG_MIN,
   CK_AGG_MAX,
+  CK_AGG_UDF,             /* a user-defined aggregate in C: `udf` (runtime/udf.h) */
 } ck_agg_fn_t;
 
 typedef struct ck_agg_call {
@@ -67,6 +68,7 @@ typedef struct ck_agg_call {
   ck_type_t result_type;  /* COUNT: BIGINT; SUM: BIGINT for integers, DECIMAL(38,s) for
                              DECIMAL(p,s), DOUBLE for floats; AVG: DOUBLE for integers and
                              floats, DECIMAL(38, max(6,s)) for decimals; MIN/MAX: arg type */
+  const struct ck_udf *udf; /* CK_AGG_UDF: loaded for the life of the process */
 } ck_agg_call_t;
 
 /* Aggregation over an input whose columns are already computed by an upstream calc:

@@ -229,6 +229,11 @@ bool ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out) {
           put_i32(out, a->calls[k].arg_col);
           put_type(out, a->calls[k].arg_type);
           put_type(out, a->calls[k].result_type);
+          if (a->calls[k].fn == CK_AGG_UDF) { /* loaded again where the plan is decoded */
+            put_str(out, a->calls[k].udf->name);
+            put_str(out, a->calls[k].udf->symbol);
+            put_str(out, a->calls[k].udf->path);
+          }
         }
         put_u8(out, (uint8_t)a->window.kind);
         put_i64(out, a->window.size);
@@ -445,6 +450,24 @@ static void get_udf(rd_t *r, ck_expr_t *e) {
     bad(r, "a user-defined function's result type is not the one the plan was made with");
 }
 
+/* A user-defined aggregate's name, symbol and library, loaded as get_udf loads a scalar one. */
+static void get_agg_udf(rd_t *r, ck_agg_call_t *call) {
+  const char *name = get_str(r, NULL), *symbol = get_str(r, NULL), *path = get_str(r, NULL);
+  if (r->bad) return;
+  if (!name || !symbol || !path) {
+    bad(r, "a user-defined aggregate has no name, symbol or library");
+    return;
+  }
+  ck_error_t local = {0};
+  if (ck_udf_load(name, symbol, path, &call->udf, r->err ? r->err : &local)) {
+    bad(r, "a user-defined aggregate's library cannot be loaded");
+    return;
+  }
+  if (!call->udf->aggregate || !ck_type_eq(call->udf->result, call->result_type) ||
+      !ck_type_eq(call->udf->args[0], call->arg_type))
+    bad(r, "a user-defined aggregate's types are not the ones the plan was made with");
+}
+
 /* One tree whose columns index a layout of ncols, pre-order, without recursion. */
 static ck_expr_t *get_expr(rd_t *r, int ncols) {
   ck_expr_t *root = NULL;
@@ -644,7 +667,7 @@ static int get_node(rd_t *r, ck_graph_t *g, int i, ck_error_t *err) {
       for (int k = 0; k < a->ncalls && !r->bad; k++) {
         ck_agg_call_t *call = &a->calls[k];
         uint8_t fn = get_u8(r);
-        if (fn > CK_AGG_MAX) bad(r, "an aggregate function is out of range");
+        if (fn > CK_AGG_UDF) bad(r, "an aggregate function is out of range");
         call->fn = (ck_agg_fn_t)fn;
         call->distinct = get_bool(r);
         call->arg_col = get_i32(r);
@@ -652,6 +675,7 @@ static int get_node(rd_t *r, ck_graph_t *g, int i, ck_error_t *err) {
           bad(r, "a column number is out of range");
         call->arg_type = get_type(r);
         call->result_type = get_type(r);
+        if (call->fn == CK_AGG_UDF && !r->bad) get_agg_udf(r, call);
       }
       uint8_t wk = get_u8(r);
       if (wk > CK_WIN_CUMULATE) bad(r, "a window kind is out of range");

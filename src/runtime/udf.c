@@ -21,6 +21,7 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/bytes.h"
 
 typedef struct reg_entry {
   struct reg_entry *next;
@@ -85,16 +86,34 @@ static int check_desc(const char *name, const char *symbol, const char *path,
     return CK_EBIND;
   }
   if (d->kind == CLINK_UDF_AGGREGATE) {
-    snprintf(why, sizeof why, "it is an aggregate function, and aggregate functions in C are "
-             "not supported yet");
-    return load_fail(err, CK_EUNSUPPORTED, name, path, why);
-  }
-  if (d->kind != CLINK_UDF_SCALAR) {
+    const char *miss = !d->create ? "create" : !d->add ? "add" : !d->merge ? "merge"
+                       : !d->get ? "get" : !d->serialise ? "serialise"
+                       : !d->deserialise ? "deserialise" : NULL;
+    if (miss) {
+      snprintf(why, sizeof why, "its aggregate descriptor '%s' has no %s function", symbol, miss);
+      return load_fail(err, CK_EUNSUPPORTED, name, path, why);
+    }
+    if (d->acc_size < 1 || d->acc_size > CLINK_UDF_MAX_ACC) {
+      snprintf(why, sizeof why, "its aggregate descriptor '%s' declares an accumulator of %u "
+               "bytes (1 to %d allowed)", symbol, d->acc_size, CLINK_UDF_MAX_ACC);
+      return load_fail(err, CK_EUNSUPPORTED, name, path, why);
+    }
+    if (d->nargs != 1) {
+      snprintf(why, sizeof why, "its aggregate descriptor '%s' declares %d arguments; an "
+               "aggregate function takes one", symbol, d->nargs);
+      return load_fail(err, CK_EUNSUPPORTED, name, path, why);
+    }
+    if (d->result_type == CLINK_UDF_VARCHAR) {
+      snprintf(why, sizeof why, "its aggregate descriptor '%s' returns VARCHAR, which an "
+               "aggregate function in C cannot yet", symbol);
+      return load_fail(err, CK_EUNSUPPORTED, name, path, why);
+    }
+  } else if (d->kind != CLINK_UDF_SCALAR) {
     snprintf(why, sizeof why, "its descriptor '%s' has kind %d, which is neither scalar (1) nor "
              "aggregate (2)", symbol, d->kind);
     return load_fail(err, CK_EUNSUPPORTED, name, path, why);
   }
-  if (!d->scalar) {
+  if (d->kind == CLINK_UDF_SCALAR && !d->scalar) {
     snprintf(why, sizeof why, "its descriptor '%s' has no scalar function pointer", symbol);
     return load_fail(err, CK_EUNSUPPORTED, name, path, why);
   }
@@ -116,6 +135,7 @@ static int check_desc(const char *name, const char *symbol, const char *path,
   }
   udf->nargs = d->nargs;
   udf->desc = d;
+  udf->aggregate = d->kind == CLINK_UDF_AGGREGATE;
   return 0;
 }
 
@@ -307,4 +327,143 @@ done:
   ck_free(forced);
   ck_free(valid);
   return rc;
+}
+
+/* ---- aggregates: one value at a time, on the aggregation operator's thread ---- */
+
+static int agg_fail(const ck_udf_t *udf, const char *what, const char *msg, ck_error_t *err) {
+  ck_error_set(err, CK_EEVAL, "aggregate function %s failed in %s: %s", udf->name, what,
+               msg[0] ? msg : "it returned an error without a message");
+  ck_error_detail(err, "from symbol '%s' of library '%s'", udf->symbol, udf->path);
+  return CK_EEVAL;
+}
+
+/* The state keeps accumulators packed (unaligned): each call sees an aligned copy, written
+ * back after it. */
+typedef struct aligned_acc {
+  _Alignas(16) unsigned char b[CLINK_UDF_MAX_ACC];
+} aligned_acc_t;
+
+void ck_udf_agg_create(const ck_udf_t *udf, void *acc) {
+  aligned_acc_t a;
+  memset(&a, 0, sizeof a);
+  udf->desc->create(a.b);
+  memcpy(acc, a.b, udf->desc->acc_size);
+}
+
+void ck_udf_agg_destroy(const ck_udf_t *udf, void *acc) {
+  if (!udf->desc->destroy) return;
+  aligned_acc_t a;
+  memcpy(a.b, acc, udf->desc->acc_size);
+  udf->desc->destroy(a.b);
+}
+
+int ck_udf_agg_add(const ck_udf_t *udf, void *acc, const ck_value_t *v, ck_error_t *err) {
+  int64_t i64 = 0;
+  int32_t i32 = 0, off[2] = {0, 0};
+  double f = 0;
+  uint8_t b = 0;
+  clink_udf_column_t col = {udf->desc->arg_types[0], 1, NULL, NULL, ""};
+  switch (udf->args[0].id) {
+    case CK_T_BOOL: b = v->v.b; col.values = &b; break;
+    case CK_T_INT32: i32 = (int32_t)v->v.i; col.values = &i32; break;
+    case CK_T_FLOAT64: f = v->v.f; col.values = &f; break;
+    case CK_T_STRING:
+      off[1] = (int32_t)v->v.s.len;
+      col.values = off;
+      col.data = v->v.s.ptr ? v->v.s.ptr : "";
+      break;
+    default: i64 = v->v.i; col.values = &i64; break;
+  }
+  aligned_acc_t a;
+  memcpy(a.b, acc, udf->desc->acc_size);
+  int frc = udf->desc->add(a.b, &col, 0);
+  memcpy(acc, a.b, udf->desc->acc_size);
+  if (frc) return agg_fail(udf, "add", "", err);
+  return 0;
+}
+
+int ck_udf_agg_merge(const ck_udf_t *udf, void *acc, const void *other, ck_error_t *err) {
+  aligned_acc_t a, o;
+  memcpy(a.b, acc, udf->desc->acc_size);
+  memcpy(o.b, other, udf->desc->acc_size);
+  int frc = udf->desc->merge(a.b, o.b);
+  memcpy(acc, a.b, udf->desc->acc_size);
+  if (frc) return agg_fail(udf, "merge", "", err);
+  return 0;
+}
+
+int ck_udf_agg_get(const ck_udf_t *udf, const void *acc, ck_value_t *out, ck_error_t *err) {
+  uint8_t valid = 0xff;
+  union { int64_t i; int32_t i32; double f; uint8_t b; } val;
+  memset(&val, 0, sizeof val);
+  char msg[512] = "";
+  clink_udf_result_t res = {udf->desc->result_type, 1, &valid, &val, NULL, msg,
+                            sizeof msg, NULL};
+  aligned_acc_t a;
+  memcpy(a.b, acc, udf->desc->acc_size);
+  if (udf->desc->get(a.b, &res, 0)) {
+    msg[sizeof msg - 1] = 0;
+    return agg_fail(udf, "get", msg, err);
+  }
+  memset(out, 0, sizeof *out);
+  out->type = udf->result;
+  out->is_null = !(valid & 1);
+  switch (udf->result.id) {
+    case CK_T_BOOL: out->v.b = val.b != 0; break;
+    case CK_T_INT32: out->v.i = val.i32; break;
+    case CK_T_FLOAT64:
+      out->v.f = val.f;
+      if (!out->is_null && !isfinite(val.f)) {
+        ck_error_set(err, CK_EEVAL, "aggregate function %s returned a value that is not finite",
+                     udf->name);
+        ck_error_detail(err, "no value in clink is ever Infinity or NaN; from symbol '%s' of "
+                        "library '%s'", udf->symbol, udf->path);
+        return CK_EEVAL;
+      }
+      break;
+    default: out->v.i = val.i; break;
+  }
+  return 0;
+}
+
+int ck_udf_agg_serialise(const ck_udf_t *udf, const void *acc, ck_buf_t *out, ck_error_t *err) {
+  size_t cap = udf->desc->acc_size * 2 + 64;
+  for (int tries = 0; tries < 2; tries++) {
+    char *tmp = ck_malloc(cap);
+    aligned_acc_t a;
+    memcpy(a.b, acc, udf->desc->acc_size);
+    int64_t n = udf->desc->serialise(a.b, tmp, cap);
+    if (n >= 0 && (uint64_t)n <= cap && n <= UINT32_MAX) {
+      ck_buf_put_le32(out, (uint32_t)n);
+      ck_buf_append(out, tmp, (size_t)n);
+      ck_free(tmp);
+      return 0;
+    }
+    ck_free(tmp);
+    if (n >= 0 || -n > (int64_t)1 << 30) break;
+    cap = (size_t)-n;
+  }
+  ck_error_set(err, CK_EEVAL, "aggregate function %s could not serialise its accumulator",
+               udf->name);
+  ck_error_detail(err, "from symbol '%s' of library '%s'", udf->symbol, udf->path);
+  return CK_EEVAL;
+}
+
+int ck_udf_agg_deserialise(const ck_udf_t *udf, void *acc, const void *p, size_t n,
+                           ck_error_t *err) {
+  aligned_acc_t a;
+  memset(&a, 0, sizeof a);
+  udf->desc->create(a.b);
+  int frc = udf->desc->deserialise(a.b, p, n);
+  memcpy(acc, a.b, udf->desc->acc_size);
+  if (frc) {
+    ck_udf_agg_destroy(udf, acc);
+    memset(acc, 0, udf->desc->acc_size);
+    ck_error_set(err, CK_ESTATE, "aggregate function %s could not read its accumulator from the "
+                 "checkpoint (%zu bytes)", udf->name, n);
+    ck_error_detail(err, "from symbol '%s' of library '%s'", udf->symbol, udf->path);
+    return CK_ESTATE;
+  }
+  return 0;
 }

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 #include "runtime/batch.h"
 #include "runtime/types.h"
@@ -35,6 +36,7 @@ typedef struct ck_udf {
   int nargs;
   ck_type_t args[CLINK_UDF_MAX_ARGS];
   ck_type_t result;
+  bool aggregate; /* CLINK_UDF_AGGREGATE: desc->acc_size bytes of accumulator per group */
 } ck_udf_t;
 
 /* Loads (or finds already loaded) function `name` from symbol in the library at path. On
@@ -48,6 +50,18 @@ int ck_udf_load(const char *name, const char *symbol, const char *path, const ck
  * initialised here (udf->result); CK_EEVAL on the function's failure. */
 int ck_udf_eval(const ck_udf_t *udf, const ck_col_t *const *args, size_t n, const uint8_t *live,
                 ck_col_t *out, ck_error_t *err);
+
+/* Aggregates (udf->aggregate), for the aggregation operator: acc is desc->acc_size bytes of
+ * its state. create zeroes and creates; add folds one non-NULL value of udf->args[0]; get
+ * gives the result typed udf->result; serialise appends u32 length + the function's form. */
+void ck_udf_agg_create(const ck_udf_t *udf, void *acc);
+void ck_udf_agg_destroy(const ck_udf_t *udf, void *acc);
+int ck_udf_agg_add(const ck_udf_t *udf, void *acc, const ck_value_t *v, ck_error_t *err);
+int ck_udf_agg_merge(const ck_udf_t *udf, void *acc, const void *other, ck_error_t *err);
+int ck_udf_agg_get(const ck_udf_t *udf, const void *acc, ck_value_t *out, ck_error_t *err);
+int ck_udf_agg_serialise(const ck_udf_t *udf, const void *acc, ck_buf_t *out, ck_error_t *err);
+int ck_udf_agg_deserialise(const ck_udf_t *udf, void *acc, const void *p, size_t n,
+                           ck_error_t *err);
 
 /* The SQL name of a UDF type code, or NULL when the code is not one. */
 const char *ck_udf_type_name(int32_t code);

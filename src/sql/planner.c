@@ -95,8 +95,11 @@ static const char *const agg_names[] = {"COUNT", "SUM", "AVG", "MIN", "MAX",
                                         "VAR_SAMP", "VARIANCE", "BOOL_AND", "BOOL_OR"};
 static const char *const window_names[] = {"TUMBLE", "HOP", "SESSION", "CUMULATE"};
 
+static bool is_udf_agg_call(const ck_ast_t *a);
+
 static bool is_agg_call(const ck_ast_t *a) {
   if (a->kind != CK_AST_CALL) return false;
+  if (is_udf_agg_call(a)) return true;
   for (size_t i = 0; i < CK_ARRAY_LEN(agg_names); i++)
     if (ck_streq_i(a->text, agg_names[i])) return true;
   return false;
@@ -636,6 +639,15 @@ static const ck_udf_t *find_udf(const planner_t *pl, const char *name) {
   for (int i = 0; i < pl->nfns; i++)
     if (ck_streq_i(pl->fns[i].st->table, name)) return pl->fns[i].udf;
   return NULL;
+}
+
+/* The planner of the script being planned on this thread: is_agg_call, which the binder
+ * calls everywhere without a planner, asks it for the script's aggregate functions. */
+static _Thread_local const planner_t *tl_planner;
+
+static bool is_udf_agg_call(const ck_ast_t *a) {
+  const ck_udf_t *udf = tl_planner ? find_udf(tl_planner, a->text) : NULL;
+  return udf && udf->aggregate;
 }
 
 /* A call of a function the script created: true when a->text names one (then *out is the
@@ -1328,6 +1340,17 @@ static int plan_window(planner_t *pl, const table_t *t, const ck_ast_t *w, ck_wi
   return windows_per_record(pl, w, "size", spec->size, "step", spec->step);
 }
 
+/* A user-defined aggregate's argument converted to the type its descriptor declares, as a
+ * scalar UDF's are (an INT into a BIGINT argument); other calls' arguments are left alone. */
+static ck_expr_t *coerce_udf_agg_arg(planner_t *pl, const ck_ast_t *a, ck_expr_t *e) {
+  const ck_udf_t *udf = find_udf(pl, a->text);
+  if (!udf || !udf->aggregate || ck_type_eq(e->type, udf->args[0])) return e;
+  if (e->type.id != CK_T_NULL && !ck_type_assignable(e->type, udf->args[0])) return e;
+  ck_expr_t *c = ck_expr_coerce(pl->arena, e, udf->args[0], pl->err);
+  if (!c) place(pl, a->pos);
+  return c;
+}
+
 static int agg_call_spec(planner_t *pl, const ck_ast_t *a, int arg_col, ck_type_t arg_type,
                          ck_agg_call_t *out) {
   memset(out, 0, sizeof *out);
@@ -1336,6 +1359,25 @@ static int agg_call_spec(planner_t *pl, const ck_ast_t *a, int arg_col, ck_type_
   out->distinct = a->distinct;
   char tn[48];
   bool star = a->nargs == 1 && a->args[0]->kind == CK_AST_STAR;
+  const ck_udf_t *udf = find_udf(pl, a->text);
+  if (udf && udf->aggregate) {
+    if (a->nargs != 1 || star)
+      return fail(pl, a->pos, CK_EBIND, "%s takes exactly one argument (library '%s')", a->text,
+                  udf->path);
+    if (a->distinct)
+      return fail(pl, a->pos, CK_EUNSUPPORTED, "DISTINCT in the user-defined aggregate %s is "
+                  "not supported", a->text);
+    if (!ck_type_eq(arg_type, udf->args[0])) {
+      char want[48];
+      return fail(pl, a->pos, CK_ETYPE, "function %s takes %s as argument 1, not %s (library "
+                  "'%s')", a->text, ck_type_name(udf->args[0], want, sizeof want),
+                  ck_type_name(arg_type, tn, sizeof tn), udf->path);
+    }
+    out->fn = CK_AGG_UDF;
+    out->udf = udf;
+    out->result_type = udf->result;
+    return 0;
+  }
   if (ck_streq_i(a->text, "COUNT")) {
     if (a->nargs != 1) return fail(pl, a->pos, CK_EBIND, "COUNT takes one argument or *");
     out->fn = star ? CK_AGG_COUNT_STAR : CK_AGG_COUNT;
@@ -1628,6 +1670,7 @@ static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***na
       ck_value_t one = {.type = CK_TYPE(CK_T_INT32), .v.i = 1};
       e = ck_expr_literal(pl->arena, &one);
     }
+    if (!(e = coerce_udf_agg_arg(pl, c, e))) return -1;
     pre->u.calc.exprs[k] = e;
     pre->out_schema.names[k] = ck_arena_printf(pl->arena, "arg$%d", i);
     pre->out_schema.types[k] = e->type;
@@ -1842,6 +1885,7 @@ int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_gra
   pl->arena = &graph->arena;
   pl->err = err;
   pl->opts = &opts;
+  tl_planner = pl;
   int rc = 0, queries = 0;
   for (int i = 0; i < script->nstmts && !rc; i++) {
     const ck_stmt_t *st = script->stmts[i];
@@ -1865,6 +1909,7 @@ int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_gra
   if (!rc && queries == 0)
     rc = ck_error_set(err, CK_EINVAL,
                       "nothing to run: the script has no INSERT INTO … SELECT or SELECT");
+  tl_planner = NULL;
   for (int i = 0; i < pl->ntables; i++) ck_hmap_fini(&pl->tables[i].cols);
   if (rc) {
     ck_free(pl);
@@ -1973,9 +2018,12 @@ void ck_graph_describe(const ck_graph_t *graph, ck_buf_t *out) {
                       (long long)a->window.size, (long long)a->window.slide,
                       (long long)a->window.gap, (long long)a->window.step, a->window.time_col,
                       (long long)a->allowed_lateness_ms);
-        for (int k = 0; k < a->ncalls; k++)
+        for (int k = 0; k < a->ncalls; k++) {
           ck_buf_printf(out, " call=%d/%d/%d", (int)a->calls[k].fn, a->calls[k].distinct,
                         a->calls[k].arg_col);
+          if (a->calls[k].udf)
+            ck_buf_printf(out, "[%s@%s]", a->calls[k].udf->symbol, a->calls[k].udf->path);
+        }
         ck_buf_puts(out, " having=");
         if (a->having) ck_expr_to_string(a->having, out);
         break;

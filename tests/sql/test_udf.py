@@ -36,8 +36,8 @@ def sample_lib():
     return str(path)
 
 
-def run(sql_path, *args):
-    env = dict(os.environ, CLINK_LOG_LEVEL="warn")
+def run(sql_path, *args, env=None):
+    env = dict(os.environ, CLINK_LOG_LEVEL="warn", **(env or {}))
     return subprocess.run([CLINK, "run", *args, sql_path.name], cwd=sql_path.parent,
                           capture_output=True, text=True, timeout=120, env=env)
 
@@ -102,13 +102,27 @@ def data(tmp_path_factory):
         with open(d / f"part-{n}.json", "w") as f:
             for r in part:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    # in event-time order but for each pair swapped: a record that arrives after its successor
+    # may join two open sessions into one (the aggregates' merge); the watermark's lag keeps
+    # every record on time
+    timed = sorted((r for r in rows if r["ts"] is not None), key=lambda r: r["ts"])
+    for i in range(0, len(timed) - 1, 2):
+        timed[i], timed[i + 1] = timed[i + 1], timed[i]
+    with open(d / "sorted.json", "w") as f:
+        for r in timed:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
     return d, rows
 
 
-def clink_rows(d, body, parallelism):
+def clink_rows(d, body, parallelism, table2=False, fails=None, env=None):
     lib = sample_lib()
     sql = d / "q.sql"
-    sql.write_text(f"""
+    # t2: the rows with an event time, nearly in its order (data()), as epoch milliseconds
+    extra = ("CREATE TABLE t2 (id BIGINT, x BIGINT, a DOUBLE, b DOUBLE, s VARCHAR, g INT, ts BIGINT)"
+             " WITH (connector = 'file', path = 'sorted.json', format = 'json',"
+             " event_time_column = 'ts', event_time_null = 'skip',"
+             " watermark_lag_ms = '1000000000');") if table2 else ""
+    sql.write_text(extra + f"""
 CREATE TABLE t (id BIGINT, x BIGINT, a DOUBLE, b DOUBLE, s VARCHAR, g INT, ts TIMESTAMP(3))
 WITH (connector = 'file', path = 'part-*.json', format = 'json');
 CREATE FUNCTION plus_one AS 'plus_one_udf' USING '{lib}' LANGUAGE C;
@@ -119,7 +133,10 @@ CREATE FUNCTION safe_div AS 'safe_div_udf' USING '{lib}' LANGUAGE C;
 CREATE FUNCTION no_negatives AS 'no_negatives_udf' USING '{lib}' LANGUAGE C;
 {body};
 """)
-    r = run(sql, "--parallelism", str(parallelism))
+    r = run(sql, "--parallelism", str(parallelism), env=env)
+    if fails:
+        assert r.returncode == 1 and fails in r.stderr, (r.returncode, r.stderr)
+        return []
     assert r.returncode == 0, r.stderr
     return [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
 
@@ -183,3 +200,82 @@ SELECT no_negatives(x) AS v FROM t;
     assert r.returncode == 1
     assert "function no_negatives failed: negative value" in r.stderr, r.stderr
     assert "no_negatives_udf" in r.stderr and lib in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------- aggregates
+
+AGGS = """CREATE FUNCTION my_sum AS 'my_sum_udf' USING '{lib}' LANGUAGE C;
+CREATE FUNCTION uniq_count AS 'uniq_count_udf' USING '{lib}' LANGUAGE C;
+CREATE FUNCTION longest AS 'longest_udf' USING '{lib}' LANGUAGE C;
+"""
+
+
+def python_aggs(rows):
+    """(my_sum, uniq_count, longest) of a group's rows: NULLs skipped, all-NULL gives NULL."""
+    xs = [r["x"] for r in rows if r["x"] is not None]
+    ss = [r["s"] for r in rows if r["s"] is not None]
+    return (sum(xs) if xs else None, len(set(xs)) if xs else None,
+            max(len(s.encode()) for s in ss) if ss else None)
+
+
+@pytest.mark.parametrize("parallelism", [1, 4])
+def test_aggregate_udfs_match_python(data, parallelism):
+    d, rows = data
+    got = clink_rows(d, AGGS.format(lib=sample_lib()) +
+                     "SELECT g, my_sum(x) AS s, uniq_count(x) AS u, longest(s) AS l, "
+                     "my_sum(g) AS sg FROM t GROUP BY g", parallelism)
+    final = {}
+    for row in got:
+        final[row["g"]] = (row["s"], row["u"], row["l"], row["sg"])
+    groups = {}
+    for r in rows:
+        groups.setdefault(r["g"], []).append(r)
+    want = {g: python_aggs(rs) + (g * len(rs),) for g, rs in groups.items()}
+    assert final == want
+
+
+@pytest.mark.parametrize("window", ["TUMBLE(ts, INTERVAL '100' SECOND)",
+                                    "SESSION(ts, INTERVAL '3000' SECOND)"])
+def test_aggregate_udfs_in_windows_match_python(data, window):
+    """Windows: a session merges accumulators when a record joins two sessions (merge)."""
+    d, rows = data
+    got = clink_rows(d, AGGS.format(lib=sample_lib()) +
+        f"SELECT g, window_start, window_end, my_sum(x) AS s, uniq_count(x) AS u, "
+        f"longest(s) AS l FROM t2 GROUP BY g, {window}", 1, table2=True)
+    got = {(r["g"], r["window_start"], r["window_end"]): (r["s"], r["u"], r["l"]) for r in got}
+    timed = sorted((r for r in rows if r["ts"] is not None), key=lambda r: r["ts"])
+    want = {}
+    if window.startswith("TUMBLE"):
+        size = 100_000
+        groups = {}
+        for r in timed:
+            start = r["ts"] - r["ts"] % size
+            groups.setdefault((r["g"], start, start + size), []).append(r)
+    else:
+        gap = 3_000_000
+        groups, open_ = {}, {}
+        for g in {r["g"] for r in timed}:
+            cur, start, last = [], None, None
+            for r in (r for r in timed if r["g"] == g):
+                if cur and r["ts"] >= last + gap:
+                    groups[(g, start, last + gap)] = cur
+                    cur = []
+                if not cur:
+                    start = r["ts"]
+                cur.append(r)
+                last = r["ts"]
+            if cur:
+                groups[(g, start, last + gap)] = cur
+    for k, rs in groups.items():
+        want[k] = python_aggs(rs)
+    assert got == want
+
+
+def test_sessions_merge_aggregate_udf_accumulators(data):
+    """The session test above goes through the function's merge: with merge failing, it fails
+    naming the function and the callback."""
+    d, _ = data
+    clink_rows(d, AGGS.format(lib=sample_lib()) +
+               "SELECT g, my_sum(x) AS s FROM t2 GROUP BY g, SESSION(ts, INTERVAL '3000' SECOND)",
+               1, table2=True, env={"CK_UDF_SAMPLE_MERGE_FAILS": "1"},
+               fails="aggregate function my_sum failed in merge")

@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clink/udf.h"
@@ -118,6 +119,142 @@ __attribute__((visibility("default"))) const clink_udf_t future_abi_udf = {
 __attribute__((visibility("default"))) const clink_udf_t bad_type_udf = {
     CLINK_UDF_ABI_VERSION, sizeof(clink_udf_t), "bad_type", CLINK_UDF_SCALAR, 0, 1, {42},
     CLINK_UDF_BIGINT, plus_one};
+__attribute__((visibility("default"))) const clink_udf_t incomplete_udf = {
+    CLINK_UDF_ABI_VERSION, sizeof(clink_udf_t), "incomplete", CLINK_UDF_AGGREGATE, 0, 1,
+    {CLINK_UDF_BIGINT}, CLINK_UDF_BIGINT, NULL, 8};
+
+/* ---- aggregates ---- */
+
+/* my_sum(BIGINT) -> BIGINT: the sum (wrapping), with the count kept beside it. */
+typedef struct sum_acc {
+  int64_t sum, n;
+} sum_acc_t;
+static void sum_create(void *acc) { (void)acc; }
+static int sum_add(void *acc, const clink_udf_column_t *arg, uint32_t row) {
+  sum_acc_t *a = acc;
+  a->sum = (int64_t)((uint64_t)a->sum + (uint64_t)((const int64_t *)arg->values)[row]);
+  a->n++;
+  return 0;
+}
+static int sum_merge(void *acc, const void *other) {
+  if (getenv("CK_UDF_SAMPLE_MERGE_FAILS")) return 1; /* tests/sql/test_udf.py: merge is called */
+  sum_acc_t *a = acc;
+  const sum_acc_t *b = other;
+  a->sum = (int64_t)((uint64_t)a->sum + (uint64_t)b->sum);
+  a->n += b->n;
+  return 0;
+}
+static int sum_get(const void *acc, clink_udf_result_t *res, uint32_t row) {
+  ((int64_t *)res->values)[row] = ((const sum_acc_t *)acc)->sum;
+  return 0;
+}
+static int64_t sum_serialise(const void *acc, void *out, size_t cap) {
+  if (cap < 16) return -16;
+  memcpy(out, acc, 16);
+  return 16;
+}
+static int sum_deserialise(void *acc, const void *in, size_t n) {
+  if (n != 16) return 1;
+  memcpy(acc, in, 16);
+  return 0;
+}
+
+/* uniq_count(BIGINT) -> BIGINT: how many distinct values, in a heap array the accumulator
+ * owns (so destroy, serialise and deserialise all matter). */
+typedef struct uniq_acc {
+  int64_t *vals;
+  uint32_t n, cap;
+} uniq_acc_t;
+static void uniq_create(void *acc) { (void)acc; }
+static int uniq_put(uniq_acc_t *a, int64_t v) {
+  for (uint32_t i = 0; i < a->n; i++)
+    if (a->vals[i] == v) return 0;
+  if (a->n == a->cap) {
+    uint32_t cap = a->cap ? a->cap * 2 : 8;
+    int64_t *vals = realloc(a->vals, cap * sizeof *vals);
+    if (!vals) return 1;
+    a->vals = vals;
+    a->cap = cap;
+  }
+  a->vals[a->n++] = v;
+  return 0;
+}
+static int uniq_add(void *acc, const clink_udf_column_t *arg, uint32_t row) {
+  return uniq_put(acc, ((const int64_t *)arg->values)[row]);
+}
+static int uniq_merge(void *acc, const void *other) {
+  const uniq_acc_t *b = other;
+  for (uint32_t i = 0; i < b->n; i++)
+    if (uniq_put(acc, b->vals[i])) return 1;
+  return 0;
+}
+static int uniq_get(const void *acc, clink_udf_result_t *res, uint32_t row) {
+  ((int64_t *)res->values)[row] = ((const uniq_acc_t *)acc)->n;
+  return 0;
+}
+static int64_t uniq_serialise(const void *acc, void *out, size_t cap) {
+  const uniq_acc_t *a = acc;
+  size_t need = 4 + (size_t)a->n * 8;
+  if (cap < need) return -(int64_t)need;
+  memcpy(out, &a->n, 4);
+  if (a->n) memcpy((char *)out + 4, a->vals, (size_t)a->n * 8);
+  return (int64_t)need;
+}
+static int uniq_deserialise(void *acc, const void *in, size_t n) {
+  uint32_t count;
+  if (n < 4) return 1;
+  memcpy(&count, in, 4);
+  if (n != 4 + (size_t)count * 8) return 1;
+  for (uint32_t i = 0; i < count; i++) {
+    int64_t v;
+    memcpy(&v, (const char *)in + 4 + (size_t)i * 8, 8);
+    if (uniq_put(acc, v)) return 1;
+  }
+  return 0;
+}
+static void uniq_destroy(void *acc) {
+  uniq_acc_t *a = acc;
+  free(a->vals);
+  a->vals = NULL;
+  a->n = a->cap = 0;
+}
+
+/* longest(VARCHAR) -> INT: the greatest length in bytes. */
+static int longest_add(void *acc, const clink_udf_column_t *arg, uint32_t row) {
+  const int32_t *off = arg->values;
+  int32_t len = off[row + 1] - off[row], *best = acc;
+  if (len > *best) *best = len;
+  return 0;
+}
+static int longest_merge(void *acc, const void *other) {
+  int32_t *best = acc;
+  if (*(const int32_t *)other > *best) *best = *(const int32_t *)other;
+  return 0;
+}
+static int longest_get(const void *acc, clink_udf_result_t *res, uint32_t row) {
+  ((int32_t *)res->values)[row] = *(const int32_t *)acc;
+  return 0;
+}
+static int64_t longest_serialise(const void *acc, void *out, size_t cap) {
+  if (cap < 4) return -4;
+  memcpy(out, acc, 4);
+  return 4;
+}
+static int longest_deserialise(void *acc, const void *in, size_t n) {
+  if (n != 4) return 1;
+  memcpy(acc, in, 4);
+  return 0;
+}
+
 __attribute__((visibility("default"))) const clink_udf_t my_sum_udf = {
     CLINK_UDF_ABI_VERSION, sizeof(clink_udf_t), "my_sum", CLINK_UDF_AGGREGATE, 0, 1,
-    {CLINK_UDF_BIGINT}, CLINK_UDF_BIGINT, NULL};
+    {CLINK_UDF_BIGINT}, CLINK_UDF_BIGINT, NULL, sizeof(sum_acc_t), sum_create, sum_add,
+    sum_merge, sum_get, sum_serialise, sum_deserialise, NULL};
+__attribute__((visibility("default"))) const clink_udf_t uniq_count_udf = {
+    CLINK_UDF_ABI_VERSION, sizeof(clink_udf_t), "uniq_count", CLINK_UDF_AGGREGATE, 0, 1,
+    {CLINK_UDF_BIGINT}, CLINK_UDF_BIGINT, NULL, sizeof(uniq_acc_t), uniq_create, uniq_add,
+    uniq_merge, uniq_get, uniq_serialise, uniq_deserialise, uniq_destroy};
+__attribute__((visibility("default"))) const clink_udf_t longest_udf = {
+    CLINK_UDF_ABI_VERSION, sizeof(clink_udf_t), "longest", CLINK_UDF_AGGREGATE, 0, 1,
+    {CLINK_UDF_VARCHAR}, CLINK_UDF_INT, NULL, sizeof(int32_t), uniq_create, longest_add,
+    longest_merge, longest_get, longest_serialise, longest_deserialise, NULL};
