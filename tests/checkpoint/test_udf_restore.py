@@ -7,6 +7,7 @@ the values of conftest's Python recomputation of the generator.
 import json
 import os
 import random
+import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -72,3 +73,20 @@ def test_udf_accumulators_survive_random_sigkills_exactly_once(tmp_path, paralle
     j.kill_randomly_then_finish(rnd, min_kills=3)
     j.check(exactly_once=True)
     j.check_distinct_counts()
+
+
+def test_state_cat_shows_udf_accumulators(tmp_path):
+    j = UdfJob(tmp_path, rows=60000, rate=10000)
+    assert j.run_killed(2.5) != 0
+    r = subprocess.run([CLINK, "state-cat", "--dir", str(j.ckpt)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    windows = [json.loads(l)["value"] for l in r.stdout.splitlines() if '"window_agg"' in l]
+    windows = [w for w in windows if "window_start" in w]  # not the operator's header entry
+    udf = [a for w in windows for a in w.get("aggregates", []) if a["fn"] == "UDF"]
+    assert udf, r.stdout[-2000:]
+    # my_sum's form is (sum, n) as two little-endian int64: n is the window's COUNT(*)
+    for w in windows:
+        n = w["aggregates"][0]["count"]
+        state = bytes.fromhex(w["aggregates"][1]["state"])
+        assert int.from_bytes(state[8:16], "little") == n, w
