@@ -186,6 +186,30 @@ static int unknown_table(planner_t *pl, const char *name, ck_pos_t pos) {
 
 static int declare_time(planner_t *pl, table_t *t);
 
+/* Changelog sources (Flink's CDC formats and upsert-kafka), refused by name: their rows are
+ * updates and deletes, which no clink operator takes yet (an aggregation refuses retractions). */
+static int refuse_changelog_source(planner_t *pl, const ck_stmt_t *st) {
+  static const char *const formats[] = {"debezium-json", "debezium-avro-confluent", "canal-json",
+                                        "maxwell-json", "ogg-json"};
+  for (int i = 0; i < st->noptions; i++) {
+    const char *k = st->opt_keys[i], *v = st->opt_values[i];
+    bool upsert = !strcmp(k, "connector") && ck_streq_i(v, "upsert-kafka");
+    bool cdc = false;
+    if (!strcmp(k, "format") || !strcmp(k, "value.format"))
+      for (size_t f = 0; f < CK_ARRAY_LEN(formats); f++) cdc = cdc || ck_streq_i(v, formats[f]);
+    if (!upsert && !cdc) continue;
+    fail(pl, st->opt_pos[i], CK_EUNSUPPORTED, upsert ? "the connector 'upsert-kafka' is not "
+         "supported yet" : "the changelog format '%s' is not supported yet", v);
+    ck_error_detail(pl->err, "a changelog source sends updates and deletes, and no clink "
+                    "operator takes retractions yet");
+    ck_error_hint(pl->err, upsert ? "read the topic with connector = 'kafka' (every message is "
+                  "an insert)" : "read the envelope with format = 'json' and VARCHAR columns "
+                  "(op, after), and its fields with JSON_VALUE(after, '$.id')");
+    return CK_EUNSUPPORTED;
+  }
+  return 0;
+}
+
 static int add_table(planner_t *pl, const ck_stmt_t *st) {
   if (find_table(pl, st->table)) {
     if (st->if_not_exists) return 0;
@@ -213,6 +237,7 @@ static int add_table(planner_t *pl, const ck_stmt_t *st) {
     t->options.values[i] = ck_arena_strdup(pl->arena, st->opt_values[i]);
     if (strcmp(st->opt_keys[i], "connector") == 0) connector = st->opt_values[i];
   }
+  if (refuse_changelog_source(pl, st)) return pl->err->code;
   if (!connector) {
     fail(pl, st->table_pos, CK_EOPTION, "table '%s' has no connector", st->table);
     ck_error_hint(pl->err, "add WITH (connector = '…'); 'clink connectors' lists them");
