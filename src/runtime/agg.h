@@ -294,6 +294,7 @@ typedef struct ck_agg {
   int restores;
   ck_error_t *snap_err;  /* while a snapshot writes accumulators: where a UDF's failure goes */
   bool snap_failed;
+  bool udf_calls;        /* some call is a user-defined aggregate (CK_AGG_A_UDF) */
 } ck_agg_t;
 
 static inline char *ck_agg_entry(const ck_agg_t *agg, uint32_t idx) {

@@ -1096,7 +1096,10 @@ static int process_groups(ck_agg_t *agg, const ck_batch_t *b, ck_error_t *err) {
     rc = acc_add_row(agg, idx, b, row, err);
     if (rc) return rc;
     char *e = ck_agg_entry(agg, idx);
-    if (dirty || (!created && memcmp(agg->scratch, e + agg->bits_off, span) == 0)) continue;
+    /* a UDF's accumulator may change only in memory it owns: its group is always a candidate
+     * (flush_changes still emits only rows whose values changed) */
+    if (dirty || (!created && !agg->udf_calls && memcmp(agg->scratch, e + agg->bits_off, span) == 0))
+      continue;
     e[CK_AGG_E_FLAGS] = (char)(e[CK_AGG_E_FLAGS] | CK_AGG_F_DIRTY);
     if (agg->ndirty == agg->dirty_cap) {
       agg->dirty_cap = agg->dirty_cap ? agg->dirty_cap * 2 : 64;
@@ -1495,6 +1498,7 @@ int ck_agg_op_init(ck_op_t *op, ck_error_t *err) {
                         "aggregate gives %s",
                         nout - agg->ncalls + c, ck_type_name(col, t1, sizeof t1),
                         ck_type_name(spec->calls[c].result_type, t2, sizeof t2));
+    if (a->kind == CK_AGG_A_UDF) agg->udf_calls = true;
     a->has_bit = a->kind == CK_AGG_A_SUM_I || a->kind == CK_AGG_A_SUM_D ||
                          a->kind == CK_AGG_A_SUM_F || a->kind == CK_AGG_A_MINMAX ||
                          a->kind == CK_AGG_A_UDF

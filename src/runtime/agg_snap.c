@@ -293,7 +293,10 @@ static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, int version, ck_
       if (!has) break;
       uint32_t n = ck_rd_le32(r);
       const char *p = take(r, n);
-      if (!p) break;
+      if (!p) {
+        has = false; /* truncated: nothing was created (the caller reports the snapshot) */
+        break;
+      }
       int rc = ck_udf_agg_deserialise(a->call->udf, ck_agg_entry(agg, idx) + a->off, p, n, err);
       if (rc) return rc;
       break;

@@ -207,6 +207,7 @@ SELECT no_negatives(x) AS v FROM t;
 AGGS = """CREATE FUNCTION my_sum AS 'my_sum_udf' USING '{lib}' LANGUAGE C;
 CREATE FUNCTION uniq_count AS 'uniq_count_udf' USING '{lib}' LANGUAGE C;
 CREATE FUNCTION longest AS 'longest_udf' USING '{lib}' LANGUAGE C;
+CREATE FUNCTION heap_sum AS 'heap_sum_udf' USING '{lib}' LANGUAGE C;
 """
 
 
@@ -223,9 +224,12 @@ def test_aggregate_udfs_match_python(data, parallelism):
     d, rows = data
     got = clink_rows(d, AGGS.format(lib=sample_lib()) +
                      "SELECT g, my_sum(x) AS s, uniq_count(x) AS u, longest(s) AS l, "
-                     "my_sum(g) AS sg FROM t GROUP BY g", parallelism)
+                     "my_sum(g) AS sg, heap_sum(x) AS hs FROM t GROUP BY g", parallelism)
     final = {}
     for row in got:
+        # heap_sum keeps its sum in memory its accumulator points at: each change must still
+        # reach the changelog
+        assert row["hs"] == row["s"], row
         final[row["g"]] = (row["s"], row["u"], row["l"], row["sg"])
     groups = {}
     for r in rows:
@@ -279,3 +283,19 @@ def test_sessions_merge_aggregate_udf_accumulators(data):
                "SELECT g, my_sum(x) AS s FROM t2 GROUP BY g, SESSION(ts, INTERVAL '3000' SECOND)",
                1, table2=True, env={"CK_UDF_SAMPLE_MERGE_FAILS": "1"},
                fails="aggregate function my_sum failed in merge")
+
+
+@pytest.mark.parametrize("parallelism", [1, 4])
+def test_aggregate_udf_whose_state_is_all_on_the_heap_updates_its_rows(data, parallelism):
+    """heap_sum's accumulator is a pointer to its sum: adding a value changes no byte of the
+    state entry, and the group's row must still be updated after every batch that changed it."""
+    d, rows = data
+    got = clink_rows(d, AGGS.format(lib=sample_lib()) +
+                     "SELECT g, heap_sum(x) AS hs FROM t GROUP BY g", parallelism)
+    final = {row["g"]: row["hs"] for row in got}
+    want = {}
+    for r in rows:
+        want.setdefault(r["g"], None)
+        if r["x"] is not None:
+            want[r["g"]] = (want[r["g"]] or 0) + r["x"]
+    assert final == want

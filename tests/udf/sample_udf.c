@@ -246,6 +246,47 @@ static int longest_deserialise(void *acc, const void *in, size_t n) {
   return 0;
 }
 
+/* heap_sum(BIGINT) -> BIGINT: a sum kept only in heap memory the accumulator points at, so
+ * adding a value changes no byte of the accumulator itself. */
+typedef struct heap_acc {
+  int64_t *sum;
+} heap_acc_t;
+static void heap_create(void *acc) { ((heap_acc_t *)acc)->sum = calloc(1, sizeof(int64_t)); }
+static int heap_add(void *acc, const clink_udf_column_t *arg, uint32_t row) {
+  int64_t *s = ((heap_acc_t *)acc)->sum;
+  if (!s) return 1;
+  *s = (int64_t)((uint64_t)*s + (uint64_t)((const int64_t *)arg->values)[row]);
+  return 0;
+}
+static int heap_merge(void *acc, const void *other) {
+  int64_t *s = ((heap_acc_t *)acc)->sum, *o = ((const heap_acc_t *)other)->sum;
+  if (!s || !o) return 1;
+  *s = (int64_t)((uint64_t)*s + (uint64_t)*o);
+  return 0;
+}
+static int heap_get(const void *acc, clink_udf_result_t *res, uint32_t row) {
+  ((int64_t *)res->values)[row] = *((const heap_acc_t *)acc)->sum;
+  return 0;
+}
+static int64_t heap_serialise(const void *acc, void *out, size_t cap) {
+  if (cap < 8) return -8;
+  memcpy(out, ((const heap_acc_t *)acc)->sum, 8);
+  return 8;
+}
+static int heap_deserialise(void *acc, const void *in, size_t n) {
+  if (n != 8 || !((heap_acc_t *)acc)->sum) return 1;
+  memcpy(((heap_acc_t *)acc)->sum, in, 8);
+  return 0;
+}
+static void heap_destroy(void *acc) {
+  free(((heap_acc_t *)acc)->sum);
+  ((heap_acc_t *)acc)->sum = NULL;
+}
+
+__attribute__((visibility("default"))) const clink_udf_t heap_sum_udf = {
+    CLINK_UDF_ABI_VERSION, sizeof(clink_udf_t), "heap_sum", CLINK_UDF_AGGREGATE, 0, 1,
+    {CLINK_UDF_BIGINT}, CLINK_UDF_BIGINT, NULL, sizeof(heap_acc_t), heap_create, heap_add,
+    heap_merge, heap_get, heap_serialise, heap_deserialise, heap_destroy};
 __attribute__((visibility("default"))) const clink_udf_t my_sum_udf = {
     CLINK_UDF_ABI_VERSION, sizeof(clink_udf_t), "my_sum", CLINK_UDF_AGGREGATE, 0, 1,
     {CLINK_UDF_BIGINT}, CLINK_UDF_BIGINT, NULL, sizeof(sum_acc_t), sum_create, sum_add,
