@@ -100,7 +100,8 @@ static void put_ints_json(ck_buf_t *b, const int *v, int n) {
   ck_buf_putc(b, ']');
 }
 
-static const char *const agg_fn_names[] = {"COUNT(*)", "COUNT", "SUM", "AVG", "MIN", "MAX"};
+static const char *const agg_fn_names[] = {"COUNT(*)", "COUNT", "SUM", "AVG", "MIN", "MAX",
+                                            "UDF"};
 
 /* op.json of node n: what it is, for a reader, and the masked serialised graph (hex), for
  * replay. */

@@ -681,6 +681,11 @@ static void unbind_tables(clink_engine_t *e, clink_job_t *j) {
 
 /* ---------------------------------------------------------------- scripts */
 
+/* A declaration the engine keeps for later scripts: CREATE TABLE and CREATE FUNCTION. */
+static bool is_ddl(const ck_stmt_t *st) {
+  return st->kind == CK_STMT_CREATE_TABLE || st->kind == CK_STMT_CREATE_FUNCTION;
+}
+
 /* catalog + stmts[0..upto) of the script's CREATE TABLEs, then `query` if not NULL */
 static void build_script(clink_engine_t *e, const ck_script_t *s, int upto,
                          const ck_stmt_t *query, ck_arena_t *arena, ck_script_t *out) {
@@ -688,7 +693,7 @@ static void build_script(clink_engine_t *e, const ck_script_t *s, int upto,
   out->nstmts = 0;
   for (int i = 0; i < e->nddl; i++) out->stmts[out->nstmts++] = (ck_stmt_t *)e->ddl[i];
   for (int i = 0; i < upto; i++)
-    if (s->stmts[i]->kind == CK_STMT_CREATE_TABLE) out->stmts[out->nstmts++] = s->stmts[i];
+    if (is_ddl(s->stmts[i])) out->stmts[out->nstmts++] = s->stmts[i];
   if (query) out->stmts[out->nstmts++] = (ck_stmt_t *)query;
 }
 
@@ -727,7 +732,7 @@ static int prepare(clink_engine_t *e, const char *sql, size_t len, bool select, 
   int nq = 0;
   for (int i = 0; i < script->nstmts; i++) {
     const ck_stmt_t *st = script->stmts[i];
-    if (st->kind == CK_STMT_CREATE_TABLE) continue;
+    if (is_ddl(st)) continue;
     nq++;
     if (select && (st->kind != CK_STMT_SELECT || nq > 1)) {
       rc = ck_error_set_at(&err, CK_EUNSUPPORTED, st->pos.line, st->pos.column,
@@ -763,7 +768,7 @@ static int prepare(clink_engine_t *e, const char *sql, size_t len, bool select, 
   p->graphs = ck_calloc((size_t)nq + 1, sizeof *p->graphs);
   for (int i = 0; i < script->nstmts; i++) {
     const ck_stmt_t *st = script->stmts[i];
-    if (st->kind == CK_STMT_CREATE_TABLE) continue;
+    if (is_ddl(st)) continue;
     ck_script_t one;
     build_script(e, script, i, st, arena, &one);
     if ((rc = ck_sql_plan(&one, &po, &p->graphs[p->n], &err))) goto fail;
@@ -785,10 +790,10 @@ static void accept_script(clink_engine_t *e, ck_arena_t *arena, const ck_script_
   e->scripts = ck_realloc(e->scripts, sizeof *e->scripts * (size_t)(e->nscripts + 1));
   e->scripts[e->nscripts++] = arena;
   for (int i = 0; i < s->nstmts; i++) {
-    if (s->stmts[i]->kind != CK_STMT_CREATE_TABLE) continue;
+    if (!is_ddl(s->stmts[i])) continue;
     e->ddl = ck_realloc(e->ddl, sizeof *e->ddl * (size_t)(e->nddl + 1));
     e->ddl[e->nddl++] = s->stmts[i];
-    add_table(e, s->stmts[i]);
+    if (s->stmts[i]->kind == CK_STMT_CREATE_TABLE) add_table(e, s->stmts[i]);
   }
 }
 

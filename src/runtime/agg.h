@@ -224,6 +224,7 @@ typedef enum ck_agg_acc_kind {
   CK_AGG_A_FIRSTLAST, /* canonical value, i64 arrival number (+ has bit) */
   CK_AGG_A_LISTAGG,   /* ck_agg_sbuf_t * (NULL: no value yet) */
   CK_AGG_A_HLL,       /* uint8_t * to CK_AGG_HLL_M registers (NULL: no value yet) */
+  CK_AGG_A_UDF,    /* a user-defined aggregate's acc_size bytes (+ has bit: created) */
 } ck_agg_acc_kind_t;
 
 /* LISTAGG's accumulator: the joined text so far, owned by the entry. */
@@ -315,6 +316,9 @@ typedef struct ck_agg {
   bool inplace;         /* a call's accumulator changes behind a pointer (LISTAGG, HLL), so
                          * comparing an entry's bytes does not tell whether it changed */
   int64_t seq;          /* arrival number of the next row (FIRST_VALUE / LAST_VALUE) */
+  ck_error_t *snap_err;  /* while a snapshot writes accumulators: where a UDF's failure goes */
+  bool snap_failed;
+  bool udf_calls;        /* some call is a user-defined aggregate (CK_AGG_A_UDF) */
 } ck_agg_t;
 
 static inline char *ck_agg_entry(const ck_agg_t *agg, uint32_t idx) {

@@ -53,6 +53,7 @@
 
 #include "base/alloc.h"
 #include "runtime/agg.h"
+#include "runtime/udf.h"
 #include "runtime/decimal.h"
 
 #define POOL_COMPACT_MIN (64 * 1024)
@@ -326,7 +327,7 @@ int ck_agg_group(ck_agg_t *agg, uint32_t tag, uint32_t wid, const ck_batch_t *b,
 
 static const char *const fn_names[] = {"COUNT(*)", "COUNT", "SUM", "AVG", "MIN", "MAX",
                                        "FIRST_VALUE", "LAST_VALUE", "LISTAGG",
-                                       "APPROX_COUNT_DISTINCT"};
+                                       "APPROX_COUNT_DISTINCT", "a user-defined aggregate"};
 
 /* ---- HyperLogLog (APPROX_COUNT_DISTINCT) ---- */
 
@@ -504,6 +505,10 @@ int ck_agg_acc_add_value(ck_agg_t *agg, uint32_t idx, int c, const ck_value_t *v
       else dd_set(p, p + 24, v->v.f);
       ck_agg_st64(p + 16, ck_agg_ld64(p + 16) + 1);
       break;
+    case CK_AGG_A_UDF:
+      if (!ck_agg_bit(bits, a->has_bit)) ck_udf_agg_create(a->call->udf, p);
+      ck_agg_setbit(bits, a->has_bit, true);
+      return ck_udf_agg_add(a->call->udf, p, v, err);
     case CK_AGG_A_MINMAX: {
       if (ck_agg_bit(bits, a->has_bit)) {
         ck_value_t cur;
@@ -682,6 +687,17 @@ static int acc_merge(ck_agg_t *agg, uint32_t dst, uint32_t src, bool src_first,
           if (sr[i] > dr[i]) dr[i] = sr[i];
         break;
       }
+      case CK_AGG_A_UDF:
+        if (!shas) break;
+        if (!ck_agg_bit(d + agg->bits_off, a->has_bit)) {
+          ck_udf_agg_create(a->call->udf, dp);
+          ck_agg_setbit(d + agg->bits_off, a->has_bit, true);
+        }
+        {
+          int rc = ck_udf_agg_merge(a->call->udf, dp, sp, err);
+          if (rc) return rc;
+        }
+        break;
       case CK_AGG_A_AVG_I:
       case CK_AGG_A_AVG_D: {
         ck_i128 sum;
@@ -793,6 +809,12 @@ static int acc_result(ck_agg_t *agg, uint32_t idx, int c, ck_value_t *out, ck_er
       out->v.i = regs ? ck_agg_hll_estimate(regs) : 0;
       return 0;
     }
+    case CK_AGG_A_UDF:
+      if (!has) {
+        out->is_null = true;
+        return 0;
+      }
+      return ck_udf_agg_get(a->call->udf, p, out, err);
   }
   return 0;
 }
@@ -819,6 +841,10 @@ void ck_agg_entry_release(ck_agg_t *agg, uint32_t idx) {
                                                      : ((ck_agg_sbuf_t *)owned)->cap;
         ck_free(owned);
         memset(e + a->off, 0, sizeof owned);
+      }
+      if (a->kind == CK_AGG_A_UDF && ck_agg_bit(bits, a->has_bit)) {
+        ck_udf_agg_destroy(a->call->udf, e + a->off);
+        ck_agg_setbit((char *)bits, a->has_bit, false);
       }
       if (a->distinct) {
         ck_agg_dset_t *set = acc_set(e, a);
@@ -1264,7 +1290,10 @@ static int process_groups(ck_agg_t *agg, const ck_batch_t *b, ck_error_t *err) {
     rc = acc_add_row(agg, idx, b, row, err);
     if (rc) return rc;
     char *e = ck_agg_entry(agg, idx);
-    if (dirty || (!created && !agg->inplace && memcmp(agg->scratch, e + agg->bits_off, span) == 0))
+    /* a UDF's accumulator or LISTAGG's/HLL's may change only in memory it owns: its group is
+     * always a candidate (flush_changes still emits only rows whose values changed) */
+    if (dirty || (!created && !agg->inplace && !agg->udf_calls &&
+                  memcmp(agg->scratch, e + agg->bits_off, span) == 0))
       continue;
     e[CK_AGG_E_FLAGS] = (char)(e[CK_AGG_E_FLAGS] | CK_AGG_F_DIRTY);
     if (agg->ndirty == agg->dirty_cap) {
@@ -1569,6 +1598,12 @@ static int plan_call(ck_agg_acc_t *a, const ck_agg_call_t *call, ck_error_t *err
       a->kind = CK_AGG_A_HLL;
       ok = arg.id != CK_T_NULL && res.id == CK_T_INT64;
       break;
+    case CK_AGG_UDF:
+      a->kind = CK_AGG_A_UDF;
+      a->distinct = false;
+      ok = call->udf && call->udf->aggregate && ck_type_eq(arg, call->udf->args[0]) &&
+           ck_type_eq(res, call->udf->result);
+      break;
   }
   if ((unsigned)call->fn >= CK_ARRAY_LEN(fn_names))
     return ck_error_set(err, CK_EUNSUPPORTED, "could not plan aggregation: unknown function %d",
@@ -1579,6 +1614,7 @@ static int plan_call(ck_agg_acc_t *a, const ck_agg_call_t *call, ck_error_t *err
                         fn_names[call->fn], ck_type_name(arg, at, sizeof at),
                         ck_type_name(res, rt, sizeof rt));
   a->rcat = ck_agg_rcat_of(a->kind, a->acat);
+  if (a->kind == CK_AGG_A_UDF) a->rcat = ck_agg_vcat_of(res);
   return 0;
 }
 
@@ -1595,6 +1631,7 @@ static uint32_t acc_width(const ck_agg_acc_t *a) {
     case CK_AGG_A_FIRSTLAST: return (uint32_t)ck_agg_vcat_width(a->acat) + 8; /* value, seq */
     case CK_AGG_A_LISTAGG:
     case CK_AGG_A_HLL: return (uint32_t)sizeof(void *);
+    case CK_AGG_A_UDF: return a->call->udf->desc->acc_size;
   }
   return 0;
 }
@@ -1674,9 +1711,10 @@ int ck_agg_op_init(ck_op_t *op, ck_error_t *err) {
                         "aggregate gives %s",
                         nout - agg->ncalls + c, ck_type_name(col, t1, sizeof t1),
                         ck_type_name(spec->calls[c].result_type, t2, sizeof t2));
+    if (a->kind == CK_AGG_A_UDF) agg->udf_calls = true;
     a->has_bit = a->kind == CK_AGG_A_SUM_I || a->kind == CK_AGG_A_SUM_D ||
                          a->kind == CK_AGG_A_SUM_F || a->kind == CK_AGG_A_MINMAX ||
-                         a->kind == CK_AGG_A_FIRSTLAST
+                         a->kind == CK_AGG_A_FIRSTLAST || a->kind == CK_AGG_A_UDF
                      ? nbits++
                      : -1;
   }

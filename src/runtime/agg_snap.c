@@ -33,6 +33,7 @@
 #include "base/alloc.h"
 #include "base/bytes.h"
 #include "runtime/agg.h"
+#include "runtime/udf.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "the snapshot encoding copies little-endian values as they are in memory");
@@ -126,6 +127,11 @@ static void put_acc(ck_buf_t *b, const ck_agg_t *agg, const char *e, int c) {
         }
       break;
     }
+    case CK_AGG_A_UDF: /* u8 has, then u32 length + the function's serialised form */
+      ck_buf_put_u8(b, has);
+      if (has && ck_udf_agg_serialise(a->call->udf, p, b, agg->snap_err) && agg->snap_err)
+        ((ck_agg_t *)agg)->snap_failed = true; /* put_acc reads the state: only this flag */
+      break;
   }
   if (a->distinct) {
     const ck_agg_dset_t *set;
@@ -191,7 +197,14 @@ int ck_agg_snapshot(ck_op_t *op, ck_buf_t *out, ck_error_t *err) {
       ck_buf_put_u8(out, null);
       if (!null) put_slot(out, agg, agg->key_cat[i], k + agg->key_off[i]);
     }
+    agg->snap_err = err;
     for (int c = 0; c < agg->ncalls; c++) put_acc(out, agg, e, c);
+    agg->snap_err = NULL;
+    if (agg->snap_failed) {
+      agg->snap_failed = false;
+      ck_batch_free(kb);
+      return err->code ? err->code : CK_EEVAL;
+    }
     if (!agg->windowed) {
       bool emitted = e[CK_AGG_E_FLAGS] & CK_AGG_F_EMITTED;
       ck_buf_put_u8(out, emitted);
@@ -351,6 +364,19 @@ static int get_acc(rd_t *r, ck_agg_t *agg, uint32_t idx, int c, int version, ck_
     case CK_AGG_A_LISTAGG:
     case CK_AGG_A_HLL: {
       int rc = get_owned(r, agg, idx, c, err);
+      if (rc) return rc;
+      break;
+    }
+    case CK_AGG_A_UDF: {
+      has = ck_rd_u8(r);
+      if (!has) break;
+      uint32_t n = ck_rd_le32(r);
+      const char *p = take(r, n);
+      if (!p) {
+        has = false; /* truncated: nothing was created (the caller reports the snapshot) */
+        break;
+      }
+      int rc = ck_udf_agg_deserialise(a->call->udf, ck_agg_entry(agg, idx) + a->off, p, n, err);
       if (rc) return rc;
       break;
     }

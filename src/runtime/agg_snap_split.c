@@ -97,13 +97,14 @@ static ck_agg_acc_kind_t kind_of(int fn, ck_type_t arg) {
     case CK_AGG_LAST_VALUE: return CK_AGG_A_FIRSTLAST;
     case CK_AGG_LISTAGG: return CK_AGG_A_LISTAGG;
     case CK_AGG_APPROX_COUNT_DISTINCT: return CK_AGG_A_HLL;
+    case CK_AGG_UDF: return CK_AGG_A_UDF;
     default: return CK_AGG_A_COUNT;
   }
 }
 
 static const char *const FN_NAMES[] = {"COUNT(*)", "COUNT", "SUM", "AVG", "MIN", "MAX",
                                        "FIRST_VALUE", "LAST_VALUE", "LISTAGG",
-                                       "APPROX_COUNT_DISTINCT"};
+                                       "APPROX_COUNT_DISTINCT", "UDF"};
 static const char *const WIN_NAMES[] = {"none", "tumble", "hop", "session", "cumulate"};
 
 static void json_i128(ck_buf_t *j, ck_i128 v) {
@@ -292,6 +293,22 @@ static void get_acc(rdr_t *r, const shape_t *sh, const struct call *c, ck_buf_t 
                            (long long)(has ? ck_agg_hll_estimate(regs) : 0));
       break;
     }
+    case CK_AGG_A_UDF: { /* u8 has, u32 length + the function's own bytes (shown in hex) */
+      bool has = get_n(r, 1);
+      uint32_t n = has ? (uint32_t)get_n(r, 4) : 0;
+      const uint8_t *p = has ? take(r, n) : NULL;
+      if (j) {
+        ck_buf_puts(j, ",\"state\":");
+        if (!p) {
+          ck_buf_puts(j, "null");
+        } else {
+          ck_buf_putc(j, '"');
+          for (uint32_t i = 0; i < n; i++) ck_buf_printf(j, "%02x", p[i]);
+          ck_buf_putc(j, '"');
+        }
+      }
+      break;
+    }
   }
   if (c->distinct) {
     uint32_t n = (uint32_t)get_n(r, 4);
@@ -340,6 +357,7 @@ static int read_header(rdr_t *r, shape_t *sh, header_t *h, ck_error_t *err) {
     cl->kind = kind_of(cl->fn, cl->arg);
     cl->acat = ck_agg_vcat_of(cl->arg);
     cl->rcat = ck_agg_rcat_of(cl->kind, cl->acat);
+    if (cl->kind == CK_AGG_A_UDF) cl->rcat = ck_agg_vcat_of(cl->res);
   }
   h->maxp = (uint32_t)get_n(r, 4);
   h->wm = get_i64(r);

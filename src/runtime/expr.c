@@ -17,6 +17,7 @@
  * here are pure; a finished tree is immutable and may be shared across threads.
  */
 #include "runtime/expr.h"
+#include "runtime/udf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,7 +82,7 @@ static ck_expr_t *node_new(ck_arena_t *arena, ck_expr_kind_t kind, ck_type_t typ
 
 /* Sets what a node derives from its finished arguments: constant, size. */
 static ck_expr_t *finish(ck_expr_t *e) {
-  e->constant = e->kind != CK_EX_COLUMN && e->kind != CK_EX_WATERMARK;
+  e->constant = e->kind != CK_EX_COLUMN && e->kind != CK_EX_WATERMARK && e->kind != CK_EX_UDF;
   uint64_t size = 1;
   for (int i = 0; i < e->nargs; i++) {
     e->constant = e->constant && e->args[i]->constant;
@@ -870,6 +871,7 @@ static void node_prefix(const ck_expr_t *e, ck_buf_t *out) {
     case CK_EX_CAST: ck_buf_puts(out, "CAST("); return;
     case CK_EX_CASE: ck_buf_puts(out, "CASE WHEN "); return;
     case CK_EX_IN: ck_buf_putc(out, '('); return;
+    case CK_EX_UDF: ck_buf_printf(out, "%s[%s@%s](", e->udf->name, e->udf->symbol, e->udf->path); return;
     default: break;
   }
   switch (e->fn) {
@@ -908,6 +910,13 @@ static void node_suffix(const ck_expr_t *e, ck_buf_t *out) {
       ck_buf_puts(out, e->negated ? " NOT IN (" : " IN (");
       args_to_string(e, 1, out);
       ck_buf_puts(out, "))");
+      return;
+    case CK_EX_UDF:
+      for (int i = 1; i < e->nargs; i++) {
+        ck_buf_puts(out, ", ");
+        ck_expr_to_string(e->args[i], out);
+      }
+      ck_buf_putc(out, ')');
       return;
     default: break;
   }
@@ -962,8 +971,31 @@ void ck_expr_to_string(const ck_expr_t *e, ck_buf_t *out) {
   }
   if (e->kind == CK_EX_COLUMN) ck_buf_printf(out, "$%d", e->column);
   else if (e->kind == CK_EX_WATERMARK) ck_buf_puts(out, "CURRENT_WATERMARK()");
+  else if (e->kind == CK_EX_UDF) ck_buf_printf(out, "%s[%s@%s]()", e->udf->name, e->udf->symbol, e->udf->path);
   else if (e->kind == CK_EX_LITERAL) literal_to_string(&e->literal, out);
   else ck_buf_printf(out, "%s()", ck_fn_name(e->fn));
   while (n) node_suffix(chain[--n], out);
   if (chain != local) ck_free(chain);
+}
+
+/* ---- user-defined functions (runtime/udf.h) ---- */
+
+ck_expr_t *ck_expr_udf(ck_arena_t *arena, const ck_udf_t *udf, ck_expr_t **args, int nargs,
+                       ck_error_t *err) {
+  if (nargs != udf->nargs)
+    return type_error(err, "function %s takes %d argument%s, not %d (its descriptor '%s' in "
+                      "library '%s' says so)", udf->name, udf->nargs, udf->nargs == 1 ? "" : "s",
+                      nargs, udf->symbol, udf->path);
+  ck_expr_t *e = node_new(arena, CK_EX_UDF, udf->result, nargs);
+  e->udf = udf;
+  for (int i = 0; i < nargs; i++) {
+    ck_expr_t *a = args[i];
+    if (!ck_type_eq(a->type, udf->args[i]) && a->type.id != CK_T_NULL &&
+        !ck_type_assignable(a->type, udf->args[i]))
+      return type_error(err, "function %s takes %s as argument %d, not %s (library '%s')",
+                        udf->name, TNAME(udf->args[i]), i + 1, TNAME(a->type), udf->path);
+    e->args[i] = ck_expr_coerce(arena, a, udf->args[i], err);
+    if (!e->args[i]) return NULL;
+  }
+  return finish(e);
 }

@@ -49,6 +49,7 @@ typedef enum ck_expr_kind {
   CK_EX_IN,      /* args[0] IN (args[1..]) ; negated for NOT IN */
   CK_EX_WATERMARK, /* CURRENT_WATERMARK(time column): the watermark the row arrived under
                     * (batch wms), NULL before the first; of `type`, a TIMESTAMP */
+  CK_EX_UDF,     /* a user-defined function in C, `udf`(args) (runtime/udf.h) */
 } ck_expr_kind_t;
 
 /* Functions and operators: the one table. Adding a function is one row here, its typing rule
@@ -276,6 +277,7 @@ struct ck_expr {
                          * (BETWEEN's operand, a simple CASE's) counts twice; saturates */
   int nargs;
   ck_expr_t **args;
+  const struct ck_udf *udf; /* CK_EX_UDF: loaded for the life of the process (runtime/udf.h) */
 };
 
 /* Constructors. On a type error they return NULL and fill err (CK_ETYPE) with a message that
@@ -287,6 +289,12 @@ ck_expr_t *ck_expr_literal(ck_arena_t *arena, const ck_value_t *value); /* copie
 ck_expr_t *ck_expr_watermark(ck_arena_t *arena, ck_type_t type);
 ck_expr_t *ck_expr_call(ck_arena_t *arena, ck_fn_t fn, ck_expr_t **args, int nargs,
                         ck_error_t *err);
+/* A call of a user-defined function: checks the arity and coerces each argument to the type
+ * the function's descriptor declares (an INT into a BIGINT argument; a VARCHAR into a BIGINT
+ * one is a type error naming the function, the argument and both types). Never constant: a
+ * UDF runs per batch, not at bind time. */
+ck_expr_t *ck_expr_udf(ck_arena_t *arena, const struct ck_udf *udf, ck_expr_t **args, int nargs,
+                       ck_error_t *err);
 /* Explicit CAST: every pair among BOOL, numerics, STRING, TIMESTAMP that SQL allows. */
 ck_expr_t *ck_expr_cast(ck_arena_t *arena, ck_expr_t *arg, ck_type_t to, ck_error_t *err);
 /* Searched CASE: whens[i]/thens[i], else_ may be NULL (then NULL). Result: common type. */

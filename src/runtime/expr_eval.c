@@ -50,6 +50,7 @@
 #include "runtime/decimal.h"
 #include "base/digest.h"
 #include "runtime/expr.h"
+#include "runtime/udf.h"
 
 typedef unsigned __int128 u128;
 typedef ck_i128 i128;
@@ -3476,6 +3477,8 @@ done:
   return rc;
 }
 
+static int eval_udf(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out);
+
 /* first: args[0] already evaluated, or NULL (see kids_eval); only chain links get one. */
 static int eval_inner(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *first,
                       vec_t *out) {
@@ -3483,6 +3486,7 @@ static int eval_inner(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, v
     case CK_EX_CASE: ck_assert(!first); return eval_case(ev, e, mask, out);
     case CK_EX_IN: return eval_in(ev, e, mask, first, out);
     case CK_EX_CAST: return eval_strict(ev, e, mask, first, out);
+    case CK_EX_UDF: ck_assert(!first); return eval_udf(ev, e, mask, out);
     case CK_EX_CALL:
       switch (e->fn) {
         case CK_FN_AND:
@@ -3626,6 +3630,35 @@ static void copy_col(const ck_col_t *src, size_t n, ck_col_t *out) {
     memcpy(bitmap(out), src->validity, vbytes(n));
     bitmap_tail(out);
   }
+}
+
+/* A user-defined function: its arguments as full columns of n rows (a constant broadcast),
+ * the rows outside mask given to it as NULL (runtime/udf.c). */
+static int eval_udf(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, vec_t *out) {
+  kids_t k;
+  int rc = kids_eval(ev, e, mask, NULL, &k);
+  if (rc) return rc;
+  size_t n = ev->n;
+  ck_col_t wide[CLINK_UDF_MAX_ARGS];
+  const ck_col_t *cols[CLINK_UDF_MAX_ARGS];
+  for (int i = 0; i < k.n; i++) {
+    memset(&wide[i], 0, sizeof wide[i]);
+    if (k.v[i].is_const) {
+      broadcast(&k.v[i], e->args[i]->type, n, &wide[i]);
+      cols[i] = &wide[i];
+    } else {
+      cols[i] = k.v[i].col;
+    }
+  }
+  ck_col_t *o = &out->own;
+  rc = ck_udf_eval(e->udf, cols, n, mask, o, ev->err);
+  out->col = o;
+  out->is_const = false;
+  for (int i = 0; i < k.n; i++)
+    if (cols[i] == &wide[i]) ck_col_fini(&wide[i]);
+  kids_fini(&k);
+  if (rc) vec_fini(out);
+  return rc;
 }
 
 int ck_expr_eval(const ck_expr_t *expr, const ck_batch_t *in, ck_col_t *out, ck_error_t *err) {

@@ -61,8 +61,9 @@ typedef enum ck_agg_fn {
   CK_AGG_LAST_VALUE,    /* the last non-NULL value by arrival */
   CK_AGG_LISTAGG,       /* non-NULL values joined by `sep`, in arrival order */
   CK_AGG_APPROX_COUNT_DISTINCT, /* HyperLogLog estimate of COUNT(DISTINCT x) */
+  CK_AGG_UDF,             /* a user-defined aggregate in C: `udf` (runtime/udf.h) */
 } ck_agg_fn_t;
-#define CK_AGG_FN_LAST CK_AGG_APPROX_COUNT_DISTINCT
+#define CK_AGG_FN_LAST CK_AGG_UDF
 
 typedef struct ck_agg_call {
   ck_agg_fn_t fn;
@@ -73,6 +74,7 @@ typedef struct ck_agg_call {
                              DECIMAL(p,s), DOUBLE for floats; AVG: DOUBLE for integers and
                              floats, DECIMAL(38, max(6,s)) for decimals; MIN/MAX: arg type */
   const char *sep;        /* LISTAGG: the separator (',' when not given); NULL otherwise */
+  const struct ck_udf *udf; /* CK_AGG_UDF: loaded for the life of the process */
 } ck_agg_call_t;
 
 /* Aggregation over an input whose columns are already computed by an upstream calc:

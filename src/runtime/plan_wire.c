@@ -17,6 +17,7 @@
 #include "base/bytes.h"
 #include "base/redact.h"
 #include "runtime/plan.h"
+#include "runtime/udf.h"
 
 #define MAGIC "CKJG"
 #define NULL_LEN 0xFFFFFFFFu
@@ -110,6 +111,11 @@ static void put_expr(ck_buf_t *b, const ck_expr_t *root) {
     put_u8(b, e->constant);
     put_u32(b, e->size);
     if (e->kind == CK_EX_LITERAL) put_literal(b, &e->literal);
+    if (e->kind == CK_EX_UDF) { /* loaded again where the plan is decoded */
+      put_str(b, e->udf->name);
+      put_str(b, e->udf->symbol);
+      put_str(b, e->udf->path);
+    }
     put_i32(b, e->nargs);
     if (n + (size_t)e->nargs > cap) {
       while (n + (size_t)e->nargs > cap) cap *= 2;
@@ -224,6 +230,11 @@ bool ck_plan_encode(const ck_graph_t *graph, unsigned flags, ck_buf_t *out) {
           put_type(out, a->calls[k].arg_type);
           put_type(out, a->calls[k].result_type);
           if (a->calls[k].fn == CK_AGG_LISTAGG) put_str(out, a->calls[k].sep);
+          if (a->calls[k].fn == CK_AGG_UDF) { /* loaded again where the plan is decoded */
+            put_str(out, a->calls[k].udf->name);
+            put_str(out, a->calls[k].udf->symbol);
+            put_str(out, a->calls[k].udf->path);
+          }
         }
         put_u8(out, (uint8_t)a->window.kind);
         put_i64(out, a->window.size);
@@ -282,6 +293,7 @@ typedef struct rd {
   bool bad;
   const char *why; /* the first problem, for the error */
   ck_arena_t *arena;
+  ck_error_t *err;  /* a user-defined function that does not load reports here first */
 } rd_t;
 
 static void bad(rd_t *r, const char *why) {
@@ -421,6 +433,42 @@ static bool fn_of(const char *name, ck_fn_t *fn) {
   return false;
 }
 
+/* A user-defined function's name, symbol and library: loaded here, in the decoding process
+ * (a worker), so a worker that cannot load the library refuses the plan naming it. */
+static void get_udf(rd_t *r, ck_expr_t *e) {
+  const char *name = get_str(r, NULL), *symbol = get_str(r, NULL), *path = get_str(r, NULL);
+  if (r->bad) return;
+  if (!name || !symbol || !path) {
+    bad(r, "a user-defined function has no name, symbol or library");
+    return;
+  }
+  ck_error_t local = {0};
+  if (ck_udf_load(name, symbol, path, &e->udf, r->err ? r->err : &local)) {
+    bad(r, "a user-defined function's library cannot be loaded");
+    return;
+  }
+  if (!ck_type_eq(e->udf->result, e->type))
+    bad(r, "a user-defined function's result type is not the one the plan was made with");
+}
+
+/* A user-defined aggregate's name, symbol and library, loaded as get_udf loads a scalar one. */
+static void get_agg_udf(rd_t *r, ck_agg_call_t *call) {
+  const char *name = get_str(r, NULL), *symbol = get_str(r, NULL), *path = get_str(r, NULL);
+  if (r->bad) return;
+  if (!name || !symbol || !path) {
+    bad(r, "a user-defined aggregate has no name, symbol or library");
+    return;
+  }
+  ck_error_t local = {0};
+  if (ck_udf_load(name, symbol, path, &call->udf, r->err ? r->err : &local)) {
+    bad(r, "a user-defined aggregate's library cannot be loaded");
+    return;
+  }
+  if (!call->udf->aggregate || !ck_type_eq(call->udf->result, call->result_type) ||
+      !ck_type_eq(call->udf->args[0], call->arg_type))
+    bad(r, "a user-defined aggregate's types are not the ones the plan was made with");
+}
+
 /* One tree whose columns index a layout of ncols, pre-order, without recursion. */
 static ck_expr_t *get_expr(rd_t *r, int ncols) {
   ck_expr_t *root = NULL;
@@ -432,7 +480,7 @@ static ck_expr_t *get_expr(rd_t *r, int ncols) {
     ck_expr_t *e = ck_arena_zalloc(r->arena, sizeof *e);
     *slot = e;
     uint8_t kind = get_u8(r);
-    if (kind > CK_EX_WATERMARK) bad(r, "an expression kind is out of range");
+    if (kind > CK_EX_UDF) bad(r, "an expression kind is out of range");
     e->kind = (ck_expr_kind_t)kind;
     e->type = get_type(r);
     e->column = get_i32(r);
@@ -446,7 +494,10 @@ static ck_expr_t *get_expr(rd_t *r, int ncols) {
     e->constant = get_bool(r);
     e->size = get_u32(r);
     if (e->kind == CK_EX_LITERAL) get_literal(r, &e->literal);
+    if (e->kind == CK_EX_UDF) get_udf(r, e);
     e->nargs = get_count(r, 20, false);
+    if (!r->bad && e->kind == CK_EX_UDF && e->nargs != e->udf->nargs)
+      bad(r, "a user-defined function's arity is not the one the plan was made with");
     if (r->bad) break;
     e->args = ck_arena_zalloc(r->arena, sizeof *e->args * (size_t)(e->nargs + 1));
     if (n + (size_t)e->nargs > cap) {
@@ -626,6 +677,7 @@ static int get_node(rd_t *r, ck_graph_t *g, int i, ck_error_t *err) {
         call->arg_type = get_type(r);
         call->result_type = get_type(r);
         if (call->fn == CK_AGG_LISTAGG) call->sep = get_str(r, NULL);
+        if (call->fn == CK_AGG_UDF && !r->bad) get_agg_udf(r, call);
       }
       uint8_t wk = get_u8(r);
       if (wk > CK_WIN_CUMULATE) bad(r, "a window kind is out of range");
@@ -661,7 +713,7 @@ static int decode(const void *data, size_t len, bool masked_ok, ck_graph_t **out
   *out = NULL;
   ck_graph_t *g = ck_calloc(1, sizeof *g);
   ck_arena_init(&g->arena, 0);
-  rd_t r = {data, len, 0, false, NULL, &g->arena};
+  rd_t r = {data, len, 0, false, NULL, &g->arena, err};
   ck_plan_t carried = {0}, built = {0};
   int rc = 0;
   const uint8_t *magic = take(&r, 4);

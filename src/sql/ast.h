@@ -88,7 +88,8 @@ typedef struct ck_ast_select {
   uint64_t *sets;
 } ck_ast_select_t;
 
-typedef enum ck_stmt_kind { CK_STMT_CREATE_TABLE, CK_STMT_INSERT, CK_STMT_SELECT } ck_stmt_kind_t;
+typedef enum ck_stmt_kind { CK_STMT_CREATE_TABLE, CK_STMT_INSERT, CK_STMT_SELECT,
+                             CK_STMT_CREATE_FUNCTION } ck_stmt_kind_t;
 
 typedef struct ck_stmt {
   ck_stmt_kind_t kind;
@@ -109,6 +110,11 @@ typedef struct ck_stmt {
   int ninsert_cols;
   const char **insert_cols;
   ck_ast_select_t *select;
+  /* CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT EXISTS] table AS 'fn_symbol'
+   *   USING [LIBRARY] 'fn_path' LANGUAGE C   (the two clauses in either order; name in table) */
+  const char *fn_symbol, *fn_path;
+  ck_pos_t fn_symbol_pos, fn_path_pos;
+  bool fn_temporary;
 } ck_stmt_t;
 
 typedef struct ck_script {

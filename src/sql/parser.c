@@ -1235,11 +1235,14 @@ static int parse_option_key(parser_t *ps, const char **out) {
 static int parse_columns(parser_t *ps, ck_stmt_t *st, vec_t *cols, ck_hmap_t *seen);
 static int parse_options(parser_t *ps, ck_stmt_t *st, ck_hmap_t *seen);
 
+static int parse_create_function(parser_t *ps, ck_stmt_t *st);
+
 static int parse_create(parser_t *ps, ck_stmt_t *st) {
   st->kind = CK_STMT_CREATE_TABLE;
+  if (is_kw(&ps->tok, "TEMPORARY") || is_kw(&ps->tok, "FUNCTION"))
+    return parse_create_function(ps, st);
   if (!accept_kw(ps, "TABLE")) {
     if (is_kw(&ps->tok, "VIEW")) return refuse(ps, &ps->tok, "CREATE VIEW", NULL);
-    if (is_kw(&ps->tok, "FUNCTION")) return refuse(ps, &ps->tok, "CREATE FUNCTION", NULL);
     return expect_kw(ps, "TABLE");
   }
   if (is_kw(&ps->tok, "IF")) {
@@ -1266,6 +1269,66 @@ static int parse_create(parser_t *ps, ck_stmt_t *st) {
     ck_hmap_fini(&seen);
     if (rc) return rc;
   }
+  return 0;
+}
+
+/* CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT EXISTS] name AS 'symbol'
+ *   USING [LIBRARY] 'path' LANGUAGE C   — USING and LANGUAGE in either order (Flink writes
+ * LANGUAGE first); the language must be C, and a Flink JAR is refused by name. */
+static int parse_create_function(parser_t *ps, ck_stmt_t *st) {
+  st->kind = CK_STMT_CREATE_FUNCTION;
+  if (accept_kw(ps, "TEMPORARY")) {
+    st->fn_temporary = true;
+    accept_kw(ps, "SYSTEM");
+  }
+  if (expect_kw(ps, "FUNCTION")) return CK_ESYNTAX;
+  if (is_kw(&ps->tok, "IF")) {
+    next(ps);
+    if (expect_kw(ps, "NOT") || expect_kw(ps, "EXISTS")) return CK_ESYNTAX;
+    st->if_not_exists = true;
+  }
+  if (expect_ident(ps, "a function name", &st->table, &st->table_pos)) return CK_ESYNTAX;
+  if (ps->tok.kind == T_DOT)
+    return refuse(ps, &ps->tok, "a catalog or database in a function name",
+                  "clink has no catalogs: name the function alone");
+  if (expect_kw(ps, "AS")) return CK_ESYNTAX;
+  if (ps->tok.kind != T_STRING)
+    return fail_at(ps, &ps->tok, "expected %s", "the function's symbol as a string ('symbol')");
+  st->fn_symbol_pos = ps->tok.pos;
+  st->fn_symbol = string_text(ps, &ps->tok);
+  next(ps);
+  bool language = false;
+  for (;;) {
+    if (is_kw(&ps->tok, "USING") && !st->fn_path) {
+      next(ps);
+      if (is_kw(&ps->tok, "JAR") || is_kw(&ps->tok, "FILE") || is_kw(&ps->tok, "ARCHIVE"))
+        return refuse(ps, &ps->tok, ck_arena_printf(ps->arena, "USING %s",
+                      tok_text(ps, &ps->tok)), "write USING 'path/to/lib.so' (a shared library "
+                      "of C functions)");
+      accept_kw(ps, "LIBRARY");
+      if (ps->tok.kind != T_STRING)
+        return fail_at(ps, &ps->tok, "expected %s", "the library's path as a string ('lib.so')");
+      st->fn_path_pos = ps->tok.pos;
+      st->fn_path = string_text(ps, &ps->tok);
+      next(ps);
+    } else if (is_kw(&ps->tok, "LANGUAGE") && !language) {
+      next(ps);
+      if (!is_kw(&ps->tok, "C")) {
+        if (ps->tok.kind == T_IDENT)
+          return refuse(ps, &ps->tok, ck_arena_printf(ps->arena, "LANGUAGE %s",
+                        tok_text(ps, &ps->tok)), "clink loads functions written in C "
+                        "(LANGUAGE C; include/clink/udf.h); Python functions come with pyclink");
+        return fail_at(ps, &ps->tok, "expected %s", "LANGUAGE C");
+      }
+      next(ps);
+      language = true;
+    } else {
+      break;
+    }
+  }
+  if (!st->fn_path)
+    return fail_at(ps, &ps->tok, "expected %s", "USING 'path/to/lib.so' (the library)");
+  if (!language) return fail_at(ps, &ps->tok, "expected %s", "LANGUAGE C");
   return 0;
 }
 

@@ -38,6 +38,7 @@
 #include "base/redact.h"
 #include "base/hash.h"
 #include "sql/parser.h"
+#include "runtime/udf.h"
 
 typedef struct table {
   const ck_stmt_t *st;
@@ -72,6 +73,11 @@ typedef struct planner {
   int ntables;
   ck_node_t *nodes;
   int nnodes, cap;
+  struct {                /* CREATE FUNCTION … LANGUAGE C: the script's user-defined functions */
+    const ck_stmt_t *st;
+    const ck_udf_t *udf;
+  } fns[64];
+  int nfns;
 } planner_t;
 
 typedef struct scope {
@@ -92,8 +98,11 @@ static const char *const agg_names[] = {"COUNT", "SUM", "AVG", "MIN", "MAX",
                                         "APPROX_COUNT_DISTINCT"};
 static const char *const window_names[] = {"TUMBLE", "HOP", "SESSION", "CUMULATE"};
 
+static bool is_udf_agg_call(const ck_ast_t *a);
+
 static bool is_agg_call(const ck_ast_t *a) {
   if (a->kind != CK_AST_CALL) return false;
+  if (is_udf_agg_call(a)) return true;
   for (size_t i = 0; i < CK_ARRAY_LEN(agg_names); i++)
     if (ck_streq_i(a->text, agg_names[i])) return true;
   return false;
@@ -180,6 +189,30 @@ static int unknown_table(planner_t *pl, const char *name, ck_pos_t pos) {
 
 static int declare_time(planner_t *pl, table_t *t);
 
+/* Changelog sources (Flink's CDC formats and upsert-kafka), refused by name: their rows are
+ * updates and deletes, which no clink operator takes yet (an aggregation refuses retractions). */
+static int refuse_changelog_source(planner_t *pl, const ck_stmt_t *st) {
+  static const char *const formats[] = {"debezium-json", "debezium-avro-confluent", "canal-json",
+                                        "maxwell-json", "ogg-json"};
+  for (int i = 0; i < st->noptions; i++) {
+    const char *k = st->opt_keys[i], *v = st->opt_values[i];
+    bool upsert = !strcmp(k, "connector") && ck_streq_i(v, "upsert-kafka");
+    bool cdc = false;
+    if (!strcmp(k, "format") || !strcmp(k, "value.format"))
+      for (size_t f = 0; f < CK_ARRAY_LEN(formats); f++) cdc = cdc || ck_streq_i(v, formats[f]);
+    if (!upsert && !cdc) continue;
+    fail(pl, st->opt_pos[i], CK_EUNSUPPORTED, upsert ? "the connector 'upsert-kafka' is not "
+         "supported yet" : "the changelog format '%s' is not supported yet", v);
+    ck_error_detail(pl->err, "a changelog source sends updates and deletes, and no clink "
+                    "operator takes retractions yet");
+    ck_error_hint(pl->err, upsert ? "read the topic with connector = 'kafka' (every message is "
+                  "an insert)" : "read the envelope with format = 'json' and VARCHAR columns "
+                  "(op, after), and its fields with JSON_VALUE(after, '$.id')");
+    return CK_EUNSUPPORTED;
+  }
+  return 0;
+}
+
 static int add_table(planner_t *pl, const ck_stmt_t *st) {
   if (find_table(pl, st->table)) {
     if (st->if_not_exists) return 0;
@@ -207,6 +240,7 @@ static int add_table(planner_t *pl, const ck_stmt_t *st) {
     t->options.values[i] = ck_arena_strdup(pl->arena, st->opt_values[i]);
     if (strcmp(st->opt_keys[i], "connector") == 0) connector = st->opt_values[i];
   }
+  if (refuse_changelog_source(pl, st)) return pl->err->code;
   if (!connector) {
     fail(pl, st->table_pos, CK_EOPTION, "table '%s' has no connector", st->table);
     ck_error_hint(pl->err, "add WITH (connector = '…'); 'clink connectors' lists them");
@@ -627,6 +661,85 @@ static const struct {
                             "date as the TIMESTAMP of its midnight"},
 };
 
+/* ---------------------------------------------------------------- user-defined functions */
+
+static const ck_udf_t *find_udf(const planner_t *pl, const char *name) {
+  for (int i = 0; i < pl->nfns; i++)
+    if (ck_streq_i(pl->fns[i].st->table, name)) return pl->fns[i].udf;
+  return NULL;
+}
+
+/* The planner of the script being planned on this thread: is_agg_call, which the binder
+ * calls everywhere without a planner, asks it for the script's aggregate functions. */
+static _Thread_local const planner_t *tl_planner;
+
+static bool is_udf_agg_call(const ck_ast_t *a) {
+  const ck_udf_t *udf = tl_planner ? find_udf(tl_planner, a->text) : NULL;
+  return udf && udf->aggregate;
+}
+
+/* A call of a function the script created: true when a->text names one (then *out is the
+ * bound call, or NULL with the error set). */
+static bool bind_udf_call(scope_t *sc, const ck_ast_t *a, ck_expr_t **out) {
+  planner_t *pl = sc->pl;
+  const ck_udf_t *udf = find_udf(pl, a->text);
+  *out = NULL;
+  if (!udf) return false;
+  if (a->distinct) {
+    fail(pl, a->pos, CK_ESYNTAX, "DISTINCT is only allowed in aggregate functions");
+    return true;
+  }
+  if (a->nargs > CLINK_UDF_MAX_ARGS) {
+    fail(pl, a->pos, CK_EBIND, "too many arguments to %s", a->text);
+    return true;
+  }
+  if (a->nargs && a->args[0]->kind == CK_AST_STAR) {
+    fail(pl, a->pos, CK_EBIND, "%s(*) is not a function call", a->text);
+    return true;
+  }
+  ck_expr_t *args[CLINK_UDF_MAX_ARGS];
+  if (bind_args(sc, a, 0, args)) return true;
+  *out = ck_expr_udf(pl->arena, udf, args, a->nargs, pl->err);
+  if (!*out) place(pl, a->pos);
+  return true;
+}
+
+static bool is_builtin_name(const char *name);
+
+/* CREATE FUNCTION name AS 'symbol' USING 'path' LANGUAGE C: loads the library now, so that a
+ * missing file or symbol or a descriptor that does not match is an error of the script. */
+static int add_function(planner_t *pl, const ck_stmt_t *st) {
+  for (int i = 0; i < pl->nfns; i++)
+    if (ck_streq_i(pl->fns[i].st->table, st->table)) {
+      if (st->if_not_exists) return 0;
+      fail(pl, st->table_pos, CK_EEXISTS, "function '%s' is already created at line %d",
+           st->table, pl->fns[i].st->table_pos.line);
+      ck_error_hint(pl->err, "write CREATE FUNCTION IF NOT EXISTS, or choose another name");
+      return CK_EEXISTS;
+    }
+  if (is_builtin_name(st->table)) {
+    fail(pl, st->table_pos, CK_EEXISTS, "could not create function '%s': a built-in function "
+         "has that name", st->table);
+    ck_error_hint(pl->err, "choose another name");
+    return CK_EEXISTS;
+  }
+  if (pl->nfns == (int)CK_ARRAY_LEN(pl->fns))
+    return fail(pl, st->table_pos, CK_EUNSUPPORTED, "a script may create at most %d functions",
+                (int)CK_ARRAY_LEN(pl->fns));
+  const ck_udf_t *udf = NULL;
+  int rc = ck_udf_load(st->table, st->fn_symbol, st->fn_path, &udf, pl->err);
+  if (rc) {
+    /* a library that does not open: its path; anything about the descriptor: the symbol */
+    place(pl, rc == CK_ENOTFOUND && !strstr(pl->err->message, "has no symbol") ? st->fn_path_pos
+                                                                             : st->fn_symbol_pos);
+    return rc;
+  }
+  pl->fns[pl->nfns].st = st;
+  pl->fns[pl->nfns].udf = udf;
+  pl->nfns++;
+  return 0;
+}
+
 static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
   planner_t *pl = sc->pl;
   if (is_agg_call(a)) {
@@ -653,6 +766,8 @@ static ck_expr_t *bind_call(scope_t *sc, const ck_ast_t *a) {
          a->text);
     return NULL;
   }
+  ck_expr_t *user = NULL;
+  if (bind_udf_call(sc, a, &user)) return user;
   int fn = ck_fn_lookup(a->text); /* the one function table: runtime/expr.h */
   if (fn >= 0) {
     if (a->distinct) {
@@ -701,6 +816,19 @@ static const struct {
     {"<=", CK_FN_LE}, {">", CK_FN_GT},  {">=", CK_FN_GE}, {"AND", CK_FN_AND},
     {"OR", CK_FN_OR}, {"||", CK_FN_CONCAT},
 };
+
+/* A name the engine gives a meaning: a function of CK_FN_TABLE, an aggregate, a window, one
+ * refused by name, or one of the calls the binder knows itself. */
+static bool is_builtin_name(const char *name) {
+  if (ck_fn_lookup(name) >= 0) return true;
+  for (size_t i = 0; i < CK_ARRAY_LEN(agg_names); i++)
+    if (ck_streq_i(name, agg_names[i])) return true;
+  for (size_t i = 0; i < CK_ARRAY_LEN(window_names); i++)
+    if (ck_streq_i(name, window_names[i])) return true;
+  for (size_t i = 0; i < CK_ARRAY_LEN(not_yet); i++)
+    if (ck_streq_i(name, not_yet[i].name)) return true;
+  return ck_streq_i(name, "CURRENT_WATERMARK") || ck_streq_i(name, "PROCTIME");
+}
 
 static ck_expr_t *too_large(planner_t *pl, ck_pos_t pos) {
   fail(pl, pos, CK_EUNSUPPORTED, "expression has more than %d nodes", CK_SQL_MAX_EXPR_NODES);
@@ -1287,6 +1415,17 @@ static int agg_call_spec_more(planner_t *pl, const ck_ast_t *a, ck_type_t arg_ty
   }
 }
 
+/* A user-defined aggregate's argument converted to the type its descriptor declares, as a
+ * scalar UDF's are (an INT into a BIGINT argument); other calls' arguments are left alone. */
+static ck_expr_t *coerce_udf_agg_arg(planner_t *pl, const ck_ast_t *a, ck_expr_t *e) {
+  const ck_udf_t *udf = find_udf(pl, a->text);
+  if (!udf || !udf->aggregate || ck_type_eq(e->type, udf->args[0])) return e;
+  if (e->type.id != CK_T_NULL && !ck_type_assignable(e->type, udf->args[0])) return e;
+  ck_expr_t *c = ck_expr_coerce(pl->arena, e, udf->args[0], pl->err);
+  if (!c) place(pl, a->pos);
+  return c;
+}
+
 static int agg_call_spec(planner_t *pl, const ck_ast_t *a, int arg_col, ck_type_t arg_type,
                          ck_agg_call_t *out) {
   memset(out, 0, sizeof *out);
@@ -1299,6 +1438,25 @@ static int agg_call_spec(planner_t *pl, const ck_ast_t *a, int arg_col, ck_type_
   out->distinct = a->distinct;
   char tn[48];
   bool star = a->nargs == 1 && a->args[0]->kind == CK_AST_STAR;
+  const ck_udf_t *udf = find_udf(pl, a->text);
+  if (udf && udf->aggregate) {
+    if (a->nargs != 1 || star)
+      return fail(pl, a->pos, CK_EBIND, "%s takes exactly one argument (library '%s')", a->text,
+                  udf->path);
+    if (a->distinct)
+      return fail(pl, a->pos, CK_EUNSUPPORTED, "DISTINCT in the user-defined aggregate %s is "
+                  "not supported", a->text);
+    if (!ck_type_eq(arg_type, udf->args[0])) {
+      char want[48];
+      return fail(pl, a->pos, CK_ETYPE, "function %s takes %s as argument 1, not %s (library "
+                  "'%s')", a->text, ck_type_name(udf->args[0], want, sizeof want),
+                  ck_type_name(arg_type, tn, sizeof tn), udf->path);
+    }
+    out->fn = CK_AGG_UDF;
+    out->udf = udf;
+    out->result_type = udf->result;
+    return 0;
+  }
   if (ck_streq_i(a->text, "COUNT")) {
     if (a->nargs != 1) return fail(pl, a->pos, CK_EBIND, "COUNT takes one argument or *");
     out->fn = star ? CK_AGG_COUNT_STAR : CK_AGG_COUNT;
@@ -1591,6 +1749,7 @@ static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***na
       ck_value_t one = {.type = CK_TYPE(CK_T_INT32), .v.i = 1};
       e = ck_expr_literal(pl->arena, &one);
     }
+    if (!(e = coerce_udf_agg_arg(pl, c, e))) return -1;
     pre->u.calc.exprs[k] = e;
     pre->out_schema.names[k] = ck_arena_printf(pl->arena, "arg$%d", i);
     pre->out_schema.types[k] = e->type;
@@ -2004,11 +2163,16 @@ int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_gra
   pl->arena = &graph->arena;
   pl->err = err;
   pl->opts = &opts;
+  tl_planner = pl;
   int rc = 0, queries = 0;
   for (int i = 0; i < script->nstmts && !rc; i++) {
     const ck_stmt_t *st = script->stmts[i];
     if (st->kind == CK_STMT_CREATE_TABLE) {
       rc = add_table(pl, st);
+      continue;
+    }
+    if (st->kind == CK_STMT_CREATE_FUNCTION) {
+      rc = add_function(pl, st);
       continue;
     }
     if (st->select->nsets) { /* GROUPING SETS / ROLLUP / CUBE */
@@ -2028,6 +2192,7 @@ int ck_sql_plan(const ck_script_t *script, const ck_plan_opts_t *opts_in, ck_gra
   if (!rc && queries == 0)
     rc = ck_error_set(err, CK_EINVAL,
                       "nothing to run: the script has no INSERT INTO … SELECT or SELECT");
+  tl_planner = NULL;
   for (int i = 0; i < pl->ntables; i++) ck_hmap_fini(&pl->tables[i].cols);
   if (rc) {
     ck_free(pl);
@@ -2136,9 +2301,12 @@ void ck_graph_describe(const ck_graph_t *graph, ck_buf_t *out) {
                       (long long)a->window.size, (long long)a->window.slide,
                       (long long)a->window.gap, (long long)a->window.step, a->window.time_col,
                       (long long)a->allowed_lateness_ms);
-        for (int k = 0; k < a->ncalls; k++)
+        for (int k = 0; k < a->ncalls; k++) {
           ck_buf_printf(out, " call=%d/%d/%d", (int)a->calls[k].fn, a->calls[k].distinct,
                         a->calls[k].arg_col);
+          if (a->calls[k].udf)
+            ck_buf_printf(out, "[%s@%s]", a->calls[k].udf->symbol, a->calls[k].udf->path);
+        }
         ck_buf_puts(out, " having=");
         if (a->having) ck_expr_to_string(a->having, out);
         break;
