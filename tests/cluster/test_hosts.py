@@ -20,6 +20,7 @@ import pytest
 
 from .conftest import CLINK, Cluster, Proc, free_port, wait_for
 from .test_cluster_jobs import check, write_job
+from .test_ha_zk import LSAN
 
 
 def ip(*args, ns=None, check_rc=True):
@@ -208,3 +209,118 @@ def test_a_worker_host_cut_off_and_healed_rejoins_and_the_job_holds_every_window
     assert c.workers["w2"].p.poll() is None  # never restarted: it registers again by itself
     wait_for(lambda: c.job(jid).get("status") in ("RUNNING", "FINISHED"), 60, "the job again")
     finish(c, jid, out, rows)
+
+
+class Forwarder:
+    """A TCP relay in the root namespace, from the bridge's address to a service on loopback
+    (the shared services listen on 127.0.0.1 only): how the hosts reach ZooKeeper."""
+
+    def __init__(self, listen_host, target):
+        import socket
+        import threading
+        self.target = target
+        self.lsock = socket.socket()
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind((listen_host, 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.socks, self.closed = [], False
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        import threading
+        while not self.closed:
+            try:
+                a, _ = self.lsock.accept()
+                b = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                continue
+            with self.lock:
+                self.socks += [a, b]
+            for x, y in ((a, b), (b, a)):
+                threading.Thread(target=self._pipe, args=(x, y), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        import socket
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.closed = True
+        self.lsock.close()
+        with self.lock:
+            for s in self.socks:
+                s.close()
+
+
+def test_the_leader_host_cut_off_is_replaced_and_stays_deposed_when_healed(hosts, tmp_path):
+    zk = os.environ.get("CLINK_ZOOKEEPER")
+    if not zk:
+        pytest.skip("CLINK_ZOOKEEPER is not set (eval \"$(scripts/services.sh env)\")")
+    h, made = hosts
+    addrs = h.up(["c1", "c2", "w1", "w2"])
+    zk_host, zk_port = zk.rsplit(":", 1)
+    fwd = Forwarder(f"{h.net}.1", (zk_host, int(zk_port)))
+    try:
+        url = f"zookeeper://{h.net}.1:{fwd.port}/clink-tests/hosts-{os.getpid()}-{h.tag}"
+        c = HostCluster(tmp_path, addrs["c1"][1], token="hosts-test-token")
+        made.append(c)
+        c.env["LSAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("LSAN_OPTIONS"),
+                                                      f"suppressions={LSAN}"]))
+        coords = {}
+        for name, log in (("c1", "coordinator.log"), ("c2", "standby.log")):
+            ns, addr = addrs[name]
+            http = free_port()
+            coords[name] = (Proc(["ip", "netns", "exec", ns, CLINK, "coordinator", "--host",
+                                  addr, "--port", str(c.port), "--http-port", str(http),
+                                  "--checkpoint-dir", str(c.ckpt), "--checkpoint-interval-ms",
+                                  "200", "--max-restarts", "10", "--ha", url,
+                                  "--ha-session-timeout-ms", "4000"], tmp_path / log, c.env),
+                            addr, http)
+            if name == "c1":
+                c.coordinator, c.host, c.http = coords["c1"]
+                wait_for(lambda: c.get("/api/v1/health", auth=False)[0] == 200, 20, "c1")
+        standby = coords["c2"][0]
+        wait_for(lambda: "standing by as member-" in standby.text(), 20, "the standby")
+        for wid in ("w1", "w2"):
+            ns, addr = addrs[wid]
+            args = ["ip", "netns", "exec", ns, CLINK, "worker", "--ha", url, "--slots", "1",
+                    "--id", wid, "--host", addr]
+            c.workers[wid] = Proc(args, tmp_path / f"{wid}.log", c.env)
+        wait_for(lambda: sum(w["status"] == "REGISTERED"
+                             for w in c.get("/api/v1/workers")[1].get("workers", [])) == 2,
+                 30, "both workers")
+        rows = 30000
+        jid, out = run_job(c, tmp_path, rows)
+        old = c.coordinator
+        inner = f"ck{h.tag}i0"  # c1's link
+        ip("link", "set", inner, "down", ns=addrs["c1"][0])
+        try:
+            wait_for(lambda: "on ZooKeeper as member-" in standby.text() and
+                     "with epoch" in standby.text(), 30, "the standby to lead")
+            c.coordinator, c.host, c.http = coords["c2"]
+            wait_for(lambda: sum(w["status"] == "REGISTERED"
+                                 for w in c.get("/api/v1/workers")[1].get("workers", [])) == 2,
+                     30, "both workers to follow the new leader")
+        finally:
+            ip("link", "set", inner, "up", ns=addrs["c1"][0])
+        # healed, the old leader finds its session expired: it stops, without acting
+        assert old.p.wait(timeout=40) == 1, old.text()[-3000:]
+        assert "could not stay the leader of" in old.text(), old.text()[-3000:]
+        finish(c, jid, out, rows)
+    finally:
+        fwd.close()
