@@ -874,6 +874,12 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
   int rc = co->o.ha_dir   ? ck_co_ha_take(co, err)
          : co->o.ha_url ? ck_co_hazk_take(co, stop, err)
                         : 0;
+  if (rc == CK_ECANCELLED && *stop) { /* stopped while standing by: a clean stop */
+    CK_LOG_INFO(LOG_CO, "stopping (stood by, never led)");
+    ck_error_clear(err);
+    rc = 0;
+    goto out;
+  }
   if (!rc) rc = ck_sock_listen(co->o.host, co->o.port, &co->listen_fd, err);
   if (!rc) (void)fcntl(co->listen_fd, F_SETFL, fcntl(co->listen_fd, F_GETFL) | O_NONBLOCK);
   co->refuse_writes = !co->o.auth_token && !ck_co_host_is_loopback(co->o.host);

@@ -76,6 +76,7 @@ struct wk {
   char *zk_hosts, *zk_dir;     /* <path>/leader */
   char leader[128];            /* the member connected to */
   char leader_host[256];
+  char zk_why[512];            /* why the last lookup found no leader (for the log) */
 };
 
 /* ================================================================ sending */
@@ -496,7 +497,11 @@ static int session(wk_t *wk, volatile sig_atomic_t *stop, ck_error_t *fatal) {
   ck_error_t err;
   ck_error_clear(&err);
   int fd;
-  if (wk->zk_dir && find_leader(wk, &err)) return -1;
+  if (wk->zk_dir && find_leader(wk, &err)) {
+    snprintf(wk->zk_why, sizeof wk->zk_why, "%s", err.message);
+    return -1;
+  }
+  wk->zk_why[0] = 0;
   if (ck_sock_connect(wk->o.coordinator_host, wk->o.coordinator_port, 2000, &fd, &err)) {
     return -1;
   }
@@ -635,8 +640,13 @@ int ck_worker_main(const ck_worker_opts_t *opts, volatile sig_atomic_t *stop, ck
         break;
       }
       if (now - logged > 10000) {
-        CK_LOG_INFO(LOG_W, "waiting for the coordinator at %s:%d", wk->o.coordinator_host,
-                    wk->o.coordinator_port);
+        if (wk->zk_dir)
+          CK_LOG_INFO(LOG_W, "waiting for a coordinator to lead '%s' on ZooKeeper (%s)",
+                      wk->zk_dir,
+                      wk->zk_why[0] ? wk->zk_why : "its leader is not reachable yet");
+        else
+          CK_LOG_INFO(LOG_W, "waiting for the coordinator at %s:%d", wk->o.coordinator_host,
+                      wk->o.coordinator_port);
         logged = now;
       }
       int64_t until = now + 300;
