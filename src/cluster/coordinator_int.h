@@ -265,6 +265,8 @@ int ck_co_hazk_each(co_t *co, ck_co_manifest_fn fn, void *ctx);
 /* True when this coordinator (on ZooKeeper) is no longer the leader: its session expired or a
  * fenced write was refused. Any thread. */
 bool ck_co_ha_deposed(co_t *co);
+/* True when ZooKeeper declared this coordinator's session expired. */
+bool ck_co_ha_session_expired(co_t *co);
 /* Ends the session (its member goes: a standby takes over at once). */
 void ck_co_hazk_release(co_t *co);
 

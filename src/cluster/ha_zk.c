@@ -14,8 +14,10 @@
  *                                leader's write gave it.
  *   <path>/jobs/job-<id>.manifest one per job, ha.c's manifest format, written fenced.
  *
- * A leader whose session expires (its member is gone, a standby takes over) or whose write
- * is refused by the fence is deposed: ck_co_ha_deposed turns true and the control loop stops
+ * A leader whose session expires (its member is gone, a standby takes over), whose write is
+ * refused by the fence, or that has not heard ZooKeeper for about a session timeout (the
+ * server may have expired it unheard: a leader cut off from ZooKeeper steps down on its own,
+ * about when a standby may lead) is deposed: ck_co_ha_deposed turns true and the control loop stops
  * without acting further (coordinator.c). Everything it could still send is fenced twice
  * over: workers drop frames of an epoch older than the newest they saw (proto.h), and
  * ZooKeeper refuses its writes. A coordinator stopped cleanly closes its session, so its
@@ -129,7 +131,11 @@ int ck_co_hazk_each(co_t *co, ck_co_manifest_fn fn, void *ctx) {
   return 0;
 }
 
-bool ck_co_ha_deposed(co_t *co) { return co->zk && (co->deposed || ck_zk_expired(co->zk)); }
+bool ck_co_ha_deposed(co_t *co) {
+  return co->zk && (co->deposed || ck_zk_expired(co->zk) || ck_zk_suspect(co->zk));
+}
+
+bool ck_co_ha_session_expired(co_t *co) { return co->zk && ck_zk_expired(co->zk); }
 
 void ck_co_hazk_release(co_t *co) {
   ck_zk_close(co->zk); /* its member goes with the session: a standby takes over now */

@@ -22,6 +22,7 @@ struct ck_zk {
   ck_mutex_t mu;
   ck_cond_t cv;
   atomic_bool connected, expired, changed, node_fired;
+  _Atomic int64_t lost_at; /* ck_mono_ms when the connection went (0: connected) */
   int session_ms;
 };
 
@@ -31,10 +32,16 @@ static void watch(zhandle_t *zh, int type, int state, const char *path, void *ct
   ck_zk_t *zk = ctx;
   ck_mutex_lock(&zk->mu);
   if (type == ZOO_SESSION_EVENT) {
-    if (state == ZOO_CONNECTED_STATE) atomic_store(&zk->connected, true);
-    else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+    if (state == ZOO_CONNECTED_STATE) {
+      atomic_store(&zk->connected, true);
+      atomic_store(&zk->lost_at, 0);
+    } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
       atomic_store(&zk->expired, true);
-    else atomic_store(&zk->connected, false);
+    } else {
+      atomic_store(&zk->connected, false);
+      int64_t none = 0;
+      atomic_compare_exchange_strong(&zk->lost_at, &none, ck_mono_ms());
+    }
   } else if (type == ZOO_CHILD_EVENT) {
     atomic_store(&zk->changed, true);
   }
@@ -127,6 +134,14 @@ void ck_zk_close(ck_zk_t *zk) {
 }
 
 bool ck_zk_expired(ck_zk_t *zk) { return atomic_load(&zk->expired); }
+
+bool ck_zk_suspect(ck_zk_t *zk) {
+  int64_t at = atomic_load(&zk->lost_at);
+  int timeout = zoo_recv_timeout(zk->zh); /* the one the server granted */
+  /* the client notices a silent server after 2/3 of the timeout: a third more is the whole
+   * timeout since it last heard the server, when the server expires a silent session */
+  return at && ck_mono_ms() - at >= (timeout > 0 ? timeout : zk->session_ms) / 3;
+}
 
 bool ck_zk_changed(ck_zk_t *zk) { return atomic_exchange(&zk->changed, false); }
 

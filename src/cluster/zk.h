@@ -29,6 +29,10 @@ int ck_zk_parse_url(const char *url, char **hosts, char **path, ck_error_t *err)
 int ck_zk_open(const char *hosts, int session_ms, ck_zk_t **out, ck_error_t *err);
 void ck_zk_close(ck_zk_t *zk);
 bool ck_zk_expired(ck_zk_t *zk);
+/* True when the server has not been heard for about a whole session timeout (the connection
+ * down for the last third of it): the server may have expired the session already without
+ * this client being able to hear it. */
+bool ck_zk_suspect(ck_zk_t *zk);
 /* True once since the last ck_zk_members(…, watch) on a directory whose members changed. */
 bool ck_zk_changed(ck_zk_t *zk);
 /* Makes path and its parents (persistent, empty) where missing. */
