@@ -907,10 +907,10 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
       rc = ck_error_set(err, CK_ESTATE, "could not stay the leader of '%s': %s; a standby "
                         "coordinator leads with a newer epoch, this one (epoch %llu) stops "
                         "without acting further", co->o.ha_url,
-                        co->deposed                ? "ZooKeeper refused a write, fenced"
-                        : ck_co_ha_session_expired(co) ? "the ZooKeeper session expired"
-                                                       : "ZooKeeper was unreachable for a "
-                                                         "whole session timeout",
+                        ck_co_ha_session_expired(co) ? "the ZooKeeper session expired"
+                        : !co->deposed                 ? "ZooKeeper was unreachable for a "
+                                                         "whole session timeout"
+                        : "a write was refused or given up, fenced",
                         (unsigned long long)co->epoch);
       ck_error_hint(err, "Start it again to stand by; a session expires when the coordinator "
                          "is unreachable or stalled for longer than --ha-session-timeout-ms.");

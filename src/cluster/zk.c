@@ -309,10 +309,16 @@ int ck_zk_put_fenced(ck_zk_t *zk, const char *path, const void *data, size_t len
        * again — the fence makes a repeat by a deposed leader fail like the first */
       int64_t deadline = ck_mono_ms() + zk->session_ms;
       ck_mutex_lock(&zk->mu);
-      while (!atomic_load(&zk->expired) && ck_cond_wait_until(&zk->cv, &zk->mu, deadline) &&
-             !atomic_load(&zk->connected)) {
-      }
+      while (!atomic_load(&zk->expired) && !ck_zk_suspect(zk) && ck_mono_ms() < deadline &&
+             !atomic_load(&zk->connected))
+        (void)ck_cond_wait_until(&zk->cv, &zk->mu, ck_mono_ms() + 50);
       ck_mutex_unlock(&zk->mu);
+      if (ck_zk_suspect(zk) && !atomic_load(&zk->expired)) {
+        ck_error_set(err, CK_ESTATE, "could not write '%s' to ZooKeeper: given up, fenced: the "
+                     "server has not been heard for a session timeout, so this session may "
+                     "have expired and its leadership with it", path);
+        return CK_ESTATE;
+      }
       continue;
     }
     return zk_fail(err, zr, "write", path);
