@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from failover import BenchError, Cluster, Proc, find_clink, free_port, job_sql, sizes, wait_for  # noqa: E402
+from failover import BenchError, Cluster, find_clink, free_port, job_sql, sizes, wait_for  # noqa: E402
 
 
 def s3_env():

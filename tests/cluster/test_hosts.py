@@ -9,7 +9,6 @@ the checkpoints are a directory both workers reach, as --checkpoint-dir requires
 filesystem; S3 from namespaces is not exercised here. Everything made is torn down, even on
 failure. Needs root (CAP_NET_ADMIN); skipped, saying why, where `ip netns add` is refused.
 """
-import json
 import os
 import re
 import subprocess
