@@ -35,7 +35,7 @@ KAFKA_HOME=$CACHE/kafka-$CLINK_KAFKA_VERSION
 PACKAGES="
     build-essential cmake pkg-config git ca-certificates curl
     librdkafka-dev libpq-dev libmicrohttpd-dev liblz4-dev libzstd-dev libcmocka-dev libicu-dev
-    zlib1g-dev libsnappy-dev libcurl4-openssl-dev libssl-dev clang
+    zlib1g-dev libsnappy-dev libcurl4-openssl-dev libssl-dev clang libzookeeper-mt-dev
     clickhouse-server clickhouse-client zookeeper libslf4j-java
     postgresql postgresql-client kcat spin iproute2
     python3 python3-venv

@@ -21,6 +21,8 @@ static const ck_cli_opt_t opts[] = {
     {"http-port", "PORT", "REST API port (default 8081; 0 picks a free one)", 0, 0, 0, false},
     {"checkpoint-dir", "DIR", "where jobs checkpoint (DIR/job-<id>), reachable by every worker (required)", 0, 0, 0, false},
     {"ha-dir", "DIR", "keep a leader lock, the epoch and job manifests here; a restarted coordinator recovers its jobs", 0, 0, 0, false},
+    {"ha", "URL", "zookeeper://host:port[,host:port]/path: leader election, epoch and job manifests on ZooKeeper, for coordinators on several hosts (the first to lead; the others stand by)", 0, 0, 0, false},
+    {"ha-session-timeout-ms", "MS", "the ZooKeeper session timeout: a leader unreachable this long is deposed and a standby takes over", 2000, 600000, 10000, false},
     CK_CLI_SHARED("checkpoint-interval-ms"),
     CK_CLI_SHARED("checkpoint-timeout-ms"),
     CK_CLI_SHARED("checkpoints-retained"),
@@ -77,6 +79,15 @@ static int coordinator_main(int argc, char **argv) {
     return 2;
   }
   o.ha_dir = ck_cli_get(cmd, &args, "ha-dir");
+  o.ha_url = ck_cli_get(cmd, &args, "ha");
+  if (o.ha_dir && o.ha_url) {
+    fprintf(stderr, "clink coordinator: give --ha-dir (one host) or --ha (ZooKeeper), not "
+                    "both\n");
+    return 2;
+  }
+  long session_ms = 0;
+  if (ck_cli_int(cmd, &args, "ha-session-timeout-ms", &session_ms)) return 2;
+  o.ha_session_ms = (int)session_ms;
   long ms = 0, timeout_ms = 0, retained = 0, restarts = 0;
   if (ck_cli_int(cmd, &args, "checkpoint-interval-ms", &ms) ||
       ck_cli_int(cmd, &args, "checkpoint-timeout-ms", &timeout_ms) ||

@@ -14,6 +14,7 @@
 static const ck_cli_opt_t opts[] = {
     {"coordinator-host", "HOST", "the coordinator's address (default 127.0.0.1)", 0, 0, 0, false},
     CK_CLI_SHARED("coordinator-port"),
+    {"ha", "URL", "zookeeper://host:port[,host:port]/path the coordinators lead on: connect to the leader found there (and follow it), not to --coordinator-host/--coordinator-port", 0, 0, 0, false},
     {"slots", "N", "subtask slots this worker offers", 1, 1024, 1, false},
     {"id", "NAME", "this worker's name (default worker-<pid>)", 0, 0, 0, false},
     {"host", "ADDR", "address for this worker's data and HTTP ports (default 127.0.0.1)", 0, 0, 0, false},
@@ -43,6 +44,7 @@ static int worker_main(int argc, char **argv) {
   ck_worker_opts_t o = {.coordinator_port = 6123, .slots = 1, .http_port = -1};
   const char *v;
   o.coordinator_host = ck_cli_get(cmd, &args, "coordinator-host");
+  o.ha_url = ck_cli_get(cmd, &args, "ha");
   if (!o.coordinator_host) o.coordinator_host = "127.0.0.1";
   long co_port;
   if (ck_cli_int(cmd, &args, "coordinator-port", &co_port)) return 2;

@@ -563,7 +563,8 @@ void ck_co_job_recover(co_t *co, int64_t id, const char *name, const char *sql,
     co->next_job_id = id;
     add_job(co, job);
     co->next_job_id = save_next > co->next_job_id ? save_next : co->next_job_id;
-    CK_LOG_INFO(LOG_CO, "job_id=%lld recovered from the HA directory", (long long)id);
+    CK_LOG_INFO(LOG_CO, "job_id=%lld recovered from the HA %s", (long long)id,
+                co->zk ? "manifests on ZooKeeper" : "directory");
   }
   ck_mutex_unlock(&co->mu);
 }
@@ -818,6 +819,7 @@ static void free_all(co_t *co) {
   ck_free(co->jobs);
   if (co->listen_fd >= 0) close(co->listen_fd);
   if (co->lock_fd >= 0) close(co->lock_fd);
+  if (co->zk) ck_co_hazk_release(co);
 }
 
 ck_coordinator_t *ck_coordinator_detached_new(const ck_coordinator_opts_t *opts) {
@@ -869,7 +871,15 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
   ck_mutex_init(&co->mu);
   ck_mutex_init(&co->plan_mu);
   if (!ck_store_is_remote(co->o.checkpoint_dir)) mkdir(co->o.checkpoint_dir, 0755);
-  int rc = co->o.ha_dir ? ck_co_ha_take(co, err) : 0;
+  int rc = co->o.ha_dir   ? ck_co_ha_take(co, err)
+         : co->o.ha_url ? ck_co_hazk_take(co, stop, err)
+                        : 0;
+  if (rc == CK_ECANCELLED && *stop) { /* stopped while standing by: a clean stop */
+    CK_LOG_INFO(LOG_CO, "stopping (stood by, never led)");
+    ck_error_clear(err);
+    rc = 0;
+    goto out;
+  }
   if (!rc) rc = ck_sock_listen(co->o.host, co->o.port, &co->listen_fd, err);
   if (!rc) (void)fcntl(co->listen_fd, F_SETFL, fcntl(co->listen_fd, F_GETFL) | O_NONBLOCK);
   co->refuse_writes = !co->o.auth_token && !ck_co_host_is_loopback(co->o.host);
@@ -887,12 +897,25 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
               co->o.host, ck_sock_port(co->listen_fd), co->o.host,
               co->http ? ck_http_port(co->http) : -1, co->o.checkpoint_dir);
   ck_mutex_lock(&co->mu);
-  if (co->o.ha_dir) ck_co_planners_recover(co, ck_co_ha_recover(co));
+  if (co->o.ha_dir || co->zk) ck_co_planners_recover(co, ck_co_ha_recover(co));
   rc = skip_used_job_ids(co, err); /* ids must not be chosen from part of a listing */
   ck_mutex_unlock(&co->mu);
   if (rc) goto out;
 
   while (!*stop) {
+    if (ck_co_ha_deposed(co)) { /* a standby leads now: act no further (ha_zk.c) */
+      rc = ck_error_set(err, CK_ESTATE, "could not stay the leader of '%s': %s; a standby "
+                        "coordinator leads with a newer epoch, this one (epoch %llu) stops "
+                        "without acting further", co->o.ha_url,
+                        ck_co_ha_session_expired(co) ? "the ZooKeeper session expired"
+                        : !co->deposed                 ? "ZooKeeper was unreachable for a "
+                                                         "whole session timeout"
+                        : "a write was refused or given up, fenced",
+                        (unsigned long long)co->epoch);
+      ck_error_hint(err, "Start it again to stand by; a session expires when the coordinator "
+                         "is unreachable or stalled for longer than --ha-session-timeout-ms.");
+      break;
+    }
     struct pollfd pfds[MAX_CONNS + 1];
     ck_mutex_lock(&co->mu);
     int n = co->nconns;
@@ -939,7 +962,7 @@ int ck_coordinator_main(const ck_coordinator_opts_t *opts, volatile sig_atomic_t
             break;
           }
     }
-    tick(co);
+    if (!ck_co_ha_deposed(co)) tick(co); /* deposed meanwhile (a refused write): not one more act */
     ck_co_planners_reap(co, false);
     ck_mutex_unlock(&co->mu);
   }

@@ -58,6 +58,8 @@ typedef struct ck_coordinator_opts {
   int http_port;               /* REST API; -1: none */
   const char *checkpoint_dir;  /* jobs checkpoint under <dir>/job-<id> */
   const char *ha_dir;          /* NULL: no high availability */
+  const char *ha_url;          /* zookeeper://host:port[,…]/path: HA on ZooKeeper (ha_zk.c) */
+  int ha_session_ms;           /* its session timeout (0: 10000) */
   int64_t checkpoint_interval_ms;
   int64_t checkpoint_timeout_ms; /* 0: checkpoint/coord.c's default */
   int checkpoints_retained;      /* completed checkpoints kept per job (0: coord.c's 3) */

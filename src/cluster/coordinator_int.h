@@ -134,6 +134,11 @@ typedef struct co {
   int njobs;
   int64_t next_job_id;
   int lock_fd;
+  struct ck_zk *zk;      /* --ha zookeeper://…: the session (ha_zk.c); NULL: none */
+  char *zk_path;
+  char zk_member[128];   /* this coordinator's member of <path>/leader */
+  int zk_fence_version;  /* <path>/epoch's version this leader's write gave it */
+  bool deposed;          /* a fenced write was refused: no longer the leader */
   ck_http_t *http;
   planner_t *planners[MAX_PLANNING];
   int nplanners;
@@ -241,6 +246,29 @@ void ck_co_ha_save_manifest(co_t *co, const job_t *job);
  * them); fails, in its manifest, one that cannot run again (its credentials were not
  * stored), and raises co->next_job_id above every manifest's id. Under co->mu, at start. */
 ck_co_recovered_t *ck_co_ha_recover(co_t *co);
+
+/* ---- ha_zk.c (with --ha zookeeper://…; co->zk NULL: none of these is called) */
+
+/* Stands for leader on ZooKeeper (waiting, standing by, behind the members before this one)
+ * and takes the epoch from this coordinator's member; on the starting thread. */
+int ck_co_hazk_take(co_t *co, volatile sig_atomic_t *stop, ck_error_t *err);
+/* Writes <path>/jobs/<name>, fenced by the epoch node (CK_ESTATE, and co->deposed, when a
+ * newer leader took over or the session expired). Under co->mu. */
+int ck_co_hazk_write(co_t *co, const char *name, const char *data, size_t len,
+                     ck_error_t *err);
+/* A manifest read back: its name, where it lives (for messages), its text (the callee may
+ * cut it in place). */
+typedef void (*ck_co_manifest_fn)(co_t *co, const char *name, const char *where, char *text,
+                                  size_t len, void *ctx);
+/* Calls fn on every manifest under <path>/jobs. */
+int ck_co_hazk_each(co_t *co, ck_co_manifest_fn fn, void *ctx);
+/* True when this coordinator (on ZooKeeper) is no longer the leader: its session expired or a
+ * fenced write was refused. Any thread. */
+bool ck_co_ha_deposed(co_t *co);
+/* True when ZooKeeper declared this coordinator's session expired. */
+bool ck_co_ha_session_expired(co_t *co);
+/* Ends the session (its member goes: a standby takes over at once). */
+void ck_co_hazk_release(co_t *co);
 
 /* ---- rest.c */
 

@@ -58,6 +58,19 @@ static void manifest_path(const co_t *co, int64_t id, char *out, size_t n) {
   snprintf(out, n, "%s/jobs/job-%lld.manifest", co->o.ha_dir, (long long)id);
 }
 
+/* Replaces job id's manifest: a file of the HA directory, or a node on ZooKeeper, fenced. */
+static int write_manifest(co_t *co, int64_t id, const char *data, size_t len,
+                          ck_error_t *err) {
+  if (co->zk) {
+    char name[64];
+    snprintf(name, sizeof name, "job-%lld.manifest", (long long)id);
+    return ck_co_hazk_write(co, name, data, len, err);
+  }
+  char path[PATH_MAX];
+  manifest_path(co, id, path, sizeof path);
+  return ck_store_replace(path, data, len, 0600, err);
+}
+
 /*
  * The job's manifest: what a coordinator taking over needs to run it again. Format 3: lines
  * "clink-job 3", "id N", "parallelism N", "status S", "attempt N", "redacted 1" when the job
@@ -78,7 +91,7 @@ static void manifest_path(const co_t *co, int64_t id, char *out, size_t n) {
  * versions: the SQL, redacted) are still recovered by planning their SQL again.
  */
 void ck_co_ha_save_manifest(co_t *co, const job_t *job) {
-  if (!co->o.ha_dir) return;
+  if (!co->o.ha_dir && !co->zk) return;
   ck_buf_t sql, masked;
   ck_buf_init(&sql);
   ck_buf_init(&masked);
@@ -109,12 +122,11 @@ void ck_co_ha_save_manifest(co_t *co, const job_t *job) {
   }
   ck_buf_fini(&sql);
   ck_buf_fini(&masked);
-  char path[PATH_MAX];
-  manifest_path(co, job->id, path, sizeof path);
   ck_error_t err;
   ck_error_clear(&err);
-  if (ck_store_replace(path, b.data, b.len, 0600, &err))
-    CK_LOG_ERR(LOG_CO, "job_id=%lld: %s", (long long)job->id, err.message);
+  if (write_manifest(co, job->id, b.data, b.len, &err))
+    CK_LOG_ERR(LOG_CO, "job_id=%lld: could not save the job manifest: %s", (long long)job->id,
+               err.message);
   ck_buf_fini(&b);
 }
 
@@ -188,14 +200,11 @@ int ck_co_ha_take(co_t *co, ck_error_t *err) {
   return 0;
 }
 
-/* Rewrites a manifest with status FAILED, so no later takeover tries the job again. */
-static void mark_unrecoverable(co_t *co, const char *path) {
-  char *text = read_text(path, NULL); /* whole: the caller's copy was cut in place */
-  const char *st = text ? strstr(text, "\nstatus ") : NULL;
-  if (!st) {
-    ck_free(text);
-    return;
-  }
+/* Rewrites a manifest (its whole text) with status FAILED, so no later takeover tries the
+ * job again. */
+static void mark_unrecoverable(co_t *co, int64_t id, const char *text) {
+  const char *st = strstr(text, "\nstatus ");
+  if (!st) return;
   const char *eol = strchr(st + 1, '\n');
   ck_buf_t b;
   ck_buf_init(&b);
@@ -204,10 +213,8 @@ static void mark_unrecoverable(co_t *co, const char *path) {
   if (eol) ck_buf_puts(&b, eol);
   ck_error_t err;
   ck_error_clear(&err);
-  if (ck_store_replace(path, b.data, b.len, 0600, &err)) CK_LOG_ERR(LOG_CO, "%s", err.message);
+  if (write_manifest(co, id, b.data, b.len, &err)) CK_LOG_ERR(LOG_CO, "%s", err.message);
   ck_buf_fini(&b);
-  ck_free(text);
-  (void)co;
 }
 
 /* A manifest line "<key> <value>\n" at *p: the value's start (and *p moves past the line),
@@ -291,8 +298,72 @@ static int parse_manifest(char *text, size_t len, int *par, int *attempt, char *
   return p == end ? 0 : -1;
 }
 
+typedef struct {
+  ck_co_recovered_t *list, **tail;
+} recovering_t;
+
+/* One manifest read back (a file of the HA directory or a node on ZooKeeper). */
+static void recover_one(co_t *co, const char *fname, const char *where, char *text, size_t len,
+                        void *ctx) {
+  recovering_t *rv = ctx;
+  long long id;
+  char tail[16];
+  if (sscanf(fname, "job-%lld.%15s", &id, tail) != 2 || strcmp(tail, "manifest")) return;
+  char *whole = ck_malloc(len + 1); /* parsing cuts text in place */
+  memcpy(whole, text, len);
+  whole[len] = 0;
+  int par = 1, attempt = 0;
+  char status[32] = "";
+  const char *name = NULL, *sql = NULL;
+  char *plan = NULL;
+  size_t plan_len = 0;
+  bool redacted = false;
+  const char *capture_dir = NULL;
+  int64_t capture_records = 0;
+  if (parse_manifest(text, len, &par, &attempt, status, &redacted, &name, &plan, &plan_len,
+                     &sql, &capture_dir, &capture_records)) {
+    CK_LOG_WARN(LOG_CO, "ignoring the unreadable job manifest '%s'", where);
+    goto out;
+  }
+  if (id >= co->next_job_id) co->next_job_id = id + 1;
+  if (!strcmp(status, "FINISHED") || !strcmp(status, "FAILED") || !strcmp(status, "CANCELLED"))
+    goto out;
+  if (redacted) { /* its credentials were never stored */
+    mark_unrecoverable(co, id, whole); /* first: whoever reads the line below sees it marked */
+    CK_LOG_ERR(LOG_CO, "could not recover job %lld ('%s'): its SQL holds credentials, which "
+               "the HA manifest does not keep; submit it again, giving them through "
+               "password_env (read where the job runs) so a takeover can rerun it", id, name);
+    goto out;
+  }
+  ck_co_recovered_t *r = ck_calloc(1, sizeof *r);
+  *r = (ck_co_recovered_t){.id = id, .attempt = attempt, .par = par};
+  r->name = ck_malloc(strlen(name) + 1);
+  memcpy(r->name, name, strlen(name) + 1);
+  r->sql = ck_malloc(strlen(sql) + 1);
+  memcpy(r->sql, sql, strlen(sql) + 1);
+  if (capture_dir) {
+    r->capture_dir = ck_malloc(strlen(capture_dir) + 1);
+    memcpy(r->capture_dir, capture_dir, strlen(capture_dir) + 1);
+    r->capture_records = capture_records;
+  }
+  if (plan) {
+    r->plan = ck_malloc(plan_len ? plan_len : 1);
+    memcpy(r->plan, plan, plan_len);
+    r->plan_len = plan_len;
+  }
+  *rv->tail = r;
+  rv->tail = &r->next;
+out:
+  ck_free(whole);
+}
+
 ck_co_recovered_t *ck_co_ha_recover(co_t *co) {
-  ck_co_recovered_t *list = NULL, **tail_of = &list;
+  recovering_t rv = {NULL, NULL};
+  rv.tail = &rv.list;
+  if (co->zk) {
+    (void)ck_co_hazk_each(co, recover_one, &rv);
+    return rv.list;
+  }
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/jobs", co->o.ha_dir);
   DIR *d = opendir(dir);
@@ -308,56 +379,9 @@ ck_co_recovered_t *ck_co_ha_recover(co_t *co) {
     char *text = read_text(path, &len);
     if (!text) continue;
     (void)chmod(path, 0600); /* one written by an older version may be 0644 */
-    int par = 1, attempt = 0;
-    char status[32] = "";
-    const char *name = NULL, *sql = NULL;
-    char *plan = NULL;
-    size_t plan_len = 0;
-    bool redacted = false;
-    const char *capture_dir = NULL;
-    int64_t capture_records = 0;
-    if (parse_manifest(text, len, &par, &attempt, status, &redacted, &name, &plan, &plan_len,
-                       &sql, &capture_dir, &capture_records)) {
-      CK_LOG_WARN(LOG_CO, "ignoring the unreadable job manifest '%s'", path);
-      ck_free(text);
-      continue;
-    }
-    if (id >= co->next_job_id) co->next_job_id = id + 1;
-    bool done = !strcmp(status, "FINISHED") || !strcmp(status, "FAILED") ||
-                !strcmp(status, "CANCELLED");
-    if (done) {
-      ck_free(text);
-      continue;
-    }
-    if (redacted) { /* its credentials were never stored */
-      mark_unrecoverable(co, path); /* first: whoever reads the line below sees it marked */
-      CK_LOG_ERR(LOG_CO, "could not recover job %lld ('%s'): its SQL holds credentials, which "
-                 "the HA manifest does not keep; submit it again, giving them through "
-                 "password_env (read where the job runs) so a takeover can rerun it", id,
-                 name);
-      ck_free(text);
-      continue;
-    }
-    ck_co_recovered_t *r = ck_calloc(1, sizeof *r);
-    *r = (ck_co_recovered_t){.id = id, .attempt = attempt, .par = par};
-    r->name = ck_malloc(strlen(name) + 1);
-    memcpy(r->name, name, strlen(name) + 1);
-    r->sql = ck_malloc(strlen(sql) + 1);
-    memcpy(r->sql, sql, strlen(sql) + 1);
-    if (capture_dir) {
-      r->capture_dir = ck_malloc(strlen(capture_dir) + 1);
-      memcpy(r->capture_dir, capture_dir, strlen(capture_dir) + 1);
-      r->capture_records = capture_records;
-    }
-    if (plan) {
-      r->plan = ck_malloc(plan_len ? plan_len : 1);
-      memcpy(r->plan, plan, plan_len);
-      r->plan_len = plan_len;
-    }
-    *tail_of = r;
-    tail_of = &r->next;
+    recover_one(co, e->d_name, path, text, len, &rv);
     ck_free(text);
   }
   closedir(d);
-  return list;
+  return rv.list;
 }

@@ -7,6 +7,7 @@
  * and receiving), then the net (no more deliveries into freed channels), then the plan.
  */
 #include "cluster/worker.h"
+#include "cluster/zk.h"
 
 #include <poll.h>
 #include <stdatomic.h>
@@ -70,6 +71,12 @@ struct wk {
   ck_thread_t hb_thread;
   atomic_int hb_stop;
   ck_http_t *http;
+  /* --ha zookeeper://…: the leader's address is looked up before each connection */
+  struct ck_zk *zk;
+  char *zk_hosts, *zk_dir;     /* <path>/leader */
+  char leader[128];            /* the member connected to */
+  char leader_host[256];
+  char zk_why[512];            /* why the last lookup found no leader (for the log) */
 };
 
 /* ================================================================ sending */
@@ -431,6 +438,58 @@ static void on_http(void *ctx, const ck_http_req_t *req, ck_http_resp_t *resp) {
 
 /* ================================================================ the loop */
 
+/* With --ha: the lowest member of <path>/leader (the leader, ha_zk.c) into wk->leader and its
+ * address into o.coordinator_host/port; watched, so leader_moved notices a change. */
+static int find_leader(wk_t *wk, ck_error_t *err) {
+  if (wk->zk && ck_zk_expired(wk->zk)) {
+    ck_zk_close(wk->zk);
+    wk->zk = NULL;
+  }
+  if (!wk->zk && ck_zk_open(wk->zk_hosts, 10000, &wk->zk, err)) return -1;
+  char **m;
+  int n;
+  if (ck_zk_members(wk->zk, wk->zk_dir, true, &m, &n, err)) return -1;
+  int rc = -1;
+  if (!n) {
+    ck_error_set(err, CK_ENOTFOUND, "no coordinator leads '%s' yet", wk->zk_dir);
+  } else {
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", wk->zk_dir, m[0]);
+    ck_buf_t b;
+    ck_buf_init(&b);
+    char *colon;
+    if (!ck_zk_get(wk->zk, path, &b, NULL, err)) {
+      if (!(colon = strrchr(b.data, ':')) || atoi(colon + 1) <= 0) {
+        ck_error_set(err, CK_EPROTO, "the leader's member '%s' holds no host:port", path);
+      } else {
+        *colon = 0;
+        snprintf(wk->leader_host, sizeof wk->leader_host, "%s", b.data);
+        wk->o.coordinator_host = wk->leader_host;
+        wk->o.coordinator_port = atoi(colon + 1);
+        snprintf(wk->leader, sizeof wk->leader, "%s", m[0]);
+        rc = 0;
+      }
+    }
+    ck_buf_fini(&b);
+  }
+  ck_zk_members_free(m, n);
+  return rc;
+}
+
+/* With --ha: true when the members changed and the lowest is not the one connected to. */
+static bool leader_moved(wk_t *wk) {
+  if (!wk->zk || (!ck_zk_changed(wk->zk) && !ck_zk_expired(wk->zk))) return false;
+  char was[128];
+  snprintf(was, sizeof was, "%s", wk->leader);
+  ck_error_t err;
+  ck_error_clear(&err);
+  if (find_leader(wk, &err)) return false; /* ZooKeeper unreachable: keep what works */
+  if (!strcmp(was, wk->leader)) return false;
+  CK_LOG_INFO(LOG_W, "the leader on ZooKeeper is now %s at %s:%d (was %s)", wk->leader,
+              wk->o.coordinator_host, wk->o.coordinator_port, was);
+  return true;
+}
+
 /* One connection to the coordinator: 0 when it ended (register again), -1 when it could not
  * be made, 1 with fatal set when the coordinator refused this worker for good (its REPLY says
  * CK_EEXISTS: the id is a live worker's; CK_EINVAL: the token). */
@@ -438,6 +497,11 @@ static int session(wk_t *wk, volatile sig_atomic_t *stop, ck_error_t *fatal) {
   ck_error_t err;
   ck_error_clear(&err);
   int fd;
+  if (wk->zk_dir && find_leader(wk, &err)) {
+    snprintf(wk->zk_why, sizeof wk->zk_why, "%s", err.message);
+    return -1;
+  }
+  wk->zk_why[0] = 0;
   if (ck_sock_connect(wk->o.coordinator_host, wk->o.coordinator_port, 2000, &fd, &err)) {
     return -1;
   }
@@ -499,6 +563,8 @@ static int session(wk_t *wk, volatile sig_atomic_t *stop, ck_error_t *fatal) {
     if (!fr && got < 0) fr = got;
     reap(wk);
     ck_mutex_unlock(&wk->mu);
+    if (!fr && leader_moved(wk))
+      fr = ck_error_set(&err, CK_ESTATE, "another coordinator leads now (ZooKeeper)");
     if (fr) {
       CK_LOG_WARN(LOG_W, "lost the coordinator: %s", err.message);
       break;
@@ -535,7 +601,16 @@ int ck_worker_main(const ck_worker_opts_t *opts, volatile sig_atomic_t *stop, ck
   }
   ck_mutex_init(&wk->mu);
   int rc = 0;
-  if (wk->o.http_port >= 0)
+  if (wk->o.ha_url) {
+    char *path = NULL;
+    rc = ck_zk_parse_url(wk->o.ha_url, &wk->zk_hosts, &path, err);
+    if (!rc) {
+      wk->zk_dir = ck_malloc(strlen(path) + 8);
+      sprintf(wk->zk_dir, "%s/leader", path);
+    }
+    ck_free(path);
+  }
+  if (!rc && wk->o.http_port >= 0)
     rc = ck_http_start(wk->o.host, wk->o.http_port, on_http, wk, &wk->http, err);
   if (!rc) {
     if (wk->http)
@@ -565,8 +640,13 @@ int ck_worker_main(const ck_worker_opts_t *opts, volatile sig_atomic_t *stop, ck
         break;
       }
       if (now - logged > 10000) {
-        CK_LOG_INFO(LOG_W, "waiting for the coordinator at %s:%d", wk->o.coordinator_host,
-                    wk->o.coordinator_port);
+        if (wk->zk_dir)
+          CK_LOG_INFO(LOG_W, "waiting for a coordinator to lead '%s' on ZooKeeper (%s)",
+                      wk->zk_dir,
+                      wk->zk_why[0] ? wk->zk_why : "its leader is not reachable yet");
+        else
+          CK_LOG_INFO(LOG_W, "waiting for the coordinator at %s:%d", wk->o.coordinator_host,
+                      wk->o.coordinator_port);
         logged = now;
       }
       int64_t until = now + 300;
@@ -577,6 +657,9 @@ int ck_worker_main(const ck_worker_opts_t *opts, volatile sig_atomic_t *stop, ck
     }
   }
   if (wk->http) ck_http_stop(wk->http);
+  ck_zk_close(wk->zk);
+  ck_free(wk->zk_hosts);
+  ck_free(wk->zk_dir);
   ck_mutex_fini(&wk->mu);
   ck_free(wk);
   return rc;

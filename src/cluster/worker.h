@@ -33,6 +33,8 @@
 typedef struct ck_worker_opts {
   const char *coordinator_host;
   int coordinator_port;
+  const char *ha_url;    /* zookeeper://…: the leader's address is looked up there, and
+                            followed when it changes (coordinator_host/port unused) */
   int slots;             /* default 1 */
   const char *id;        /* default worker-<pid> */
   const char *host;      /* the address peers reach this worker's data port at (127.0.0.1) */
