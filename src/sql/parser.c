@@ -675,6 +675,15 @@ static ck_ast_t *parse_call(parser_t *ps, const char *name, ck_pos_t pos) {
     ck_ast_t *u = args.items[0];
     if (u->kind == CK_AST_IDENT && !u->qualifier) args.items[0] = string_node(ps, u->pos, u->text);
   }
+  static const char *const ranks[] = {"ROW_NUMBER", "RANK", "DENSE_RANK"};
+  for (size_t i = 0; i < CK_ARRAY_LEN(ranks) && is_kw(&ps->tok, "OVER"); i++)
+    if (ck_streq_i(n->text, ranks[i])) {
+      char what[64];
+      snprintf(what, sizeof what, "%s() OVER (…) (top-N and deduplication)", ranks[i]);
+      return refuse(ps, &ps->tok, what, "for the largest or smallest value per key and window, "
+                    "aggregate: GROUP BY window_start, window_end, key with MAX(x) or MIN(x)"),
+             NULL;
+    }
   if (is_kw(&ps->tok, "OVER")) {
     ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
                     "OVER windows are not supported");

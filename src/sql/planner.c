@@ -1449,6 +1449,23 @@ static void tvf_window_time(planner_t *pl, ck_ast_t **slot) {
   }
 }
 
+/* The first window_start / window_end / window_time under a, or NULL (the walk of
+ * tvf_window_time). */
+static const ck_ast_t *find_window_col(const ck_ast_t *a) {
+  while (a) {
+    if (is_window_col(a, "window_start") || is_window_col(a, "window_end") ||
+        is_window_col(a, "window_time"))
+      return a;
+    const ck_ast_t *f = NULL;
+    if (a->operand && (f = find_window_col(a->operand))) return f;
+    if (a->else_ && (f = find_window_col(a->else_))) return f;
+    for (int i = 1; i < a->nargs; i++)
+      if ((f = find_window_col(a->args[i]))) return f;
+    a = a->nargs ? a->args[0] : NULL;
+  }
+  return NULL;
+}
+
 /* The SELECT over a window TVF as the GROUP BY window query it is; NULL on error. */
 static const ck_ast_select_t *plan_window_tvf(planner_t *pl, const ck_ast_select_t *s) {
   const ck_ast_t *tvf = s->window_tvf;
@@ -1473,6 +1490,14 @@ static const ck_ast_select_t *plan_window_tvf(planner_t *pl, const ck_ast_select
     ck_error_detail(pl->err, "a window table function feeds a window aggregation here; "
                     "window top-N, window joins and its bare rows are not built yet");
     ck_error_hint(pl->err, "GROUP BY window_start, window_end[, key …]");
+    return NULL;
+  }
+  const ck_ast_t *wc = s->where ? find_window_col(s->where) : NULL;
+  if (wc) {
+    fail(pl, wc->pos, CK_EUNSUPPORTED, "%s in WHERE over the window table function %s is not "
+         "supported", wc->text, tvf->text);
+    ck_error_detail(pl->err, "WHERE filters the table's rows before they are windowed");
+    ck_error_hint(pl->err, "test the window in HAVING: HAVING %s …", wc->text);
     return NULL;
   }
   /* the window call, clink's argument order: HOP(ts, size, slide[, offset]) */
