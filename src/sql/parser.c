@@ -1072,7 +1072,8 @@ static int parse_window_tvf(parser_t *ps, ck_ast_select_t *s) {
   next(ps);
   if (expect(ps, T_LPAREN, "'('")) return CK_ESYNTAX;
   if (ps->tok.kind == T_IDENT && peek_char(ps) == '=')
-    return refuse(ps, &ps->tok, "passing a window table function its arguments by name (DATA => …)",
+    return refuse(ps, &ps->tok,
+                  "passing a window table function its arguments by name (DATA => …)",
                   tvfs[which].form);
   if (expect_kw(ps, "TABLE")) {
     ck_error_hint(ps->err, "%s", tvfs[which].form);

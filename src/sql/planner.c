@@ -1484,6 +1484,26 @@ static const ck_ast_select_t *plan_window_tvf(planner_t *pl, const ck_ast_select
     else if (is_window_col(e, "window_end")) has_end = true;
     else if (!is_window_col(e, "window_time")) nkeys++;
   }
+  if ((has_start || has_end) && !(has_start && has_end)) {
+    fail(pl, s->group_by[0]->pos, CK_EBIND, "a window aggregation over %s groups by both "
+         "window_start and window_end; this GROUP BY has only %s", tvf->text,
+         has_start ? "window_start" : "window_end");
+    ck_error_hint(pl->err, "GROUP BY window_start, window_end[, key …]");
+    return NULL;
+  }
+  for (int i = 0; i < s->ngroup; i++) {
+    const ck_ast_t *e = s->group_by[i];
+    if ((is_window_col(e, "window_start") || is_window_col(e, "window_end") ||
+         is_window_col(e, "window_time")) && e->qualifier &&
+        !ck_streq_i(e->qualifier, s->from) &&
+        !(s->from_alias && ck_streq_i(e->qualifier, s->from_alias))) {
+      fail(pl, e->pos, CK_EBIND, "unknown table or alias '%s' in '%s.%s'", e->qualifier,
+           e->qualifier, e->text);
+      ck_error_hint(pl->err, "the query reads %s(TABLE %s)%s%s", tvf->text, s->from,
+                    s->from_alias ? " as " : "", s->from_alias ? s->from_alias : "");
+      return NULL;
+    }
+  }
   if (!has_start || !has_end) {
     fail(pl, tvf->pos, CK_EUNSUPPORTED, "reading the rows of the window table function %s "
          "without GROUP BY window_start, window_end is not supported", tvf->text);
