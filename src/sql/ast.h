@@ -86,6 +86,11 @@ typedef struct ck_ast_select {
    * group_by[i] is a key of the set); 0 for a plain GROUP BY, whose keys are all of group_by */
   int nsets;
   uint64_t *sets;
+  /* FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size[, offset])) (HOP, CUMULATE likewise), a
+   * windowing table function: a CALL named TUMBLE/HOP/CUMULATE whose args are the DESCRIPTOR's
+   * column (an IDENT) and then the interval arguments in Flink's order; `from` is t. NULL for a
+   * plain FROM table. */
+  ck_ast_t *window_tvf;
 } ck_ast_select_t;
 
 typedef enum ck_stmt_kind { CK_STMT_CREATE_TABLE, CK_STMT_INSERT, CK_STMT_SELECT,

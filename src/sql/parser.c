@@ -675,6 +675,15 @@ static ck_ast_t *parse_call(parser_t *ps, const char *name, ck_pos_t pos) {
     ck_ast_t *u = args.items[0];
     if (u->kind == CK_AST_IDENT && !u->qualifier) args.items[0] = string_node(ps, u->pos, u->text);
   }
+  static const char *const ranks[] = {"ROW_NUMBER", "RANK", "DENSE_RANK"};
+  for (size_t i = 0; i < CK_ARRAY_LEN(ranks) && is_kw(&ps->tok, "OVER"); i++)
+    if (ck_streq_i(n->text, ranks[i])) {
+      char what[64];
+      snprintf(what, sizeof what, "%s() OVER (…) (top-N and deduplication)", ranks[i]);
+      return refuse(ps, &ps->tok, what, "for the largest or smallest value per key and window, "
+                    "aggregate: GROUP BY window_start, window_end, key with MAX(x) or MIN(x)"),
+             NULL;
+    }
   if (is_kw(&ps->tok, "OVER")) {
     ck_error_set_at(ps->err, CK_EUNSUPPORTED, ps->tok.pos.line, ps->tok.pos.column,
                     "OVER windows are not supported");
@@ -1110,6 +1119,80 @@ too_many:
   return CK_EUNSUPPORTED;
 }
 
+/* FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size[, offset])), HOP(…, slide, size[, offset])
+ * and CUMULATE(…, step, size[, offset]): Flink's windowing table functions, positional
+ * arguments only. The planner turns them into the GROUP BY window they stand for. */
+static int parse_window_tvf(parser_t *ps, ck_ast_select_t *s) {
+  next(ps); /* TABLE */
+  if (expect(ps, T_LPAREN, "'(' after TABLE")) return CK_ESYNTAX;
+  tok_t fn = ps->tok;
+  static const struct { const char *name; int min, max; const char *form; } tvfs[] = {
+      {"TUMBLE", 1, 2, "TUMBLE(TABLE t, DESCRIPTOR(time_column), size[, offset])"},
+      {"HOP", 2, 3, "HOP(TABLE t, DESCRIPTOR(time_column), slide, size[, offset])"},
+      {"CUMULATE", 2, 3, "CUMULATE(TABLE t, DESCRIPTOR(time_column), step, size[, offset])"},
+  };
+  int which = -1;
+  for (size_t i = 0; i < CK_ARRAY_LEN(tvfs); i++)
+    if (is_kw(&fn, tvfs[i].name)) which = (int)i;
+  if (which < 0) {
+    if (is_kw(&fn, "SESSION"))
+      return refuse(ps, &fn, "the SESSION window table function",
+                    "write the session window in GROUP BY: GROUP BY SESSION(ts, INTERVAL '10' "
+                    "SECOND), key");
+    if (fn.kind != T_IDENT) return fail_at(ps, &fn, "expected %s", "TUMBLE, HOP or CUMULATE");
+    char what[96];
+    snprintf(what, sizeof what, "the table function %.*s", fn.len > 40 ? 40 : fn.len, fn.start);
+    return refuse(ps, &fn, what, "the table functions are TUMBLE, HOP and CUMULATE");
+  }
+  next(ps);
+  if (expect(ps, T_LPAREN, "'('")) return CK_ESYNTAX;
+  if (ps->tok.kind == T_IDENT && peek_char(ps) == '=')
+    return refuse(ps, &ps->tok,
+                  "passing a window table function its arguments by name (DATA => …)",
+                  tvfs[which].form);
+  if (expect_kw(ps, "TABLE")) {
+    ck_error_hint(ps->err, "%s", tvfs[which].form);
+    return CK_ESYNTAX;
+  }
+  s->from_pos = ps->tok.pos;
+  if (expect_ident(ps, "a table name", &s->from, NULL)) return CK_ESYNTAX;
+  if (expect(ps, T_COMMA, "','")) return CK_ESYNTAX;
+  if (!is_kw(&ps->tok, "DESCRIPTOR")) {
+    fail_at(ps, &ps->tok, "expected %s", "DESCRIPTOR(time_column)");
+    ck_error_hint(ps->err, "%s", tvfs[which].form);
+    return CK_ESYNTAX;
+  }
+  next(ps);
+  if (expect(ps, T_LPAREN, "'(' after DESCRIPTOR")) return CK_ESYNTAX;
+  ck_ast_t *col = node(ps, CK_AST_IDENT, ps->tok.pos);
+  if (expect_ident(ps, "the time column", &col->text, NULL)) return CK_ESYNTAX;
+  if (ps->tok.kind == T_COMMA)
+    return refuse(ps, &ps->tok, "a DESCRIPTOR of several columns", "name the one time column");
+  if (expect(ps, T_RPAREN, "')'")) return CK_ESYNTAX;
+  vec_t args = {0};
+  vec_push(ps, &args, col);
+  while (accept(ps, T_COMMA)) {
+    ck_ast_t *a = parse_expr(ps);
+    if (!a) return CK_ESYNTAX;
+    vec_push(ps, &args, a);
+  }
+  int n = args.n - 1;
+  if (n < tvfs[which].min || n > tvfs[which].max) {
+    ck_error_set_at(ps->err, CK_ESYNTAX, fn.pos.line, fn.pos.column,
+                    "%s takes %d interval argument%s after the DESCRIPTOR (and an optional "
+                    "offset), not %d: %s", tvfs[which].name, tvfs[which].min,
+                    tvfs[which].min == 1 ? "" : "s", n, tvfs[which].form);
+    return CK_ESYNTAX;
+  }
+  if (expect(ps, T_RPAREN, "')'") || expect(ps, T_RPAREN, "')' closing TABLE(")) return CK_ESYNTAX;
+  ck_ast_t *call = node(ps, CK_AST_CALL, fn.pos);
+  call->text = tvfs[which].name;
+  call->nargs = args.n;
+  call->args = (ck_ast_t **)args.items;
+  s->window_tvf = call;
+  return 0;
+}
+
 static int parse_select(parser_t *ps, ck_ast_select_t **out) {
   ck_ast_select_t *s = ck_arena_zalloc(ps->arena, sizeof *s);
   s->pos = ps->tok.pos;
@@ -1157,11 +1240,13 @@ static int parse_select(parser_t *ps, ck_ast_select_t **out) {
     return CK_ESYNTAX;
   }
   if (ps->tok.kind == T_LPAREN) return refuse(ps, &ps->tok, "a subquery in FROM", NULL);
-  if (is_kw(&ps->tok, "TABLE"))
-    return refuse(ps, &ps->tok, "TABLE(…) table functions",
-                  "write the window in GROUP BY: GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), key");
-  s->from_pos = ps->tok.pos;
-  if (expect_ident(ps, "a table name", &s->from, NULL)) return CK_ESYNTAX;
+  if (is_kw(&ps->tok, "TABLE")) {
+    int rc = parse_window_tvf(ps, s);
+    if (rc) return rc;
+  } else {
+    s->from_pos = ps->tok.pos;
+    if (expect_ident(ps, "a table name", &s->from, NULL)) return CK_ESYNTAX;
+  }
   if (accept_kw(ps, "AS")) {
     if (expect_ident(ps, "an alias", &s->from_alias, NULL)) return CK_ESYNTAX;
   } else if (ps->tok.kind == T_IDENT && !is_reserved(&ps->tok)) {

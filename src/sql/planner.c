@@ -1620,8 +1620,159 @@ static int expand_aggs(planner_t *pl, scope_t *row, ck_ast_t **slot) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- window table functions */
+
+/* Window table functions (FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size)), HOP, CUMULATE) are
+ * planned as the GROUP BY window they stand for: a query over one must GROUP BY window_start
+ * and window_end, which become the window call (HOP's Flink order, slide before size, turned
+ * into clink's size-first one), so a TVF query and its GROUP BY TUMBLE(…) twin make the same
+ * graph. window_time, Flink's window_end - 1 ms, is rewritten to TIMESTAMPADD over window_end.
+ * Any other use of a TVF's rows (selecting them, top-N over them, joins) is refused by name. */
+
+static bool is_window_col(const ck_ast_t *a, const char *name) {
+  return a->kind == CK_AST_IDENT && ck_streq_i(a->text, name);
+}
+
+/* A literal interval's milliseconds (INTERVAL or a number of milliseconds), or -1. */
+static int64_t literal_ms(const ck_ast_t *a) {
+  if (a->kind == CK_AST_INTERVAL) return a->ms;
+  if (a->kind == CK_AST_INT) return strtoll(a->text, NULL, 10);
+  return -1;
+}
+
+/* Replaces every window_time under *slot by TIMESTAMPADD(MILLISECOND, -1, window_end); loops
+ * down first operands (a binary chain) and recurses into the others, as every walk here. */
+static void tvf_window_time(planner_t *pl, ck_ast_t **slot) {
+  while (*slot) {
+    ck_ast_t *a = *slot;
+    if (is_window_col(a, "window_time")) {
+      ck_ast_t *add = ast_new(pl, CK_AST_CALL, a->pos, "TIMESTAMPADD", 3);
+      add->args[0] = ast_lit(pl, a->pos, CK_AST_STRING, "MILLISECOND");
+      add->args[1] = ast_lit(pl, a->pos, CK_AST_INT, "-1");
+      add->args[2] = ast_lit(pl, a->pos, CK_AST_IDENT, "window_end");
+      *slot = add;
+      return;
+    }
+    if (a->operand) tvf_window_time(pl, &a->operand);
+    if (a->else_) tvf_window_time(pl, &a->else_);
+    for (int i = 1; i < a->nargs; i++) tvf_window_time(pl, &a->args[i]);
+    if (a->nargs == 0) return;
+    slot = &a->args[0];
+  }
+}
+
+/* The first window_start / window_end / window_time under a, or NULL (the walk of
+ * tvf_window_time). */
+static const ck_ast_t *find_window_col(const ck_ast_t *a) {
+  while (a) {
+    if (is_window_col(a, "window_start") || is_window_col(a, "window_end") ||
+        is_window_col(a, "window_time"))
+      return a;
+    const ck_ast_t *f = NULL;
+    if (a->operand && (f = find_window_col(a->operand))) return f;
+    if (a->else_ && (f = find_window_col(a->else_))) return f;
+    for (int i = 1; i < a->nargs; i++)
+      if ((f = find_window_col(a->args[i]))) return f;
+    a = a->nargs ? a->args[0] : NULL;
+  }
+  return NULL;
+}
+
+/* The SELECT over a window TVF as the GROUP BY window query it is; NULL on error. */
+static const ck_ast_select_t *plan_window_tvf(planner_t *pl, const ck_ast_select_t *s) {
+  const ck_ast_t *tvf = s->window_tvf;
+  bool has_start = false, has_end = false;
+  int nkeys = 0;
+  for (int i = 0; i < s->ngroup; i++) {
+    const ck_ast_t *e = s->group_by[i];
+    if (is_window_call(e)) {
+      fail(pl, e->pos, CK_EUNSUPPORTED, "GROUP BY %s(…) over the window table function %s is "
+           "not supported", e->text, tvf->text);
+      ck_error_hint(pl->err, "the table function makes the windows: GROUP BY window_start, "
+                    "window_end, …");
+      return NULL;
+    }
+    if (is_window_col(e, "window_start")) has_start = true;
+    else if (is_window_col(e, "window_end")) has_end = true;
+    else if (!is_window_col(e, "window_time")) nkeys++;
+  }
+  if ((has_start || has_end) && !(has_start && has_end)) {
+    fail(pl, s->group_by[0]->pos, CK_EBIND, "a window aggregation over %s groups by both "
+         "window_start and window_end; this GROUP BY has only %s", tvf->text,
+         has_start ? "window_start" : "window_end");
+    ck_error_hint(pl->err, "GROUP BY window_start, window_end[, key …]");
+    return NULL;
+  }
+  for (int i = 0; i < s->ngroup; i++) {
+    const ck_ast_t *e = s->group_by[i];
+    if ((is_window_col(e, "window_start") || is_window_col(e, "window_end") ||
+         is_window_col(e, "window_time")) && e->qualifier &&
+        !ck_streq_i(e->qualifier, s->from) &&
+        !(s->from_alias && ck_streq_i(e->qualifier, s->from_alias))) {
+      fail(pl, e->pos, CK_EBIND, "unknown table or alias '%s' in '%s.%s'", e->qualifier,
+           e->qualifier, e->text);
+      ck_error_hint(pl->err, "the query reads %s(TABLE %s)%s%s", tvf->text, s->from,
+                    s->from_alias ? " as " : "", s->from_alias ? s->from_alias : "");
+      return NULL;
+    }
+  }
+  if (!has_start || !has_end) {
+    fail(pl, tvf->pos, CK_EUNSUPPORTED, "reading the rows of the window table function %s "
+         "without GROUP BY window_start, window_end is not supported", tvf->text);
+    ck_error_detail(pl->err, "a window table function feeds a window aggregation here; "
+                    "window top-N, window joins and its bare rows are not built yet");
+    ck_error_hint(pl->err, "GROUP BY window_start, window_end[, key …]");
+    return NULL;
+  }
+  const ck_ast_t *wc = s->where ? find_window_col(s->where) : NULL;
+  if (wc) {
+    fail(pl, wc->pos, CK_EUNSUPPORTED, "%s in WHERE over the window table function %s is not "
+         "supported", wc->text, tvf->text);
+    ck_error_detail(pl->err, "WHERE filters the table's rows before they are windowed");
+    ck_error_hint(pl->err, "test the window in HAVING: HAVING %s …", wc->text);
+    return NULL;
+  }
+  /* the window call, clink's argument order: HOP(ts, size, slide[, offset]) */
+  ck_ast_t *w = ast_new(pl, CK_AST_CALL, tvf->pos, tvf->text, tvf->nargs);
+  for (int i = 0; i < tvf->nargs; i++) w->args[i] = tvf->args[i];
+  if (ck_streq_i(tvf->text, "HOP")) {
+    int64_t slide = literal_ms(tvf->args[1]), size = literal_ms(tvf->args[2]);
+    if (slide > 0 && size > 0 && slide > size) {
+      fail(pl, tvf->args[1]->pos, CK_EBIND, "HOP's slide (%lld ms) is longer than its size "
+           "(%lld ms)", (long long)slide, (long long)size);
+      ck_error_hint(pl->err, "the table function takes the slide first, as Flink's: "
+                    "HOP(TABLE t, DESCRIPTOR(ts), slide, size); swap the two intervals");
+      return NULL;
+    }
+    w->args[1] = tvf->args[2];
+    w->args[2] = tvf->args[1];
+  }
+  ck_ast_select_t *ns = ck_arena_alloc(pl->arena, sizeof *ns);
+  *ns = *s;
+  ns->window_tvf = NULL;
+  ns->group_by = ck_arena_alloc(pl->arena, sizeof(ck_ast_t *) * (size_t)(nkeys + 1));
+  ns->ngroup = 0;
+  ns->group_by[ns->ngroup++] = w;
+  for (int i = 0; i < s->ngroup; i++) {
+    const ck_ast_t *e = s->group_by[i];
+    if (!is_window_col(e, "window_start") && !is_window_col(e, "window_end") &&
+        !is_window_col(e, "window_time"))
+      ns->group_by[ns->ngroup++] = s->group_by[i];
+  }
+  ns->items = ck_arena_alloc(pl->arena, sizeof *ns->items * (size_t)s->nitems);
+  for (int i = 0; i < s->nitems; i++) {
+    ns->items[i] = s->items[i];
+    if (!ns->items[i].alias && is_window_col(ns->items[i].expr, "window_time"))
+      ns->items[i].alias = "window_time";
+    tvf_window_time(pl, &ns->items[i].expr);
+  }
+  tvf_window_time(pl, &ns->having);
+  return ns;
+}
+
 /* Plans one SELECT into source → … ; returns the id of its last node, or -1. */
 static int plan_select(planner_t *pl, const ck_ast_select_t *s, const char ***names_out) {
+  if (s->window_tvf && !(s = plan_window_tvf(pl, s))) return -1;
   const table_t *t = find_table(pl, s->from);
   if (!t) return unknown_table(pl, s->from, s->from_pos), -1;
   int src = source_node(pl, t, s->from_pos);

@@ -8,8 +8,10 @@
  *   source ─▶ calc (WHERE, projection or the aggregate's inputs)
  *          ─hash by key─▶ agg (window, aggregates, HAVING) ─▶ calc (SELECT list) ─▶ sink
  *
- * A bare SELECT gets a print sink. All pipelines of a script go into one graph and run as one
- * job. Everything the planner refuses is refused here, before anything starts.
+ * A window table function in FROM (TUMBLE(TABLE t, DESCRIPTOR(ts), …), HOP, CUMULATE) is
+ * planned as the GROUP BY window it stands for, into the same graph. A bare SELECT gets a print
+ * sink. All pipelines of a script go into one graph and run as one job. Everything the planner
+ * refuses is refused here, before anything starts.
  */
 #ifndef CK_SQL_PLANNER_H
 #define CK_SQL_PLANNER_H

@@ -111,7 +111,10 @@ def golden_lines(text):
                                                      # one worker: its sources start together, so
                                                      # the late record is late on every run (see
                                                      # the note on idle subtasks in docs/sql.md)
-                                                     ("time_window_offset", 3, [3])])
+                                                     ("time_window_offset", 3, [3]),
+                                                     # a window TVF is planned as its GROUP BY
+                                                     # window, window_time as an expression
+                                                     ("window_tvf_time", 2, [2])])
 def test_a_worker_built_from_the_serialised_plan_prints_what_the_sql_run_embedded_prints(
         cluster, tmp_path, name, parallelism, slots):
     embedded = subprocess.run([CLINK, "run", "--parallelism", str(parallelism), f"{name}.sql"],

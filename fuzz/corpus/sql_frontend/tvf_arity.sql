@@ -1,0 +1,6 @@
+CREATE TABLE t (id INT, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+WITH (connector = 'fuzz', path = '../data/iso_times.json');
+SELECT window_start, COUNT(*) AS n
+FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY window_start, window_end;

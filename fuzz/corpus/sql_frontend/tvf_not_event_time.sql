@@ -1,0 +1,7 @@
+-- The DESCRIPTOR names the table's event-time column, as in any window
+CREATE TABLE t (id INT, ts TIMESTAMP(3), other TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+WITH (connector = 'fuzz', path = '../data/iso_times.json');
+SELECT window_start, COUNT(*) AS n
+FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(other), INTERVAL '10' SECOND))
+GROUP BY window_start, window_end;
