@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/alloc.h"
 #include "base/buf.h"
@@ -170,12 +171,20 @@ bool ck_type_common(ck_type_t a, ck_type_t b, ck_type_t *out) {
     *out = numeric_common(a, b);
     return true;
   }
+  if (a.id == CK_T_TIMESTAMP && b.id == CK_T_TIMESTAMP) {
+    /* a DATE meets a TIMESTAMP as its midnight; a TIME meets only a TIME (types.h) */
+    int ka = ck_type_ts_kind(a), kb = ck_type_ts_kind(b);
+    if (ka == kb) *out = a;
+    else if (ka == CK_TS_TIME || kb == CK_TS_TIME) return false;
+    else *out = ka == CK_TS_DATE ? b : a;
+    return true;
+  }
   if (a.id == b.id) {
     *out = a;
     return true;
   }
-  if ((a.id == CK_T_TIMESTAMP && ck_type_is_integer(b)) ||
-      (b.id == CK_T_TIMESTAMP && ck_type_is_integer(a))) {
+  if ((a.id == CK_T_TIMESTAMP && ck_type_ts_kind(a) == 0 && ck_type_is_integer(b)) ||
+      (b.id == CK_T_TIMESTAMP && ck_type_ts_kind(b) == 0 && ck_type_is_integer(a))) {
     *out = CK_TYPE(CK_T_TIMESTAMP);
     return true;
   }
@@ -184,6 +193,11 @@ bool ck_type_common(ck_type_t a, ck_type_t b, ck_type_t *out) {
 
 bool ck_type_assignable(ck_type_t from, ck_type_t to) {
   if (from.id == CK_T_NULL) return true;
+  if (ck_type_ts_kind(from) > 0 || ck_type_ts_kind(to) > 0) {
+    /* DATE and TIME into their own kind; a DATE also into a TIMESTAMP (its midnight) */
+    int kf = ck_type_ts_kind(from), kt = ck_type_ts_kind(to);
+    return kf == kt || (kf == CK_TS_DATE && kt == 0);
+  }
   if (ck_type_eq(from, to)) return true;
   switch (from.id) {
     case CK_T_INT32:
@@ -211,6 +225,12 @@ static bool castable(ck_type_t from, ck_type_t to) {
   bool tnum = ck_type_is_numeric(to) || to.id == CK_T_BOOL;
   if (fnum && tnum) return true;
   if (from.id == CK_T_STRING || to.id == CK_T_STRING) return true;
+  if (ck_type_ts_kind(from) > 0 || ck_type_ts_kind(to) > 0) {
+    /* a TIMESTAMP to its DATE or its TIME of day, a DATE to the TIMESTAMP of its midnight, a
+     * TIME to that time on 1970-01-01 (Flink's) */
+    int kf = ck_type_ts_kind(from), kt = ck_type_ts_kind(to);
+    return kf == kt || kf == 0 || (kf > 0 && kt == 0);
+  }
   return (from.id == CK_T_TIMESTAMP && ck_type_is_integer(to)) ||
          (ck_type_is_integer(from) && to.id == CK_T_TIMESTAMP);
 }
@@ -276,7 +296,8 @@ ck_expr_t *ck_expr_coerce(ck_arena_t *arena, ck_expr_t *e, ck_type_t to, ck_erro
 }
 
 ck_expr_t *ck_expr_cast(ck_arena_t *arena, ck_expr_t *arg, ck_type_t to, ck_error_t *err) {
-  if (ck_type_eq(arg->type, to)) {
+  if (ck_type_eq(arg->type, to) && ck_type_ts_kind(arg->type) == ck_type_ts_kind(to) &&
+      !(ck_type_is_time(to) && to.precision < arg->type.precision)) {
     if (to.id != CK_T_TIMESTAMP || (arg->type.precision == to.precision && arg->type.scale == to.scale))
       return arg;
     /* TIMESTAMP to TIMESTAMP_LTZ and back (or another precision): the same milliseconds
@@ -664,6 +685,18 @@ static bool ty_time_unit(callb_t *c, ck_type_t *rt) {
                                         "or MILLISECOND");
     return false;
   }
+  /* a TIME has only the fields of a time of day, and is not moved or cut by these (Flink) */
+  static const char *const of_day[] = {"HOUR", "MINUTE", "SECOND", "MILLISECOND"};
+  bool day_part = false;
+  for (size_t i = 0; i < CK_ARRAY_LEN(of_day); i++)
+    day_part |= strlen(of_day[i]) == u->literal.v.s.len &&
+                strncasecmp(of_day[i], u->literal.v.s.ptr, u->literal.v.s.len) == 0;
+  for (int i = 1; i < c->n; i++)
+    if (ck_type_is_time(c->a[i]->type) && (c->fn != CK_FN_EXTRACT || !day_part)) {
+      type_error(c->err, "function %s cannot take %s%s", ck_fn_name(c->fn), TNAME(c->a[i]->type),
+                 c->fn == CK_FN_EXTRACT ? " with a unit of the date" : "");
+      return false;
+    }
   switch (c->fn) {
     case CK_FN_EXTRACT:
       if (!want_ts(c, 1)) return false;
@@ -677,6 +710,8 @@ static bool ty_time_unit(callb_t *c, ck_type_t *rt) {
       if (!want_integer(c, 1) || !coerce_arg(c, 1, CK_TYPE(CK_T_INT64)) || !want_ts(c, 2))
         return false;
       *rt = c->a[2]->type;
+      /* a DATE moved by a part of a day is a TIMESTAMP (Calcite's TIMESTAMPADD typing) */
+      if (ck_type_is_date(*rt) && day_part) *rt = ck_type_timestamp(3, 0);
       return true;
     default: /* TIMESTAMPDIFF */
       if (!want_ts(c, 1) || !want_ts(c, 2)) return false;
@@ -687,7 +722,7 @@ static bool ty_time_unit(callb_t *c, ck_type_t *rt) {
 
 /* DATE_FORMAT(ts, format), TO_TIMESTAMP(s[, format]): a literal format is checked here. */
 static bool ty_date_format(callb_t *c, ck_type_t *rt) {
-  bool to_ts = c->fn == CK_FN_TO_TIMESTAMP;
+  bool to_ts = c->fn == CK_FN_TO_TIMESTAMP || c->fn == CK_FN_TO_DATE;
   if (!(to_ts ? want(c, 0, CK_T_STRING) : want_ts(c, 0))) return false;
   if (c->n > 1) {
     if (!want(c, 1, CK_T_STRING)) return false;
@@ -701,7 +736,7 @@ static bool ty_date_format(callb_t *c, ck_type_t *rt) {
       return false;
     }
   }
-  *rt = to_ts ? CK_TYPE(CK_T_TIMESTAMP) : CK_TYPE(CK_T_STRING);
+  *rt = c->fn == CK_FN_TO_DATE ? ck_type_date() : to_ts ? CK_TYPE(CK_T_TIMESTAMP) : CK_TYPE(CK_T_STRING);
   return true;
 }
 
@@ -832,8 +867,10 @@ static void literal_to_string(const ck_value_t *v, ck_buf_t *out) {
     case CK_T_FLOAT64: ck_double_format(v->v.f, out); break;
     case CK_T_DECIMAL: ck_decimal_format(v->v.dec, v->type.scale, out); break;
     case CK_T_TIMESTAMP:
-      ck_buf_puts(out, "TIMESTAMP '");
-      ck_timestamp_format(v->v.i, out);
+      ck_buf_puts(out, ck_type_is_date(v->type) ? "DATE '" : ck_type_is_time(v->type) ? "TIME '"
+                                                                                     : "TIMESTAMP '");
+      if (ck_type_ts_kind(v->type) > 0) ck_timestamp_format_typed(v->type, v->v.i, out);
+      else ck_timestamp_format(v->v.i, out);
       ck_buf_putc(out, '\'');
       break;
     case CK_T_STRING:

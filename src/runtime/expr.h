@@ -233,6 +233,9 @@ typedef enum ck_expr_kind {
     "TO_TIMESTAMP(s[, format])",                                                                   \
     "the TIMESTAMP text s gives in format (`yyyy-MM-dd HH:mm:ss` by default); NULL when it does "  \
     "not parse")                                                                                   \
+  X(TO_DATE, "TO_DATE", 1, 2, ty_date_format, k_time, "TO_DATE", 0, "TO_DATE(s[, format])",      \
+    "the DATE text s gives in format (`yyyy-MM-dd` by default; a time of day in it is dropped); "  \
+    "NULL when it does not parse")                                                                 \
   X(JSON_VALUE, "JSON_VALUE", 2, 2, ty_json, k_json, "JSON_VALUE", 0, "JSON_VALUE(json, path)",    \
     "the scalar at path in the JSON text json, as a VARCHAR (a string unquoted); NULL when json "  \
     "is not JSON, or the path names nothing, a null, an object or an array")                       \

@@ -213,7 +213,10 @@ static void fmt_value(const ck_value_t *v, ck_buf_t *out) {
     case CK_T_FLOAT32: fmt_float((float)v->v.f, out); break;
     case CK_T_FLOAT64: ck_double_format(v->v.f, out); break;
     case CK_T_DECIMAL: ck_decimal_format(v->v.dec, v->type.scale, out); break;
-    case CK_T_TIMESTAMP: ck_timestamp_format(v->v.i, out); break;
+    case CK_T_TIMESTAMP:
+      if (ck_type_ts_kind(v->type) > 0) ck_timestamp_format_typed(v->type, v->v.i, out);
+      else ck_timestamp_format(v->v.i, out);
+      break;
     case CK_T_STRING: ck_buf_append(out, v->v.s.ptr, v->v.s.len); break;
   }
 }
@@ -2316,15 +2319,18 @@ static int k_time(kc_t *c) {
     }
     return 0;
   }
-  if (fn == CK_FN_TO_TIMESTAMP) {
-    ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_TIMESTAMP), n);
+  if (fn == CK_FN_TO_TIMESTAMP || fn == CK_FN_TO_DATE) {
+    bool to_date = fn == CK_FN_TO_DATE;
+    ck_col_t *o = out_init(c->out, c->e->type, n);
     for (int j = 0; j < c->nk; j++) and_valid(o, &c->k[j]);
     for (size_t i = 0; i < n; i++) {
       if (!counts(c, i)) continue;
       size_t sn, pn = 0;
       const char *s = vstr(&c->k[0], i, &sn), *p = c->nk > 1 ? vstr(&c->k[1], i, &pn) : NULL;
       int64_t v = 0;
-      bool ok = p ? date_parse(s, sn, p, pn, &v) : ck_timestamp_parse(s, sn, &v);
+      bool ok = p ? date_parse(s, sn, p, pn, &v)
+                  : to_date ? ck_date_parse(s, sn, &v) : ck_timestamp_parse(s, sn, &v);
+      if (ok && to_date) v -= (v % MS_DAY + MS_DAY) % MS_DAY; /* its day */
       if (ok) {
         ((int64_t *)o->values)[i] = v;
       } else {
@@ -2971,6 +2977,14 @@ static int cast_value(const ck_value_t *v, ck_type_t to, ck_value_t *r, ck_buf_t
           break;
         }
         case CK_T_STRING:
+          if (ck_type_is_date(to)) {
+            if (!ck_date_parse(v->v.s.ptr, v->v.s.len, &x)) return cast_fail(v, to, NULL, err);
+            break;
+          }
+          if (ck_type_is_time(to)) {
+            if (!ck_time_parse(v->v.s.ptr, v->v.s.len, &x)) return cast_fail(v, to, NULL, err);
+            break;
+          }
           if (to.id == CK_T_TIMESTAMP) {
             if (!ck_timestamp_parse(v->v.s.ptr, v->v.s.len, &x)) return cast_fail(v, to, NULL, err);
             break;
@@ -2985,6 +2999,11 @@ static int cast_value(const ck_value_t *v, ck_type_t to, ck_value_t *r, ck_buf_t
       }
       if (to.id == CK_T_INT32 && !int_fits(x, CK_T_INT32))
         return cast_fail(v, to, "value out of range", err);
+      if (f == CK_T_TIMESTAMP && ck_type_is_date(to) && !ck_type_is_date(ft)) /* its day */
+        x -= (x % CK_MS_PER_DAY + CK_MS_PER_DAY) % CK_MS_PER_DAY;
+      else if (f == CK_T_TIMESTAMP && ck_type_is_time(to) && !ck_type_is_time(ft)) /* time of day */
+        x = (x % CK_MS_PER_DAY + CK_MS_PER_DAY) % CK_MS_PER_DAY;
+      if (ck_type_is_time(to)) x = ck_time_truncate(to, x);
       r->v.i = x;
       return 0;
     }
@@ -3097,6 +3116,9 @@ static bool cast_fast(kc_t *c, int *rc) {
     return true;
   }
   if (!handled || (t == CK_T_TIMESTAMP && f == CK_T_BOOL)) return false;
+  /* a change of kind (TIMESTAMP to DATE or TIME) or of TIME precision cuts the value */
+  if (t == CK_T_TIMESTAMP && (ck_type_ts_kind(c->e->type) > 0 || ck_type_ts_kind(A->col->type) > 0))
+    return false;
   ck_col_t *o = out_init(c->out, c->e->type, n);
   and_valid(o, A);
   *rc = 0;
