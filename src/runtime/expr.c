@@ -755,6 +755,45 @@ static bool ty_json(callb_t *c, ck_type_t *rt) {
   return true;
 }
 
+/* JSON_OBJECT(mode, k1, v1, …), JSON_ARRAY(mode, v1, …): the parser passes the ON NULL
+ * clause as the literal mode 'NULL' or 'ABSENT'; here it becomes 'N' or 'A' followed by one
+ * letter per argument, 'j' for a value that is itself JSON (a nested JSON_OBJECT or
+ * JSON_ARRAY, written as it is, as Flink does), '-' for any other. */
+static bool ty_json_build(callb_t *c, ck_type_t *rt) {
+  const ck_expr_t *m = c->a[0];
+  bool object = c->fn == CK_FN_JSON_OBJECT;
+  if (m->kind != CK_EX_LITERAL || m->type.id != CK_T_STRING || m->literal.is_null) {
+    type_error(c->err, "function %s is written with its own syntax: %s", ck_fn_name(c->fn),
+               object ? "JSON_OBJECT(KEY k VALUE v, …)" : "JSON_ARRAY(v, …)");
+    return false;
+  }
+  if (object && (c->n - 1) % 2) {
+    type_error(c->err, "function JSON_OBJECT takes pairs of KEY k VALUE v");
+    return false;
+  }
+  char *mode = ck_arena_alloc(c->arena, (size_t)c->n + 1);
+  mode[0] = m->literal.v.s.len && m->literal.v.s.ptr[0] == 'A' ? 'A' : 'N';
+  for (int i = 1; i < c->n; i++) {
+    const ck_expr_t *x = c->a[i];
+    if (object && i % 2 == 1) { /* a key */
+      if (x->type.id == CK_T_NULL || (x->kind == CK_EX_LITERAL && x->literal.is_null)) {
+        type_error(c->err, "function JSON_OBJECT cannot take NULL as a key");
+        return false;
+      }
+      if (!want(c, i, CK_T_STRING)) return false;
+    }
+    mode[i] = x->kind == CK_EX_CALL && (x->fn == CK_FN_JSON_OBJECT || x->fn == CK_FN_JSON_ARRAY)
+                  ? 'j' : '-';
+  }
+  mode[c->n] = 0;
+  ck_value_t v = {.type = CK_TYPE(CK_T_STRING)};
+  v.v.s.ptr = mode;
+  v.v.s.len = (size_t)c->n;
+  c->a[0] = ck_expr_literal(c->arena, &v);
+  *rt = CK_TYPE(CK_T_STRING);
+  return true;
+}
+
 static bool (*const fn_typing[CK_FN__COUNT])(callb_t *, ck_type_t *) = {
 #define CK_X_FN(id, name, min, max, typing, kernel, call, alias, sig, doc) [CK_FN_##id] = typing,
     CK_FN_TABLE(CK_X_FN)

@@ -2650,6 +2650,92 @@ static void js_compact(const char *s, size_t b, size_t e, ck_col_t *o, size_t *a
   }
 }
 
+/* JSON text of one value for JSON_OBJECT / JSON_ARRAY: strings quoted and escaped (as
+ * RFC 8259 requires: the quote, the backslash and control characters), numbers and booleans
+ * as they are, a TIMESTAMP, DATE or TIME as its SQL text in quotes, raw JSON as it is. */
+static void json_put_value(const ck_value_t *v, bool raw, ck_buf_t *b) {
+  if (v->is_null) {
+    ck_buf_puts(b, "null");
+    return;
+  }
+  switch (v->type.id) {
+    case CK_T_BOOL: ck_buf_puts(b, v->v.b ? "true" : "false"); return;
+    case CK_T_INT32:
+    case CK_T_INT64:
+    case CK_T_FLOAT32:
+    case CK_T_FLOAT64:
+    case CK_T_DECIMAL: fmt_value(v, b); return;
+    case CK_T_STRING:
+      if (raw) {
+        ck_buf_append(b, v->v.s.ptr, v->v.s.len);
+        return;
+      }
+      break;
+    default: break;
+  }
+  ck_buf_t text;
+  ck_buf_init(&text);
+  if (v->type.id == CK_T_TIMESTAMP) ck_timestamp_format_typed(v->type, v->v.i, &text);
+  else fmt_value(v, &text);
+  ck_buf_putc(b, '"');
+  for (size_t i = 0; i < text.len; i++) {
+    unsigned char ch = (unsigned char)text.data[i];
+    if (ch == '"' || ch == '\\') ck_buf_putc(b, '\\'), ck_buf_putc(b, (char)ch);
+    else if (ch == '\n') ck_buf_puts(b, "\\n");
+    else if (ch == '\t') ck_buf_puts(b, "\\t");
+    else if (ch == '\r') ck_buf_puts(b, "\\r");
+    else if (ch < 0x20) ck_buf_printf(b, "\\u%04x", ch);
+    else ck_buf_putc(b, (char)ch);
+  }
+  ck_buf_putc(b, '"');
+  ck_buf_fini(&text);
+}
+
+static int k_json_build(kc_t *c) {
+  bool object = c->e->fn == CK_FN_JSON_OBJECT;
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  ck_buf_t b;
+  ck_buf_init(&b);
+  int rc = 0;
+  for (size_t i = 0; i < c->n && !rc; i++) {
+    if (!LIVE(c->mask, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t mn;
+    const char *mode = vstr(&c->k[0], i, &mn);
+    bool absent = mode[0] == 'A';
+    ck_buf_reset(&b);
+    ck_buf_putc(&b, object ? '{' : '[');
+    bool first = true;
+    for (int j = 1; j < c->nk; j += object ? 2 : 1) {
+      int vj = object ? j + 1 : j;
+      ck_value_t v;
+      get_value(c->k[vj].col, IX(&c->k[vj], i), &v);
+      if (!VOK(&c->k[vj], i)) v.is_null = true;
+      if (v.is_null && absent) continue;
+      if (!first) ck_buf_putc(&b, ',');
+      first = false;
+      if (object) {
+        if (!VOK(&c->k[j], i)) {
+          rc = ck_error_set(c->ev->err, CK_EEVAL, "could not compute JSON_OBJECT: key number %d "
+                            "is NULL", (j + 1) / 2);
+          break;
+        }
+        ck_value_t k;
+        get_value(c->k[j].col, IX(&c->k[j], i), &k);
+        json_put_value(&k, false, &b);
+        ck_buf_putc(&b, ':');
+      }
+      json_put_value(&v, mode[vj] == 'j', &b);
+    }
+    ck_buf_putc(&b, object ? '}' : ']');
+    ck_col_append_str(o, b.data, b.len);
+  }
+  ck_buf_fini(&b);
+  return rc;
+}
+
 static int k_json(kc_t *c) {
   ck_fn_t fn = c->e->fn;
   bool exists = fn == CK_FN_JSON_EXISTS;
@@ -3515,7 +3601,9 @@ static int eval_inner(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, v
         case CK_FN_IS_FALSE: return eval_is(ev, e, mask, first, out);
         case CK_FN_COALESCE: ck_assert(!first); return eval_coalesce(ev, e, mask, out);
         case CK_FN_NULLIF: return eval_nullif(ev, e, mask, first, out);
-        case CK_FN_CONCAT_WS: return eval_lenient(ev, e, mask, first, out);
+        case CK_FN_CONCAT_WS:
+        case CK_FN_JSON_OBJECT:
+        case CK_FN_JSON_ARRAY: return eval_lenient(ev, e, mask, first, out);
         default: return eval_strict(ev, e, mask, first, out);
       }
     default: break;

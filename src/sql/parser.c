@@ -639,10 +639,56 @@ static int parse_special_args(parser_t *ps, ck_ast_t *n, vec_t *args) {
   return 0;
 }
 
+/* True at `NULL ON NULL` or `ABSENT ON NULL` (then consumed, *absent set). */
+static bool parse_on_null(parser_t *ps, bool *absent) {
+  if (!(is_kw(&ps->tok, "ABSENT") || (is_kw(&ps->tok, "NULL") && peek_word(ps, "ON")))) return false;
+  *absent = is_kw(&ps->tok, "ABSENT");
+  next(ps);
+  return true;
+}
+
+/* JSON_OBJECT([KEY] k VALUE v, … [NULL|ABSENT ON NULL]) and JSON_ARRAY(v, … [NULL|ABSENT ON
+ * NULL]): a call whose first argument is the ON NULL mode as a string literal (expr.c's
+ * ty_json_build), then the keys and values. The defaults are Flink's: NULL ON NULL for an
+ * object, ABSENT ON NULL for an array. The '(' is consumed. */
+static ck_ast_t *parse_json_build(parser_t *ps, const char *name, ck_pos_t pos) {
+  bool object = ck_streq_i(name, "JSON_OBJECT"), absent = !object;
+  ck_ast_t *n = node(ps, CK_AST_CALL, pos);
+  n->text = object ? "JSON_OBJECT" : "JSON_ARRAY";
+  vec_t args = {0};
+  vec_push(ps, &args, NULL); /* the mode, below */
+  while (ps->tok.kind != T_RPAREN && !is_kw(&ps->tok, "RETURNING")) {
+    if (parse_on_null(ps, &absent)) {
+      if (expect_kw(ps, "ON") || expect_kw(ps, "NULL")) return NULL;
+      break;
+    }
+    if (args.n > 1 && expect(ps, T_COMMA, "','")) return NULL;
+    if (object) {
+      accept_kw(ps, "KEY");
+      ck_ast_t *k = parse_expr(ps);
+      if (!k || expect_kw(ps, "VALUE")) return NULL;
+      vec_push(ps, &args, k);
+    }
+    ck_ast_t *v = parse_expr(ps);
+    if (!v) return NULL;
+    vec_push(ps, &args, v);
+  }
+  if (is_kw(&ps->tok, "RETURNING")) {
+    refuse(ps, &ps->tok, "RETURNING", "the result is always a VARCHAR");
+    return NULL;
+  }
+  if (expect(ps, T_RPAREN, "')'")) return NULL;
+  args.items[0] = string_node(ps, pos, absent ? "ABSENT" : "NULL");
+  n->nargs = args.n;
+  n->args = (ck_ast_t **)args.items;
+  return n;
+}
+
 static ck_ast_t *parse_call(parser_t *ps, const char *name, ck_pos_t pos) {
   /* constructors with a syntax of their own (KEY … VALUE …, ABSENT ON NULL): refused whole */
-  static const char *const not_parsed[] = {"JSON_OBJECT", "JSON_ARRAY", "JSON_OBJECTAGG",
-                                           "JSON_ARRAYAGG"};
+  if (ck_streq_i(name, "JSON_OBJECT") || ck_streq_i(name, "JSON_ARRAY"))
+    return parse_json_build(ps, name, pos);
+  static const char *const not_parsed[] = {"JSON_OBJECTAGG", "JSON_ARRAYAGG"};
   for (size_t i = 0; i < CK_ARRAY_LEN(not_parsed); i++)
     if (ck_streq_i(name, not_parsed[i])) {
       ck_error_set_at(ps->err, CK_EUNSUPPORTED, pos.line, pos.column,

@@ -1031,3 +1031,29 @@ def test_times_match_python(date_data):
         have = as_multiset(run_clink(DATE_TABLE.format(dir=d) + sql + ";", p), cols)
         assert have == want, (f"parallelism {p}: missing {list(want - have)[:3]} "
                               f"extra {list(have - want)[:3]}")
+
+
+def test_json_object_array_match_python(text_data):
+    """JSON_OBJECT / JSON_ARRAY against Python's json: the text parses, keys and values are the
+    row's, NULL ON NULL (the object's default) writes null, ABSENT ON NULL (the array's) drops
+    it, a nested call is JSON, not a string."""
+    d, rows, con = text_data
+    sql = ("SELECT id, JSON_OBJECT(KEY 's' VALUE s, KEY 'n' VALUE n, 'f' VALUE f) AS o, "
+           "JSON_ARRAY(s, n, sub) AS a, JSON_OBJECT('s' VALUE s, 'n' VALUE n ABSENT ON NULL) AS oa, "
+           "JSON_ARRAY(n, sub NULL ON NULL) AS an, JSON_OBJECT(KEY s VALUE JSON_ARRAY(n)) AS nested "
+           "FROM t WHERE s IS NOT NULL")
+    want = {}
+    for r in rows:
+        if r["s"] is None:
+            continue
+        s, n, f, sub = r["s"], r["n"], r["f"], r["sub"]
+        want[r["id"]] = ({"s": s, "n": n, "f": f}, [x for x in (s, n, sub) if x is not None],
+                         {k: v for k, v in (("s", s), ("n", n)) if v is not None}, [n, sub],
+                         {s: [n] if n is not None else []})
+    assert want
+    for p, got in run_both(d, sql).items():
+        have = {g["id"]: (json.loads(g["o"]), json.loads(g["a"]), json.loads(g["oa"]),
+                          json.loads(g["an"]), json.loads(g["nested"])) for g in got}
+        assert len(have) == len(want), f"parallelism {p}: {len(have)} rows, want {len(want)}"
+        for k, w in want.items():
+            assert have[k] == w, f"parallelism {p}, id {k}: got {have[k]}, want {w}"
