@@ -200,6 +200,8 @@ const char *ck_format_expected(ck_type_t type) {
     case CK_T_FLOAT64:
     case CK_T_DECIMAL: return "expected a number";
     case CK_T_TIMESTAMP:
+      if (ck_type_is_date(type)) return "expected a date as text, 'yyyy-MM-dd'";
+      if (ck_type_is_time(type)) return "expected a time of day as text, 'HH:mm:ss[.SSS]'";
       return "expected a timestamp (text or integer epoch milliseconds)";
     case CK_T_STRING: return "expected a string";
     case CK_T_NULL: return "expected null";

@@ -170,6 +170,12 @@ static int field_into(csv_dec_t *dec, int c, const csv_field_t *f, ck_col_t *col
       /* text (ISO 8601, 'yyyy-MM-dd HH:mm:ss[.SSS]') or integer epoch milliseconds */
       ck_num_t num;
       int64_t v;
+      if (ck_type_ts_kind(type) > 0) { /* a DATE or TIME: its text only */
+        if (!ck_datetime_parse_text(type, s, n, &v))
+          return bad_value(schema, c, raw, rawn, ck_format_expected(type), err);
+        ck_col_append_i64(col, v);
+        return 0;
+      }
       if (n && s[0] != '-' && (s[0] < '0' || s[0] > '9' || memchr(s, '-', n) || memchr(s, ':', n))) {
         if (!ck_timestamp_parse_iso(s, n, &v))
           return bad_value(schema, c, raw, rawn, "not a timestamp (expected 'yyyy-MM-dd "

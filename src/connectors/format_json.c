@@ -519,12 +519,18 @@ static int timestamp_into(jp_t *jp, int c, ck_col_t *col) {
   size_t n;
   const char *s = ck_col_str(&dec->text, 0, &n);
   int64_t ms;
-  if (ck_timestamp_parse_iso(s, n, &ms)) {
+  ck_type_t type = dec->cols[c].type;
+  if (ck_datetime_parse_text(type, s, n, &ms)) {
     ck_col_append_i64(col, ms);
     return 0;
   }
   char tok[64], reason[160];
   ck_format_token(s, n, tok, sizeof tok);
+  if (ck_type_ts_kind(type) > 0) {
+    snprintf(reason, sizeof reason, "'%s' is not a %s (%s)", tok,
+             ck_type_is_date(type) ? "date" : "time of day", ck_format_expected(type));
+    return field_error(jp, c, reason);
+  }
   snprintf(reason, sizeof reason, "'%s' is not a timestamp (expected 'yyyy-MM-dd HH:mm:ss[.SSS]' "
            "or ISO 8601, or epoch milliseconds)", tok);
   return field_error(jp, c, reason);
@@ -580,6 +586,11 @@ static int value_into(jp_t *jp, int c, ck_col_t *col) {
       return 0;
     }
     default:
+      if ((ch == '-' || is_digit(ch)) && ck_type_ts_kind(type) > 0) {
+        char reason[96]; /* a DATE or TIME is read from text only, as Flink's JSON format does */
+        snprintf(reason, sizeof reason, "%s, found a number", ck_format_expected(type));
+        return field_error(jp, c, reason);
+      }
       if (ch == '-' || is_digit(ch)) {
         if ((type.id == CK_T_INT64 || type.id == CK_T_TIMESTAMP || type.id == CK_T_INT32) &&
             int_fast(jp, type.id, col))

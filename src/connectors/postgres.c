@@ -148,6 +148,21 @@ static void put_timestamp(ck_buf_t *out, int64_t ms, bool tz) {
   if (tz) ck_buf_puts(out, "+00");
 }
 
+/* A DATE as PostgreSQL's date reads it ("2024-01-02", " BC" before year 1). */
+static void put_date(ck_buf_t *out, int64_t ms) {
+  if (ms >= PG_YEAR1_MS) {
+    ck_date_format(ms, out);
+    return;
+  }
+  ck_buf_t tmp;
+  ck_buf_init(&tmp);
+  ck_date_format(ms, &tmp);
+  char *rest;
+  long long y = strtoll(tmp.data, &rest, 10);
+  ck_buf_printf(out, "%04lld%s BC", 1 - y, rest);
+  ck_buf_fini(&tmp);
+}
+
 void ck_pg_copy_row(const ck_batch_t *batch, size_t i, const uint8_t *tz, ck_buf_t *out) {
   for (int c = 0; c < batch->ncols; c++) {
     const ck_col_t *col = &batch->cols[c];
@@ -169,7 +184,11 @@ void ck_pg_copy_row(const ck_batch_t *batch, size_t i, const uint8_t *tz, ck_buf
         put_copy_text(out, s, n);
         break;
       }
-      case CK_T_TIMESTAMP: put_timestamp(out, ck_col_i64(col, i), tz && tz[c]); break;
+      case CK_T_TIMESTAMP:
+        if (ck_type_is_date(col->type)) put_date(out, ck_col_i64(col, i));
+        else if (ck_type_is_time(col->type)) ck_time_format(ck_col_i64(col, i), 3, out);
+        else put_timestamp(out, ck_col_i64(col, i), tz && tz[c]);
+        break;
       default: ck_buf_append(out, "\\N", 2); break;
     }
   }
@@ -208,6 +227,11 @@ bool ck_pg_type_fits(ck_type_t type, const char *typname, int typmod) {
              numeric_holds(typmod, type.precision - type.scale, type.scale);
     case CK_T_STRING: return !strcmp(t, "text") || !strcmp(t, "varchar") || !strcmp(t, "citext");
     case CK_T_TIMESTAMP:
+      if (ck_type_is_date(type)) return !strcmp(t, "date");
+      if (ck_type_is_time(type)) { /* time(p) keeps p fraction digits: as many as TIME(p) has */
+        int p = type.precision ? type.precision - 1 : 0;
+        return !strcmp(t, "time") && (typmod < 0 || typmod >= (p < 3 ? p : 3));
+      }
       /* timestamp(p) keeps p fraction digits: milliseconds need 3 */
       return (!strcmp(t, "timestamp") || !strcmp(t, "timestamptz")) && (typmod < 0 || typmod >= 3);
     default: return false;

@@ -22,6 +22,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/alloc.h"
 #include "base/buf.h"
@@ -171,12 +172,20 @@ bool ck_type_common(ck_type_t a, ck_type_t b, ck_type_t *out) {
     *out = numeric_common(a, b);
     return true;
   }
+  if (a.id == CK_T_TIMESTAMP && b.id == CK_T_TIMESTAMP) {
+    /* a DATE meets a TIMESTAMP as its midnight; a TIME meets only a TIME (types.h) */
+    int ka = ck_type_ts_kind(a), kb = ck_type_ts_kind(b);
+    if (ka == kb) *out = a;
+    else if (ka == CK_TS_TIME || kb == CK_TS_TIME) return false;
+    else *out = ka == CK_TS_DATE ? b : a;
+    return true;
+  }
   if (a.id == b.id) {
     *out = a;
     return true;
   }
-  if ((a.id == CK_T_TIMESTAMP && ck_type_is_integer(b)) ||
-      (b.id == CK_T_TIMESTAMP && ck_type_is_integer(a))) {
+  if ((a.id == CK_T_TIMESTAMP && ck_type_ts_kind(a) == 0 && ck_type_is_integer(b)) ||
+      (b.id == CK_T_TIMESTAMP && ck_type_ts_kind(b) == 0 && ck_type_is_integer(a))) {
     *out = CK_TYPE(CK_T_TIMESTAMP);
     return true;
   }
@@ -185,6 +194,11 @@ bool ck_type_common(ck_type_t a, ck_type_t b, ck_type_t *out) {
 
 bool ck_type_assignable(ck_type_t from, ck_type_t to) {
   if (from.id == CK_T_NULL) return true;
+  if (ck_type_ts_kind(from) > 0 || ck_type_ts_kind(to) > 0) {
+    /* DATE and TIME into their own kind; a DATE also into a TIMESTAMP (its midnight) */
+    int kf = ck_type_ts_kind(from), kt = ck_type_ts_kind(to);
+    return kf == kt || (kf == CK_TS_DATE && kt == 0);
+  }
   if (ck_type_eq(from, to)) return true;
   switch (from.id) {
     case CK_T_INT32:
@@ -212,6 +226,12 @@ static bool castable(ck_type_t from, ck_type_t to) {
   bool tnum = ck_type_is_numeric(to) || to.id == CK_T_BOOL;
   if (fnum && tnum) return true;
   if (from.id == CK_T_STRING || to.id == CK_T_STRING) return true;
+  if (ck_type_ts_kind(from) > 0 || ck_type_ts_kind(to) > 0) {
+    /* a TIMESTAMP to its DATE or its TIME of day, a DATE to the TIMESTAMP of its midnight, a
+     * TIME to that time on 1970-01-01 (Flink's) */
+    int kf = ck_type_ts_kind(from), kt = ck_type_ts_kind(to);
+    return kf == kt || kf == 0 || (kf > 0 && kt == 0);
+  }
   return (from.id == CK_T_TIMESTAMP && ck_type_is_integer(to)) ||
          (ck_type_is_integer(from) && to.id == CK_T_TIMESTAMP);
 }
@@ -277,7 +297,8 @@ ck_expr_t *ck_expr_coerce(ck_arena_t *arena, ck_expr_t *e, ck_type_t to, ck_erro
 }
 
 ck_expr_t *ck_expr_cast(ck_arena_t *arena, ck_expr_t *arg, ck_type_t to, ck_error_t *err) {
-  if (ck_type_eq(arg->type, to)) {
+  if (ck_type_eq(arg->type, to) && ck_type_ts_kind(arg->type) == ck_type_ts_kind(to) &&
+      !(ck_type_is_time(to) && to.precision < arg->type.precision)) {
     if (to.id != CK_T_TIMESTAMP || (arg->type.precision == to.precision && arg->type.scale == to.scale))
       return arg;
     /* TIMESTAMP to TIMESTAMP_LTZ and back (or another precision): the same milliseconds
@@ -665,6 +686,18 @@ static bool ty_time_unit(callb_t *c, ck_type_t *rt) {
                                         "or MILLISECOND");
     return false;
   }
+  /* a TIME has only the fields of a time of day, and is not moved or cut by these (Flink) */
+  static const char *const of_day[] = {"HOUR", "MINUTE", "SECOND", "MILLISECOND"};
+  bool day_part = false;
+  for (size_t i = 0; i < CK_ARRAY_LEN(of_day); i++)
+    day_part |= strlen(of_day[i]) == u->literal.v.s.len &&
+                strncasecmp(of_day[i], u->literal.v.s.ptr, u->literal.v.s.len) == 0;
+  for (int i = 1; i < c->n; i++)
+    if (ck_type_is_time(c->a[i]->type) && (c->fn != CK_FN_EXTRACT || !day_part)) {
+      type_error(c->err, "function %s cannot take %s%s", ck_fn_name(c->fn), TNAME(c->a[i]->type),
+                 c->fn == CK_FN_EXTRACT ? " with a unit of the date" : "");
+      return false;
+    }
   switch (c->fn) {
     case CK_FN_EXTRACT:
       if (!want_ts(c, 1)) return false;
@@ -678,6 +711,8 @@ static bool ty_time_unit(callb_t *c, ck_type_t *rt) {
       if (!want_integer(c, 1) || !coerce_arg(c, 1, CK_TYPE(CK_T_INT64)) || !want_ts(c, 2))
         return false;
       *rt = c->a[2]->type;
+      /* a DATE moved by a part of a day is a TIMESTAMP (Calcite's TIMESTAMPADD typing) */
+      if (ck_type_is_date(*rt) && day_part) *rt = ck_type_timestamp(3, 0);
       return true;
     default: /* TIMESTAMPDIFF */
       if (!want_ts(c, 1) || !want_ts(c, 2)) return false;
@@ -688,7 +723,7 @@ static bool ty_time_unit(callb_t *c, ck_type_t *rt) {
 
 /* DATE_FORMAT(ts, format), TO_TIMESTAMP(s[, format]): a literal format is checked here. */
 static bool ty_date_format(callb_t *c, ck_type_t *rt) {
-  bool to_ts = c->fn == CK_FN_TO_TIMESTAMP;
+  bool to_ts = c->fn == CK_FN_TO_TIMESTAMP || c->fn == CK_FN_TO_DATE;
   if (!(to_ts ? want(c, 0, CK_T_STRING) : want_ts(c, 0))) return false;
   if (c->n > 1) {
     if (!want(c, 1, CK_T_STRING)) return false;
@@ -702,7 +737,7 @@ static bool ty_date_format(callb_t *c, ck_type_t *rt) {
       return false;
     }
   }
-  *rt = to_ts ? CK_TYPE(CK_T_TIMESTAMP) : CK_TYPE(CK_T_STRING);
+  *rt = c->fn == CK_FN_TO_DATE ? ck_type_date() : to_ts ? CK_TYPE(CK_T_TIMESTAMP) : CK_TYPE(CK_T_STRING);
   return true;
 }
 
@@ -718,6 +753,45 @@ static bool ty_json(callb_t *c, ck_type_t *rt) {
     return false;
   }
   *rt = c->fn == CK_FN_JSON_EXISTS ? CK_TYPE(CK_T_BOOL) : CK_TYPE(CK_T_STRING);
+  return true;
+}
+
+/* JSON_OBJECT(mode, k1, v1, …), JSON_ARRAY(mode, v1, …): the parser passes the ON NULL
+ * clause as the literal mode 'NULL' or 'ABSENT'; here it becomes 'N' or 'A' followed by one
+ * letter per argument, 'j' for a value that is itself JSON (a nested JSON_OBJECT or
+ * JSON_ARRAY, written as it is, as Flink does), '-' for any other. */
+static bool ty_json_build(callb_t *c, ck_type_t *rt) {
+  const ck_expr_t *m = c->a[0];
+  bool object = c->fn == CK_FN_JSON_OBJECT;
+  if (m->kind != CK_EX_LITERAL || m->type.id != CK_T_STRING || m->literal.is_null) {
+    type_error(c->err, "function %s is written with its own syntax: %s", ck_fn_name(c->fn),
+               object ? "JSON_OBJECT(KEY k VALUE v, …)" : "JSON_ARRAY(v, …)");
+    return false;
+  }
+  if (object && (c->n - 1) % 2) {
+    type_error(c->err, "function JSON_OBJECT takes pairs of KEY k VALUE v");
+    return false;
+  }
+  char *mode = ck_arena_alloc(c->arena, (size_t)c->n + 1);
+  mode[0] = m->literal.v.s.len && m->literal.v.s.ptr[0] == 'A' ? 'A' : 'N';
+  for (int i = 1; i < c->n; i++) {
+    const ck_expr_t *x = c->a[i];
+    if (object && i % 2 == 1) { /* a key */
+      if (x->type.id == CK_T_NULL || (x->kind == CK_EX_LITERAL && x->literal.is_null)) {
+        type_error(c->err, "function JSON_OBJECT cannot take NULL as a key");
+        return false;
+      }
+      if (!want(c, i, CK_T_STRING)) return false;
+    }
+    mode[i] = x->kind == CK_EX_CALL && (x->fn == CK_FN_JSON_OBJECT || x->fn == CK_FN_JSON_ARRAY)
+                  ? 'j' : '-';
+  }
+  mode[c->n] = 0;
+  ck_value_t v = {.type = CK_TYPE(CK_T_STRING)};
+  v.v.s.ptr = mode;
+  v.v.s.len = (size_t)c->n;
+  c->a[0] = ck_expr_literal(c->arena, &v);
+  *rt = CK_TYPE(CK_T_STRING);
   return true;
 }
 
@@ -833,8 +907,10 @@ static void literal_to_string(const ck_value_t *v, ck_buf_t *out) {
     case CK_T_FLOAT64: ck_double_format(v->v.f, out); break;
     case CK_T_DECIMAL: ck_decimal_format(v->v.dec, v->type.scale, out); break;
     case CK_T_TIMESTAMP:
-      ck_buf_puts(out, "TIMESTAMP '");
-      ck_timestamp_format(v->v.i, out);
+      ck_buf_puts(out, ck_type_is_date(v->type) ? "DATE '" : ck_type_is_time(v->type) ? "TIME '"
+                                                                                     : "TIMESTAMP '");
+      if (ck_type_ts_kind(v->type) > 0) ck_timestamp_format_typed(v->type, v->v.i, out);
+      else ck_timestamp_format(v->v.i, out);
       ck_buf_putc(out, '\'');
       break;
     case CK_T_STRING:

@@ -234,6 +234,16 @@ typedef enum ck_expr_kind {
     "TO_TIMESTAMP(s[, format])",                                                                   \
     "the TIMESTAMP text s gives in format (`yyyy-MM-dd HH:mm:ss` by default); NULL when it does "  \
     "not parse")                                                                                   \
+  X(TO_DATE, "TO_DATE", 1, 2, ty_date_format, k_time, "TO_DATE", 0, "TO_DATE(s[, format])",      \
+    "the DATE text s gives in format (`yyyy-MM-dd` by default; a time of day in it is dropped); "  \
+    "NULL when it does not parse")                                                                 \
+  X(JSON_OBJECT, "JSON_OBJECT", 1, -1, ty_json_build, k_json_build, "JSON_OBJECT", 0,              \
+    "JSON_OBJECT(KEY k VALUE v, ... [NULL|ABSENT ON NULL])",                                       \
+    "a JSON object of the keys (VARCHAR, not NULL) and values; a NULL value is null, or left out " \
+    "with ABSENT ON NULL")                                                                         \
+  X(JSON_ARRAY, "JSON_ARRAY", 1, -1, ty_json_build, k_json_build, "JSON_ARRAY", 0,                 \
+    "JSON_ARRAY(v, ... [NULL|ABSENT ON NULL])",                                                    \
+    "a JSON array of the values; a NULL value is left out, or null with NULL ON NULL")             \
   X(JSON_VALUE, "JSON_VALUE", 2, 2, ty_json, k_json, "JSON_VALUE", 0, "JSON_VALUE(json, path)",    \
     "the scalar at path in the JSON text json, as a VARCHAR (a string unquoted); NULL when json "  \
     "is not JSON, or the path names nothing, a null, an object or an array")                       \

@@ -214,7 +214,10 @@ static void fmt_value(const ck_value_t *v, ck_buf_t *out) {
     case CK_T_FLOAT32: fmt_float((float)v->v.f, out); break;
     case CK_T_FLOAT64: ck_double_format(v->v.f, out); break;
     case CK_T_DECIMAL: ck_decimal_format(v->v.dec, v->type.scale, out); break;
-    case CK_T_TIMESTAMP: ck_timestamp_format(v->v.i, out); break;
+    case CK_T_TIMESTAMP:
+      if (ck_type_ts_kind(v->type) > 0) ck_timestamp_format_typed(v->type, v->v.i, out);
+      else ck_timestamp_format(v->v.i, out);
+      break;
     case CK_T_STRING: ck_buf_append(out, v->v.s.ptr, v->v.s.len); break;
   }
 }
@@ -2317,15 +2320,18 @@ static int k_time(kc_t *c) {
     }
     return 0;
   }
-  if (fn == CK_FN_TO_TIMESTAMP) {
-    ck_col_t *o = out_init(c->out, CK_TYPE(CK_T_TIMESTAMP), n);
+  if (fn == CK_FN_TO_TIMESTAMP || fn == CK_FN_TO_DATE) {
+    bool to_date = fn == CK_FN_TO_DATE;
+    ck_col_t *o = out_init(c->out, c->e->type, n);
     for (int j = 0; j < c->nk; j++) and_valid(o, &c->k[j]);
     for (size_t i = 0; i < n; i++) {
       if (!counts(c, i)) continue;
       size_t sn, pn = 0;
       const char *s = vstr(&c->k[0], i, &sn), *p = c->nk > 1 ? vstr(&c->k[1], i, &pn) : NULL;
       int64_t v = 0;
-      bool ok = p ? date_parse(s, sn, p, pn, &v) : ck_timestamp_parse(s, sn, &v);
+      bool ok = p ? date_parse(s, sn, p, pn, &v)
+                  : to_date ? ck_date_parse(s, sn, &v) : ck_timestamp_parse(s, sn, &v);
+      if (ok && to_date) v -= (v % MS_DAY + MS_DAY) % MS_DAY; /* its day */
       if (ok) {
         ((int64_t *)o->values)[i] = v;
       } else {
@@ -2643,6 +2649,92 @@ static void js_compact(const char *s, size_t b, size_t e, ck_col_t *o, size_t *a
       i++;
     }
   }
+}
+
+/* JSON text of one value for JSON_OBJECT / JSON_ARRAY: strings quoted and escaped (as
+ * RFC 8259 requires: the quote, the backslash and control characters), numbers and booleans
+ * as they are, a TIMESTAMP, DATE or TIME as its SQL text in quotes, raw JSON as it is. */
+static void json_put_value(const ck_value_t *v, bool raw, ck_buf_t *b) {
+  if (v->is_null) {
+    ck_buf_puts(b, "null");
+    return;
+  }
+  switch (v->type.id) {
+    case CK_T_BOOL: ck_buf_puts(b, v->v.b ? "true" : "false"); return;
+    case CK_T_INT32:
+    case CK_T_INT64:
+    case CK_T_FLOAT32:
+    case CK_T_FLOAT64:
+    case CK_T_DECIMAL: fmt_value(v, b); return;
+    case CK_T_STRING:
+      if (raw) {
+        ck_buf_append(b, v->v.s.ptr, v->v.s.len);
+        return;
+      }
+      break;
+    default: break;
+  }
+  ck_buf_t text;
+  ck_buf_init(&text);
+  if (v->type.id == CK_T_TIMESTAMP) ck_timestamp_format_typed(v->type, v->v.i, &text);
+  else fmt_value(v, &text);
+  ck_buf_putc(b, '"');
+  for (size_t i = 0; i < text.len; i++) {
+    unsigned char ch = (unsigned char)text.data[i];
+    if (ch == '"' || ch == '\\') ck_buf_putc(b, '\\'), ck_buf_putc(b, (char)ch);
+    else if (ch == '\n') ck_buf_puts(b, "\\n");
+    else if (ch == '\t') ck_buf_puts(b, "\\t");
+    else if (ch == '\r') ck_buf_puts(b, "\\r");
+    else if (ch < 0x20) ck_buf_printf(b, "\\u%04x", ch);
+    else ck_buf_putc(b, (char)ch);
+  }
+  ck_buf_putc(b, '"');
+  ck_buf_fini(&text);
+}
+
+static int k_json_build(kc_t *c) {
+  bool object = c->e->fn == CK_FN_JSON_OBJECT;
+  ck_col_t *o = out_append(c->out, CK_TYPE(CK_T_STRING), c->n);
+  ck_buf_t b;
+  ck_buf_init(&b);
+  int rc = 0;
+  for (size_t i = 0; i < c->n && !rc; i++) {
+    if (!LIVE(c->mask, i)) {
+      ck_col_append_null(o);
+      continue;
+    }
+    size_t mn;
+    const char *mode = vstr(&c->k[0], i, &mn);
+    bool absent = mode[0] == 'A';
+    ck_buf_reset(&b);
+    ck_buf_putc(&b, object ? '{' : '[');
+    bool first = true;
+    for (int j = 1; j < c->nk; j += object ? 2 : 1) {
+      int vj = object ? j + 1 : j;
+      ck_value_t v;
+      get_value(c->k[vj].col, IX(&c->k[vj], i), &v);
+      if (!VOK(&c->k[vj], i)) v.is_null = true;
+      if (v.is_null && absent) continue;
+      if (!first) ck_buf_putc(&b, ',');
+      first = false;
+      if (object) {
+        if (!VOK(&c->k[j], i)) {
+          rc = ck_error_set(c->ev->err, CK_EEVAL, "could not compute JSON_OBJECT: key number %d "
+                            "is NULL", (j + 1) / 2);
+          break;
+        }
+        ck_value_t k;
+        get_value(c->k[j].col, IX(&c->k[j], i), &k);
+        json_put_value(&k, false, &b);
+        ck_buf_putc(&b, ':');
+      }
+      json_put_value(&v, mode[vj] == 'j', &b);
+    }
+    ck_buf_putc(&b, object ? '}' : ']');
+    ck_col_append_str(o, b.data, b.len);
+  }
+  ck_buf_fini(&b);
+  return rc;
 }
 
 static int k_json(kc_t *c) {
@@ -2972,6 +3064,14 @@ static int cast_value(const ck_value_t *v, ck_type_t to, ck_value_t *r, ck_buf_t
           break;
         }
         case CK_T_STRING:
+          if (ck_type_is_date(to)) {
+            if (!ck_date_parse(v->v.s.ptr, v->v.s.len, &x)) return cast_fail(v, to, NULL, err);
+            break;
+          }
+          if (ck_type_is_time(to)) {
+            if (!ck_time_parse(v->v.s.ptr, v->v.s.len, &x)) return cast_fail(v, to, NULL, err);
+            break;
+          }
           if (to.id == CK_T_TIMESTAMP) {
             if (!ck_timestamp_parse(v->v.s.ptr, v->v.s.len, &x)) return cast_fail(v, to, NULL, err);
             break;
@@ -2986,6 +3086,11 @@ static int cast_value(const ck_value_t *v, ck_type_t to, ck_value_t *r, ck_buf_t
       }
       if (to.id == CK_T_INT32 && !int_fits(x, CK_T_INT32))
         return cast_fail(v, to, "value out of range", err);
+      if (f == CK_T_TIMESTAMP && ck_type_is_date(to) && !ck_type_is_date(ft)) /* its day */
+        x -= (x % CK_MS_PER_DAY + CK_MS_PER_DAY) % CK_MS_PER_DAY;
+      else if (f == CK_T_TIMESTAMP && ck_type_is_time(to) && !ck_type_is_time(ft)) /* time of day */
+        x = (x % CK_MS_PER_DAY + CK_MS_PER_DAY) % CK_MS_PER_DAY;
+      if (ck_type_is_time(to)) x = ck_time_truncate(to, x);
       r->v.i = x;
       return 0;
     }
@@ -3098,6 +3203,9 @@ static bool cast_fast(kc_t *c, int *rc) {
     return true;
   }
   if (!handled || (t == CK_T_TIMESTAMP && f == CK_T_BOOL)) return false;
+  /* a change of kind (TIMESTAMP to DATE or TIME) or of TIME precision cuts the value */
+  if (t == CK_T_TIMESTAMP && (ck_type_ts_kind(c->e->type) > 0 || ck_type_ts_kind(A->col->type) > 0))
+    return false;
   ck_col_t *o = out_init(c->out, c->e->type, n);
   and_valid(o, A);
   *rc = 0;
@@ -3497,7 +3605,9 @@ static int eval_inner(const ev_t *ev, const ck_expr_t *e, const uint8_t *mask, v
         case CK_FN_IS_FALSE: return eval_is(ev, e, mask, first, out);
         case CK_FN_COALESCE: ck_assert(!first); return eval_coalesce(ev, e, mask, out);
         case CK_FN_NULLIF: return eval_nullif(ev, e, mask, first, out);
-        case CK_FN_CONCAT_WS: return eval_lenient(ev, e, mask, first, out);
+        case CK_FN_CONCAT_WS:
+        case CK_FN_JSON_OBJECT:
+        case CK_FN_JSON_ARRAY: return eval_lenient(ev, e, mask, first, out);
         default: return eval_strict(ev, e, mask, first, out);
       }
     default: break;

@@ -374,7 +374,7 @@ static ck_type_t get_type(rd_t *r) {
   t.id = (ck_type_id_t)get_u8(r);
   t.precision = get_u8(r);
   t.scale = get_u8(r);
-  if (t.id == CK_T_TIMESTAMP ? t.precision > CK_TS_MAX_PRECISION + 1 || t.scale > 3
+  if (t.id == CK_T_TIMESTAMP ? t.precision > CK_TS_MAX_PRECISION + 1 || t.scale > CK_TS_FLAGS
                              : t.id > CK_T_TIMESTAMP || t.precision > CK_DECIMAL_MAX_PRECISION ||
                                    t.scale > t.precision)
     bad(r, "a type is out of range");

@@ -45,6 +45,14 @@ const char *ck_type_name(ck_type_t t, char *out, size_t n) {
     case CK_T_FLOAT64: s = "DOUBLE"; break;
     case CK_T_STRING: s = "VARCHAR"; break;
     case CK_T_TIMESTAMP:
+      if (ck_type_is_date(t)) {
+        snprintf(out, n, "DATE");
+        return out;
+      }
+      if (ck_type_is_time(t)) {
+        snprintf(out, n, "TIME(%d)", t.precision ? t.precision - 1 : 0);
+        return out;
+      }
       snprintf(out, n, "%s(%d)", ck_type_ts_ltz(t) ? "TIMESTAMP_LTZ" : "TIMESTAMP",
                ck_type_ts_precision(t));
       return out;
@@ -206,7 +214,69 @@ bool ck_timestamp_parse_iso(const char *s, size_t n, int64_t *out) {
   return timestamp_parse(s, n, true, out);
 }
 
+int64_t ck_days_from_civil(int64_t y, int m, int d) { return days_from_civil(y, m, d); }
+
+void ck_date_format(int64_t ms, ck_buf_t *out) {
+  int64_t days = ms / CK_MS_PER_DAY;
+  if (ms % CK_MS_PER_DAY < 0) days--;
+  int64_t y;
+  int m, d;
+  civil_from_days(days, &y, &m, &d);
+  ck_buf_printf(out, "%04lld-%02d-%02d", (long long)y, m, d);
+}
+
+bool ck_date_parse(const char *s, size_t n, int64_t *out) {
+  size_t i = 0;
+  while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+  while (n > i && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+  for (size_t k = i; k < n; k++)
+    if (s[k] == ' ' || s[k] == 'T') return false; /* a date and nothing else */
+  return timestamp_parse(s + i, n - i, false, out);
+}
+
+void ck_time_format(int64_t ms, int precision, ck_buf_t *out) {
+  ms %= CK_MS_PER_DAY;
+  if (ms < 0) ms += CK_MS_PER_DAY;
+  ck_buf_printf(out, "%02d:%02d:%02d", (int)(ms / 3600000), (int)(ms / 60000 % 60),
+                (int)(ms / 1000 % 60));
+  if (precision > 0) {
+    char frac[4];
+    snprintf(frac, sizeof frac, "%03d", (int)(ms % 1000));
+    ck_buf_putc(out, '.');
+    ck_buf_append(out, frac, (size_t)(precision < 3 ? precision : 3));
+  }
+}
+
+bool ck_time_parse(const char *s, size_t n, int64_t *out) {
+  char buf[48];
+  size_t i = 0;
+  while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+  if (n - i > 32) return false;
+  for (size_t k = i; k < n; k++)
+    if (s[k] == '-' || s[k] == '+' || s[k] == 'Z' || s[k] == 'T') return false;
+  int len = snprintf(buf, sizeof buf, "1970-01-01 %.*s", (int)(n - i), s + i);
+  return timestamp_parse(buf, (size_t)len, false, out);
+}
+
+bool ck_datetime_parse_text(ck_type_t type, const char *s, size_t n, int64_t *ms) {
+  if (ck_type_is_date(type)) return ck_date_parse(s, n, ms);
+  if (ck_type_is_time(type)) {
+    if (!ck_time_parse(s, n, ms)) return false;
+    *ms = ck_time_truncate(type, *ms);
+    return true;
+  }
+  return ck_timestamp_parse_iso(s, n, ms);
+}
+
 void ck_timestamp_format_typed(ck_type_t type, int64_t epoch_ms, ck_buf_t *out) {
+  if (ck_type_is_date(type)) {
+    ck_date_format(epoch_ms, out);
+    return;
+  }
+  if (ck_type_is_time(type)) {
+    ck_time_format(epoch_ms, type.precision ? type.precision - 1 : 0, out);
+    return;
+  }
   ck_timestamp_format(epoch_ms, out);
   if (ck_type_ts_ltz(type)) ck_buf_putc(out, 'Z');
 }

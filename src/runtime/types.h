@@ -51,6 +51,10 @@ typedef __int128 ck_i128;
 /* TIMESTAMP presentation flags (ck_type_t.scale of a TIMESTAMP; see the top of this file). */
 #define CK_TS_LTZ 1u   /* TIMESTAMP_LTZ(p) */
 #define CK_TS_EPOCH 2u /* shown as epoch milliseconds in JSON and CSV */
+#define CK_TS_DATE 4u  /* DATE: the midnight of a day */
+#define CK_TS_TIME 8u  /* TIME(p): milliseconds of the day */
+#define CK_TS_FLAGS 15u
+#define CK_MS_PER_DAY 86400000LL
 #define CK_TS_MAX_PRECISION 9
 static inline ck_type_t ck_type_timestamp(int precision, unsigned flags) {
   return (ck_type_t){CK_T_TIMESTAMP, (uint8_t)(precision + 1), (uint8_t)flags};
@@ -59,6 +63,21 @@ static inline ck_type_t ck_type_timestamp(int precision, unsigned flags) {
 static inline int ck_type_ts_precision(ck_type_t t) { return t.precision ? t.precision - 1 : 3; }
 static inline bool ck_type_ts_ltz(ck_type_t t) { return t.id == CK_T_TIMESTAMP && (t.scale & CK_TS_LTZ); }
 static inline bool ck_type_ts_epoch(ck_type_t t) { return t.id == CK_T_TIMESTAMP && (t.scale & CK_TS_EPOCH); }
+static inline ck_type_t ck_type_date(void) { return ck_type_timestamp(-1, CK_TS_DATE); }
+static inline ck_type_t ck_type_time(int precision) { return ck_type_timestamp(precision, CK_TS_TIME); }
+static inline bool ck_type_is_date(ck_type_t t) { return t.id == CK_T_TIMESTAMP && (t.scale & CK_TS_DATE); }
+static inline bool ck_type_is_time(ck_type_t t) { return t.id == CK_T_TIMESTAMP && (t.scale & CK_TS_TIME); }
+/* A TIME(p) value cut to its p fraction digits (p >= 3: unchanged), as Flink keeps it. */
+static inline int64_t ck_time_truncate(ck_type_t t, int64_t ms) {
+  static const int64_t unit[] = {1000, 100, 10};
+  int p = t.precision ? t.precision - 1 : 0;
+  return p >= 3 ? ms : ms - ms % unit[p];
+}
+/* Which of TIMESTAMP (also TIMESTAMP_LTZ), DATE, TIME a TIMESTAMP type is: 0, CK_TS_DATE or
+ * CK_TS_TIME (-1 for any other type). */
+static inline int ck_type_ts_kind(ck_type_t t) {
+  return t.id != CK_T_TIMESTAMP ? -1 : (int)(t.scale & (CK_TS_DATE | CK_TS_TIME));
+}
 #define CK_DECIMAL_MAX_PRECISION 38
 
 /* Bytes per row of the fixed-width value array (STRING: 0, it uses offsets). */
@@ -109,6 +128,22 @@ bool ck_timestamp_parse_iso(const char *s, size_t n, int64_t *epoch_ms);
 /* A TIMESTAMP value as JSON/CSV text: "yyyy-MM-dd HH:mm:ss.SSS", with a trailing 'Z' for
  * TIMESTAMP_LTZ (Flink's SQL text formats). */
 void ck_timestamp_format_typed(ck_type_t type, int64_t epoch_ms, ck_buf_t *out);
+/* A DATE's text, "2024-01-02", from its midnight's epoch milliseconds (any millisecond of the
+ * day gives that day). */
+void ck_date_format(int64_t epoch_ms, ck_buf_t *out);
+/* "2024-01-02" (blanks around it allowed) as its midnight; false when malformed. */
+bool ck_date_parse(const char *s, size_t n, int64_t *epoch_ms);
+/* A TIME's text: "12:34:56", with precision digits of fraction (at most 3) when precision > 0. */
+void ck_time_format(int64_t ms_of_day, int precision, ck_buf_t *out);
+/* "12:34", "12:34:56", "12:34:56.789" (1 to 9 fraction digits, kept to the millisecond) as
+ * milliseconds of the day; false when malformed. */
+bool ck_time_parse(const char *s, size_t n, int64_t *ms_of_day);
+/* The text a DATE, TIME or TIMESTAMP column of a JSON or CSV source reads: a DATE's
+ * "2024-01-02", a TIME's "12:34:56[.789]" (cut to its precision), a TIMESTAMP's as
+ * ck_timestamp_parse_iso. False when malformed. */
+bool ck_datetime_parse_text(ck_type_t type, const char *s, size_t n, int64_t *ms);
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+int64_t ck_days_from_civil(int64_t y, int m, int d);
 
 #include "runtime/decimal.h" /* after ck_i128: decimal.h uses it */
 

@@ -334,6 +334,31 @@ static int parse_int_arg(parser_t *ps, int *out) {
 
 static int refuse(parser_t *ps, const tok_t *t, const char *what, const char *hint);
 
+/* Types clink does not have yet, refused by name rather than as a syntax error: true (with the
+ * error set) when t names one. */
+static bool type_refused(parser_t *ps, const tok_t *t) {
+  static const struct { const char *word, *what, *hint; } refused[] = {
+      {"BINARY", "the type BINARY(n)", "read bytes as base64 or hex text into a VARCHAR"},
+      {"VARBINARY", "the type VARBINARY(n)", "read bytes as base64 or hex text into a VARCHAR"},
+      {"BYTES", "the type BYTES", "read bytes as base64 or hex text into a VARCHAR"},
+      {"ARRAY", "the type ARRAY<…>", "read the array as JSON text into a VARCHAR and take its "
+                                     "elements with JSON_VALUE(s, '$[0]')"},
+      {"MAP", "the type MAP<…>", "read the object as JSON text into a VARCHAR and take its "
+                                 "values with JSON_VALUE(s, '$.key')"},
+      {"MULTISET", "the type MULTISET<…>", NULL},
+      {"ROW", "the type ROW<…>", "read the object as JSON text into a VARCHAR and take its "
+                                 "fields with JSON_VALUE(s, '$.field')"},
+      {"INTERVAL", "a column of type INTERVAL", "store the length as a BIGINT of milliseconds"},
+      {"RAW", "the type RAW", NULL},
+  };
+  for (size_t i = 0; i < CK_ARRAY_LEN(refused); i++)
+    if (is_kw(t, refused[i].word)) {
+      refuse(ps, t, refused[i].what, refused[i].hint);
+      return true;
+    }
+  return false;
+}
+
 static int parse_type(parser_t *ps, ck_type_t *out) {
   tok_t t = ps->tok;
   if (t.kind != T_IDENT) return fail_at(ps, &t, "expected %s", "a type");
@@ -391,16 +416,36 @@ static int parse_type(parser_t *ps, ck_type_t *out) {
       if (expect_kw(ps, "TIME") || expect_kw(ps, "ZONE")) return CK_ESYNTAX;
     }
     *out = ck_type_timestamp(p, ltz ? CK_TS_LTZ : 0);
+  } else if (is_kw(&t, "DATE")) {
+    *out = ck_type_date();
+  } else if (is_kw(&t, "TIME")) {
+    /* TIME[(p)] [WITHOUT TIME ZONE]: p is 0..9 (0 by default, as Flink), milliseconds kept */
+    int p = 0;
+    tok_t at = ps->tok;
+    if (accept(ps, T_LPAREN) && (parse_int_arg(ps, &p) || expect(ps, T_RPAREN, "')'")))
+      return CK_ESYNTAX;
+    if (p > CK_TS_MAX_PRECISION) {
+      ck_error_set_at(ps->err, CK_ETYPE, at.pos.line, at.pos.column,
+                      "invalid TIME(%d): the precision must be 0 to 9", p);
+      return CK_ETYPE;
+    }
+    if (is_kw(&ps->tok, "WITH"))
+      return refuse(ps, &ps->tok, "TIME WITH TIME ZONE", "a TIME is a time of day, in UTC");
+    if (accept_kw(ps, "WITHOUT") && (expect_kw(ps, "TIME") || expect_kw(ps, "ZONE")))
+      return CK_ESYNTAX;
+    *out = ck_type_time(p);
+  } else if (type_refused(ps, &t)) {
+    return CK_EUNSUPPORTED;
   } else {
     fail_at(ps, &t, "expected %s", "a type");
     static const char *const types[] = {"BOOLEAN", "INT", "INTEGER", "BIGINT", "FLOAT", "REAL",
                                         "DOUBLE", "DECIMAL", "VARCHAR", "STRING", "TEXT",
-                                        "TIMESTAMP", "TIMESTAMP_LTZ"};
+                                        "TIMESTAMP", "TIMESTAMP_LTZ", "DATE", "TIME"};
     char word[64];
     snprintf(word, sizeof word, "%.*s", t.len < 63 ? t.len : 63, t.start);
     const char *close = ck_closest(word, types, CK_ARRAY_LEN(types));
     if (close) ck_error_hint(ps->err, "did you mean %s?", close);
-    else ck_error_hint(ps->err, "types are BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, TIMESTAMP(3) and TIMESTAMP_LTZ(3)");
+    else ck_error_hint(ps->err, "types are BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, TIMESTAMP(3), TIMESTAMP_LTZ(3), DATE and TIME");
     return CK_ESYNTAX;
   }
   return 0;
@@ -594,10 +639,56 @@ static int parse_special_args(parser_t *ps, ck_ast_t *n, vec_t *args) {
   return 0;
 }
 
+/* True at `NULL ON NULL` or `ABSENT ON NULL` (then consumed, *absent set). */
+static bool parse_on_null(parser_t *ps, bool *absent) {
+  if (!(is_kw(&ps->tok, "ABSENT") || (is_kw(&ps->tok, "NULL") && peek_word(ps, "ON")))) return false;
+  *absent = is_kw(&ps->tok, "ABSENT");
+  next(ps);
+  return true;
+}
+
+/* JSON_OBJECT([KEY] k VALUE v, … [NULL|ABSENT ON NULL]) and JSON_ARRAY(v, … [NULL|ABSENT ON
+ * NULL]): a call whose first argument is the ON NULL mode as a string literal (expr.c's
+ * ty_json_build), then the keys and values. The defaults are Flink's: NULL ON NULL for an
+ * object, ABSENT ON NULL for an array. The '(' is consumed. */
+static ck_ast_t *parse_json_build(parser_t *ps, const char *name, ck_pos_t pos) {
+  bool object = ck_streq_i(name, "JSON_OBJECT"), absent = !object;
+  ck_ast_t *n = node(ps, CK_AST_CALL, pos);
+  n->text = object ? "JSON_OBJECT" : "JSON_ARRAY";
+  vec_t args = {0};
+  vec_push(ps, &args, NULL); /* the mode, below */
+  while (ps->tok.kind != T_RPAREN && !is_kw(&ps->tok, "RETURNING")) {
+    if (parse_on_null(ps, &absent)) {
+      if (expect_kw(ps, "ON") || expect_kw(ps, "NULL")) return NULL;
+      break;
+    }
+    if (args.n > 1 && expect(ps, T_COMMA, "','")) return NULL;
+    if (object) {
+      accept_kw(ps, "KEY");
+      ck_ast_t *k = parse_expr(ps);
+      if (!k || expect_kw(ps, "VALUE")) return NULL;
+      vec_push(ps, &args, k);
+    }
+    ck_ast_t *v = parse_expr(ps);
+    if (!v) return NULL;
+    vec_push(ps, &args, v);
+  }
+  if (is_kw(&ps->tok, "RETURNING")) {
+    refuse(ps, &ps->tok, "RETURNING", "the result is always a VARCHAR");
+    return NULL;
+  }
+  if (expect(ps, T_RPAREN, "')'")) return NULL;
+  args.items[0] = string_node(ps, pos, absent ? "ABSENT" : "NULL");
+  n->nargs = args.n;
+  n->args = (ck_ast_t **)args.items;
+  return n;
+}
+
 static ck_ast_t *parse_call(parser_t *ps, const char *name, ck_pos_t pos) {
   /* constructors with a syntax of their own (KEY … VALUE …, ABSENT ON NULL): refused whole */
-  static const char *const not_parsed[] = {"JSON_OBJECT", "JSON_ARRAY", "JSON_OBJECTAGG",
-                                           "JSON_ARRAYAGG"};
+  if (ck_streq_i(name, "JSON_OBJECT") || ck_streq_i(name, "JSON_ARRAY"))
+    return parse_json_build(ps, name, pos);
+  static const char *const not_parsed[] = {"JSON_OBJECTAGG", "JSON_ARRAYAGG"};
   for (size_t i = 0; i < CK_ARRAY_LEN(not_parsed); i++)
     if (ck_streq_i(name, not_parsed[i])) {
       ck_error_set_at(ps->err, CK_EUNSUPPORTED, pos.line, pos.column,
@@ -726,6 +817,70 @@ static ck_ast_t *parse_call(parser_t *ps, const char *name, ck_pos_t pos) {
   return n;
 }
 
+/* DATE '2024-01-02', TIME '12:34:56[.789]', TIMESTAMP '2024-01-02 12:34:56[.789]': a CAST of
+ * the text, checked here so that a malformed literal is an error with its position. The
+ * current token is the string; kw the type word before it. */
+static ck_ast_t *parse_typed_literal(parser_t *ps, const tok_t *kw) {
+  tok_t t = ps->tok;
+  if (t.kind != T_STRING) return fail_at(ps, &t, "expected %s", "a quoted literal"), NULL;
+  const char *text = string_text(ps, &t);
+  int64_t ms;
+  ck_type_t type;
+  bool ok;
+  const char *what, *form;
+  if (is_kw(kw, "DATE")) {
+    ok = ck_date_parse(text, strlen(text), &ms), type = ck_type_date();
+    what = "DATE", form = "DATE '2024-01-02'";
+  } else if (is_kw(kw, "TIME")) {
+    ok = ck_time_parse(text, strlen(text), &ms);
+    /* the literal's precision is its fraction digits (0 to 3 kept), as Flink types it */
+    const char *dot = strchr(text, '.');
+    int p = 0;
+    if (dot)
+      while (isdigit((unsigned char)dot[1 + p])) p++;
+    type = ck_type_time(p > 3 ? 3 : p);
+    what = "TIME", form = "TIME '12:34:56'";
+  } else {
+    ok = ck_timestamp_parse(text, strlen(text), &ms), type = ck_type_timestamp(3, 0);
+    what = "TIMESTAMP", form = "TIMESTAMP '2024-01-02 12:34:56.789'";
+  }
+  if (!ok) {
+    ck_error_set_at(ps->err, CK_ESYNTAX, t.pos.line, t.pos.column, "invalid %s literal '%s'", what,
+                    text);
+    ck_error_hint(ps->err, "write it as %s", form);
+    return NULL;
+  }
+  next(ps);
+  ck_ast_t *n = node(ps, CK_AST_CAST, kw->pos);
+  n->nargs = 1;
+  n->args = ck_arena_alloc(ps->arena, sizeof(ck_ast_t *));
+  n->args[0] = string_node(ps, t.pos, text);
+  n->cast_type = type;
+  return n;
+}
+
+/* Functions that read the wall clock, refused by name (bare, as CURRENT_DATE, or called, as
+ * NOW()): clink's output is a function of its input, so that a replay gives the same rows.
+ * True (with the error set) when t is one. */
+static bool wall_clock_refused(parser_t *ps, const tok_t *t) {
+  static const char *const names[] = {"CURRENT_DATE", "CURRENT_TIME", "CURRENT_TIMESTAMP",
+                                      "LOCALTIME", "LOCALTIMESTAMP", "NOW", "UNIX_TIMESTAMP",
+                                      "CURRENT_ROW_TIMESTAMP"};
+  for (size_t i = 0; i < CK_ARRAY_LEN(names); i++) {
+    if (!is_kw(t, names[i])) continue;
+    /* NOW and UNIX_TIMESTAMP only as calls: as bare words they may be columns */
+    if (i >= 5 && peek_char(ps) != '(') return false;
+    ck_error_set_at(ps->err, CK_EUNSUPPORTED, t->pos.line, t->pos.column,
+                    "%s is not supported: it reads the wall clock", names[i]);
+    ck_error_detail(ps->err, "clink's output is a function of its input, so that a replay or a "
+                    "restore gives the same rows");
+    ck_error_hint(ps->err, "use the event time (a column, or CURRENT_WATERMARK(ts)); a table may "
+                  "declare processing time as proc AS PROCTIME()");
+    return true;
+  }
+  return false;
+}
+
 static ck_ast_t *parse_primary(parser_t *ps) {
   tok_t t = ps->tok;
   ck_ast_t *n;
@@ -768,6 +923,14 @@ static ck_ast_t *parse_primary(parser_t *ps) {
     }
     if (is_kw(&t, "CASE")) return next(ps), parse_case(ps, t.pos);
     if (is_kw(&t, "INTERVAL")) return next(ps), parse_interval(ps, t.pos);
+    if (peek_char(ps) == '\'' && (is_kw(&t, "DATE") || is_kw(&t, "TIME") || is_kw(&t, "TIMESTAMP")))
+      return next(ps), parse_typed_literal(ps, &t);
+    if (peek_char(ps) == '\'' && (is_kw(&t, "X") || is_kw(&t, "B"))) {
+      refuse(ps, &t, is_kw(&t, "X") ? "the binary literal X'…'" : "the bit-string literal B'…'",
+             "clink has no binary type yet; write the bytes as text, e.g. FROM_BASE64('CgsM')");
+      return NULL;
+    }
+    if (wall_clock_refused(ps, &t)) return NULL;
     if (is_kw(&t, "CAST")) {
       next(ps);
       n = node(ps, CK_AST_CAST, t.pos);

@@ -657,8 +657,6 @@ static const struct {
                              "GROUP BY; in a plain GROUP BY it would always be 0"},
     {"GROUPING_ID", "function", "GROUPING_ID() is allowed with GROUPING SETS, ROLLUP or CUBE "
                                 "in GROUP BY; in a plain GROUP BY it would always be 0"},
-    {"TO_DATE", "function", "clink has no DATE type yet: TO_TIMESTAMP(s, 'yyyy-MM-dd') reads a "
-                            "date as the TIMESTAMP of its midnight"},
 };
 
 /* ---------------------------------------------------------------- user-defined functions */
@@ -838,6 +836,48 @@ static ck_expr_t *too_large(planner_t *pl, ck_pos_t pos) {
   return NULL;
 }
 
+/* datetime ± INTERVAL (and INTERVAL + datetime), Flink's way: a TIMESTAMP moves by the
+ * interval; a DATE by whole days stays a DATE, by a part of a day is the DATE of the moved
+ * midnight (the time of day is dropped, as Calcite types DATE + INTERVAL); a TIME wraps
+ * around midnight. A datetime minus a datetime is refused for TIMESTAMPDIFF. Anything else
+ * is the plain operator. */
+static ck_expr_t *datetime_arith(scope_t *sc, const ck_ast_t *b, ck_fn_t fn, ck_expr_t *l,
+                                 ck_expr_t *r) {
+  planner_t *pl = sc->pl;
+  bool li = b->args[0]->kind == CK_AST_INTERVAL, ri = b->args[1]->kind == CK_AST_INTERVAL;
+  bool lt = l->type.id == CK_T_TIMESTAMP, rt = r->type.id == CK_T_TIMESTAMP;
+  if ((fn != CK_FN_ADD && fn != CK_FN_SUB) || !(lt || rt)) return call2(sc, b->pos, fn, l, r);
+  if (lt && rt && fn == CK_FN_SUB) {
+    char ta[64], tb[64];
+    fail(pl, b->pos, CK_EUNSUPPORTED, "subtracting %s from %s is not supported",
+         ck_type_name(r->type, tb, sizeof tb), ck_type_name(l->type, ta, sizeof ta));
+    ck_error_hint(pl->err, "TIMESTAMPDIFF(SECOND, a, b) counts the whole units from a to b");
+    return NULL;
+  }
+  ck_expr_t *x;
+  int64_t ms;
+  if (lt && ri) x = l, ms = fn == CK_FN_SUB ? -b->args[1]->ms : b->args[1]->ms;
+  else if (rt && li && fn == CK_FN_ADD) x = r, ms = b->args[0]->ms;
+  else return call2(sc, b->pos, fn, l, r);
+  int kind = ck_type_ts_kind(x->type);
+  ck_value_t unit = {.type = CK_TYPE(CK_T_STRING)}, n = {.type = CK_TYPE(CK_T_INT64)};
+  bool days = kind == CK_TS_DATE && ms % CK_MS_PER_DAY == 0;
+  unit.v.s.ptr = days ? "DAY" : "MILLISECOND";
+  unit.v.s.len = strlen(unit.v.s.ptr);
+  n.v.i = days ? ms / CK_MS_PER_DAY : ms;
+  ck_expr_t *args[3] = {ck_expr_literal(pl->arena, &unit), ck_expr_literal(pl->arena, &n),
+                        days || kind == 0 ? x : ck_expr_cast(pl->arena, x, ck_type_timestamp(3, 0), pl->err)};
+  if (!args[2]) {
+    place(pl, b->pos);
+    return NULL;
+  }
+  ck_expr_t *e = call(sc, b->pos, CK_FN_TIMESTAMPADD, args, 3);
+  if (!e || days || kind == 0) return e;
+  e = ck_expr_cast(pl->arena, e, x->type, pl->err); /* the DATE of it, or its time of day */
+  if (!e) place(pl, b->pos);
+  return e;
+}
+
 /* A chain of binary operators (a + b - c …, built left-deep by the parser, any length) bound
  * with a loop down its first operands: the recursion goes only into the right operands, whose
  * nesting the parser bounds. Left to right, as a recursive walk would. */
@@ -864,7 +904,7 @@ static ck_expr_t *bind_chain(scope_t *sc, const ck_ast_t *a) {
       acc = NULL;
       break;
     }
-    acc = call2(sc, b->pos, binary_ops[i].fn, acc, y);
+    acc = datetime_arith(sc, b, binary_ops[i].fn, acc, y);
     if (acc && acc->size > CK_SQL_MAX_EXPR_NODES) acc = too_large(pl, b->pos);
   }
   ast_stack_fini(&chain);

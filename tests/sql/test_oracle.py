@@ -1115,3 +1115,145 @@ def test_grouping_sets_in_windows_match_duckdb(data):
     keys = ["window_start", "k", "g", "gid"]
     for p in (1, 4):
         close_rows(run_clink(sql, p), want, keys, ["n", "mx"], f"windowed ROLLUP at parallelism {p}")
+
+
+# ---- DATE and TIME: DuckDB for dates, Python for times of day (DuckDB's TIME + INTERVAL does
+# not wrap the way Flink's does on every version) -------------------------------------------
+
+DATE_TABLE = """CREATE TABLE dt (id INT, k VARCHAR, d DATE, t TIME(3), ts TIMESTAMP(3), s VARCHAR)
+WITH (connector = 'file', path = '{dir}/dates-*.json', format = 'json');
+"""
+
+
+def make_date_rows(seed):
+    rnd = random.Random(seed)
+    rows = []
+    for i in range(N_ROWS):
+        day = rnd.randint(-25567, 120529)  # 1900-01-01 .. 2299-12-31, Date32's range
+        ms = rnd.randint(0, 86399999)
+        d = datetime.date(1970, 1, 1) + datetime.timedelta(days=day)
+        tsv = datetime.datetime(1970, 1, 1) + datetime.timedelta(days=rnd.randint(-20000, 60000),
+                                                                 milliseconds=rnd.randint(0, 86399999))
+        rows.append({
+            "id": i,
+            "k": rnd.choice(KEYS),
+            "d": d.isoformat() if rnd.random() > 0.03 else None,
+            "t": "%02d:%02d:%02d.%03d" % (ms // 3600000, ms // 60000 % 60, ms // 1000 % 60, ms % 1000)
+            if rnd.random() > 0.03 else None,
+            "ts": tsv.isoformat(sep=" ", timespec="milliseconds"),
+            "s": rnd.choice([d.isoformat(), "2024-02-30", "x", d.strftime("%Y-%m-%d")]),
+        })
+    return rows
+
+
+@pytest.fixture(scope="module")
+def date_data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("oracle_dates")
+    rows = make_date_rows(20261202)
+    half = len(rows) // 2
+    for n, part in enumerate([rows[:half], rows[half:]]):
+        with open(d / f"dates-{n}.json", "w") as f:
+            for r in part:
+                f.write(json.dumps(r) + "\n")
+    con = duckdb.connect()
+    con.execute(f"""CREATE TABLE dt AS SELECT id::INT AS id, k::VARCHAR AS k, d::DATE AS d,
+                    ts::TIMESTAMP AS ts, s::VARCHAR AS s
+                    FROM read_json_auto('{d}/dates-*.json', columns={{'id': 'INT', 'k': 'VARCHAR',
+                    'd': 'VARCHAR', 't': 'VARCHAR', 'ts': 'VARCHAR', 's': 'VARCHAR'}})""")
+    return d, rows, con
+
+
+DATE_QUERIES = [
+    ("SELECT id, d, d + INTERVAL '3' DAY AS d3, d - INTERVAL '40' DAY AS dm, CAST(d AS VARCHAR) AS ds, "
+     "EXTRACT(YEAR FROM d) AS y, EXTRACT(MONTH FROM d) AS mo, EXTRACT(DAY FROM d) AS dd, "
+     "EXTRACT(DOW FROM d) AS dow, EXTRACT(DOY FROM d) AS doy, EXTRACT(WEEK FROM d) AS w, "
+     "DATE_FORMAT(d, 'yyyy/MM/dd') AS f, CAST(ts AS DATE) AS tsd, d < ts AS lt, "
+     "DATE_TRUNC(MONTH, d) AS dmo, TO_DATE(s) AS td FROM dt",
+     "SELECT id, d::VARCHAR AS d, (d + INTERVAL 3 DAY)::DATE::VARCHAR AS d3, "
+     "(d - INTERVAL 40 DAY)::DATE::VARCHAR AS dm, d::VARCHAR AS ds, year(d) AS y, month(d) AS mo, "
+     "day(d) AS dd, dayofweek(d) + 1 AS dow, dayofyear(d) AS doy, weekofyear(d) AS w, "
+     "strftime(d, '%Y/%m/%d') AS f, ts::DATE::VARCHAR AS tsd, d::TIMESTAMP < ts AS lt, "
+     "date_trunc('month', d)::DATE::VARCHAR AS dmo, try_strptime(s, '%Y-%m-%d')::DATE::VARCHAR AS td FROM dt",
+     ["id", "d", "d3", "dm", "ds", "y", "mo", "dd", "dow", "doy", "w", "f", "tsd", "lt", "dmo", "td"], None),
+    ("SELECT d, k, COUNT(*) AS n, MIN(ts) AS first_ts FROM dt WHERE d >= DATE '2100-01-01' GROUP BY d, k",
+     "SELECT d::VARCHAR AS d, k, COUNT(*) AS n, strftime(MIN(ts), '%Y-%m-%d %H:%M:%S.%g') AS first_ts "
+     "FROM dt WHERE d >= DATE '2100-01-01' GROUP BY d, k",
+     ["d", "k", "n", "first_ts"], ["d", "k"]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(DATE_QUERIES)))
+def test_dates_match_duckdb(date_data, case):
+    d, rows, con = date_data
+    clink_sql, duck_sql, cols, keys = DATE_QUERIES[case]
+    want = as_multiset([dict(zip(cols, r)) for r in con.execute(duck_sql).fetchall()], cols)
+    assert sum(want.values()) > 0
+    for p in (1, 4):
+        got = run_clink(DATE_TABLE.format(dir=d) + clink_sql + ";", p)
+        if keys:
+            got = final_state(got, keys)
+        have = as_multiset(got, cols)
+        assert have == want, (f"parallelism {p}: missing {list(want - have)[:3]} "
+                              f"extra {list(have - want)[:3]}")
+
+
+def py_time_ms(text):
+    h, m, rest = text.split(":")
+    s, frac = rest.split(".")
+    return ((int(h) * 60 + int(m)) * 60 + int(s)) * 1000 + int(frac)
+
+
+def py_time_text(ms, digits=3):
+    ms %= 86400000
+    out = "%02d:%02d:%02d" % (ms // 3600000, ms // 60000 % 60, ms // 1000 % 60)
+    return out + (".%03d" % (ms % 1000))[:digits + 1] if digits else out
+
+
+def test_times_match_python(date_data):
+    d, rows, con = date_data
+    sql = ("SELECT id, t, t + INTERVAL '90' MINUTE AS tp, t - INTERVAL '13' HOUR AS tm, "
+           "CAST(t AS TIME) AS t0, EXTRACT(HOUR FROM t) AS h, EXTRACT(MILLISECOND FROM t) AS msec, "
+           "CAST(ts AS TIME(3)) AS tst, t > TIME '12:00:00' AS pm FROM dt")
+    cols = ["id", "t", "tp", "tm", "t0", "h", "msec", "tst", "pm"]
+    want = []
+    for r in rows:
+        ts_ms = py_time_ms(r["ts"].split(" ")[1])
+        if r["t"] is None:
+            want.append({"id": r["id"], "tst": py_time_text(ts_ms)})
+            continue
+        ms = py_time_ms(r["t"])
+        want.append({"id": r["id"], "t": py_time_text(ms), "tp": py_time_text(ms + 5400000),
+                     "tm": py_time_text(ms - 13 * 3600000), "t0": py_time_text(ms, 0),
+                     "h": ms // 3600000, "msec": ms % 60000, "tst": py_time_text(ts_ms),
+                     "pm": ms > 12 * 3600000})
+    want = as_multiset(want, cols)
+    for p in (1, 4):
+        have = as_multiset(run_clink(DATE_TABLE.format(dir=d) + sql + ";", p), cols)
+        assert have == want, (f"parallelism {p}: missing {list(want - have)[:3]} "
+                              f"extra {list(have - want)[:3]}")
+
+
+def test_json_object_array_match_python(text_data):
+    """JSON_OBJECT / JSON_ARRAY against Python's json: the text parses, keys and values are the
+    row's, NULL ON NULL (the object's default) writes null, ABSENT ON NULL (the array's) drops
+    it, a nested call is JSON, not a string."""
+    d, rows, con = text_data
+    sql = ("SELECT id, JSON_OBJECT(KEY 's' VALUE s, KEY 'n' VALUE n, 'f' VALUE f) AS o, "
+           "JSON_ARRAY(s, n, sub) AS a, JSON_OBJECT('s' VALUE s, 'n' VALUE n ABSENT ON NULL) AS oa, "
+           "JSON_ARRAY(n, sub NULL ON NULL) AS an, JSON_OBJECT(KEY s VALUE JSON_ARRAY(n)) AS nested "
+           "FROM t WHERE s IS NOT NULL")
+    want = {}
+    for r in rows:
+        if r["s"] is None:
+            continue
+        s, n, f, sub = r["s"], r["n"], r["f"], r["sub"]
+        want[r["id"]] = ({"s": s, "n": n, "f": f}, [x for x in (s, n, sub) if x is not None],
+                         {k: v for k, v in (("s", s), ("n", n)) if v is not None}, [n, sub],
+                         {s: [n] if n is not None else []})
+    assert want
+    for p, got in run_both(d, sql).items():
+        have = {g["id"]: (json.loads(g["o"]), json.loads(g["a"]), json.loads(g["oa"]),
+                          json.loads(g["an"]), json.loads(g["nested"])) for g in got}
+        assert len(have) == len(want), f"parallelism {p}: {len(have)} rows, want {len(want)}"
+        for k, w in want.items():
+            assert have[k] == w, f"parallelism {p}, id {k}: got {have[k]}, want {w}"

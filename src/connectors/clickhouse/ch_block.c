@@ -80,6 +80,7 @@ static int parse_base(const char *s, size_t n, ck_ch_type_t *t, char *why, size_
       {"UInt32", CK_CH_UINT32},   {"UInt64", CK_CH_UINT64},   {"Float32", CK_CH_FLOAT32},
       {"Float64", CK_CH_FLOAT64}, {"String", CK_CH_STRING},   {"Date", CK_CH_DATE},
       {"UUID", CK_CH_UUID},       {"Nothing", CK_CH_NOTHING}, {"Bool", CK_CH_BOOL},
+      {"Date32", CK_CH_DATE32},
   };
   for (size_t i = 0; i < CK_ARRAY_LEN(simple); i++)
     if (name_is(s, nl, simple[i].name)) {
@@ -194,7 +195,8 @@ size_t ck_ch_type_width(const ck_ch_type_t *t) {
     case CK_CH_INT8: case CK_CH_UINT8: case CK_CH_ENUM8: case CK_CH_BOOL: case CK_CH_NOTHING:
       return 1;
     case CK_CH_INT16: case CK_CH_UINT16: case CK_CH_ENUM16: case CK_CH_DATE: return 2;
-    case CK_CH_INT32: case CK_CH_UINT32: case CK_CH_FLOAT32: case CK_CH_DATETIME: return 4;
+    case CK_CH_INT32: case CK_CH_UINT32: case CK_CH_FLOAT32: case CK_CH_DATETIME:
+    case CK_CH_DATE32: return 4;
     case CK_CH_INT64: case CK_CH_UINT64: case CK_CH_FLOAT64: case CK_CH_DATETIME64: return 8;
     case CK_CH_UUID: return 16;
     case CK_CH_DECIMAL: return t->n <= 9 ? 4 : t->n <= 18 ? 8 : 16;

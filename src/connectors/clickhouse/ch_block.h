@@ -43,6 +43,7 @@ typedef enum ck_ch_base {
   CK_CH_DATE, CK_CH_DATETIME, CK_CH_DATETIME64,
   CK_CH_DECIMAL,
   CK_CH_UUID, CK_CH_ENUM8, CK_CH_ENUM16, CK_CH_BOOL, CK_CH_NOTHING,
+  CK_CH_DATE32, /* Int32 days since 1970-01-01 (ClickHouse 21.9 on) */
 } ck_ch_base_t;
 
 typedef struct ck_ch_type {

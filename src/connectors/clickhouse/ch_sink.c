@@ -17,6 +17,9 @@
  *                    with s = 0 also an integer type that holds every p-digit value
  *   VARCHAR        → String, FixedString(N) (a longer value stops the job), LowCardinality of
  *                    either; UUID (the value must be a UUID's 36-character text)
+ *   DATE           → Date (1970-01-01 to 2149-06-06) and Date32 (1900-01-01 to 2299-12-31),
+ *                    each value range-checked; nothing else (TIME goes nowhere: ClickHouse
+ *                    18.16 has no time-of-day type; CAST it to VARCHAR for a String)
  *   TIMESTAMP(3)   → DateTime64(p ≥ 3) (exact), Int64 (epoch milliseconds). Never DateTime or
  *                    Date, which would drop the milliseconds: declare the SQL column BIGINT and
  *                    write ts / 1000 (seconds) or ts / 86400000 (days) if that is meant.
@@ -176,6 +179,7 @@ typedef enum conv {
   CV_STR,   /* String / FixedString */
   CV_DT64,  /* TIMESTAMP ms into DateTime64(p): times 10^shift */
   CV_UUID,  /* VARCHAR 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' into UUID */
+  CV_DAYS,  /* DATE (its midnight in ms) into Date / Date32: the day number, range-checked */
 } conv_t;
 
 typedef struct col_plan {
@@ -243,6 +247,21 @@ static int decide(ck_type_t sql, const ck_ch_type_t *t, bool checked, col_plan_t
   ck_ch_base_t b = t->base;
   cp->range_check = false;
   cp->shift = 0;
+  if (ck_type_is_date(sql) || b == CK_CH_DATE32) {
+    cp->conv = CV_DAYS;
+    cp->range_check = true;
+    cp->lo = b == CK_CH_DATE ? 0 : -25567;           /* 1900-01-01 */
+    cp->hi = b == CK_CH_DATE ? UINT16_MAX : 120529;  /* 2149-06-06, 2299-12-31 */
+    if (ck_type_is_date(sql) && (b == CK_CH_DATE || b == CK_CH_DATE32)) return 0;
+    snprintf(why, why_len, "%s", b == CK_CH_DATE32 ? "only DATE goes into Date32"
+                                                  : "a DATE goes into Date or Date32 only");
+    return -1;
+  }
+  if (ck_type_is_time(sql)) {
+    snprintf(why, why_len, "ClickHouse has no time-of-day type the sink writes; CAST it to "
+             "VARCHAR for a String column");
+    return -1;
+  }
   bool intlike = sql.id == CK_T_BOOL || sql.id == CK_T_INT32 || sql.id == CK_T_INT64 ||
                  sql.id == CK_T_TIMESTAMP || (sql.id == CK_T_DECIMAL && sql.scale == 0);
   if (ck_ch_type_is_int(b) || b == CK_CH_BOOL || b == CK_CH_DATE || b == CK_CH_DATETIME) {
@@ -1375,6 +1394,22 @@ static int put_value(ck_sink_t *sink, const col_plan_t *cp, const ck_col_t *src,
                            "xxxxxxxxxxxx in hexadecimal)", text);
       }
       ck_ch_col_put_wide(dst, le, 16);
+      return 0;
+    }
+    case CV_DAYS: {
+      int64_t ms = ck_col_i64(src, i), days = ms / CK_MS_PER_DAY - (ms % CK_MS_PER_DAY < 0);
+      if (days < cp->lo || days > cp->hi) {
+        ck_buf_t b;
+        ck_buf_init(&b);
+        ck_date_format(ms, &b);
+        snprintf(text, sizeof text, "%s", b.data);
+        ck_buf_fini(&b);
+        return value_error(sink, cp, err, cp->t.base == CK_CH_DATE
+                           ? "the date %s is outside Date's range (1970-01-01 to 2149-06-06)"
+                           : "the date %s is outside Date32's range (1900-01-01 to 2299-12-31)",
+                           text);
+      }
+      ck_ch_col_put_bits(dst, (uint64_t)days);
       return 0;
     }
     case CV_DT64: {

@@ -1,3 +1,3 @@
 CREATE TABLE readings (sensor_id VARCHAR, ts BIGINT, temp_c DOUBLE)
 WITH (connector = 'file', path = '../data/readings.json', event_time_column = 'ts');
-SELECT TO_DATE(sensor_id) AS d FROM readings;
+SELECT CAST(ts AS TIMESTAMP) > TIME '08:00:00' AS late FROM readings;

@@ -1,0 +1,2 @@
+CREATE TABLE t (id INT, tags ARRAY<VARCHAR>) WITH (connector = 'file', path = '../data/readings.json');
+SELECT id FROM t;
