@@ -195,6 +195,12 @@ int ck_co_job_submit(co_t *co, const char *name, const char *sql, int parallelis
 int ck_co_job_opts_check(const ck_co_job_opts_t *jo, ck_error_t *err);
 /* A job name (and a worker id) is 1 to 128 bytes of UTF-8 without control characters. */
 int ck_co_job_check_name(const char *name, ck_error_t *err);
+/* admit.c: checks a submission and plans its SQL (wire non-NULL: decodes a recovered job's
+ * serialised plan; the SQL is then only shown) into a new job without an id, *out the
+ * caller's. WITHOUT co->mu; one plan at a time under co->plan_mu. */
+int ck_co_job_plan(co_t *co, const char *name, const char *sql, const void *wire,
+                   size_t wire_len, int parallelism, const ck_co_job_opts_t *jo, job_t **out,
+                   ck_error_t *err);
 /* Under co->mu: the worker is lost (its connection closed, or its heartbeats stopped); the
  * jobs it took part in restart. */
 void ck_co_worker_lost(co_t *co, worker_t *w, const char *why);
