@@ -42,7 +42,8 @@ typedef int (*ck_store_name_fn)(void *ctx, const char *name);
 
 /* Where the files live: the filesystem, or an S3 bucket (--checkpoint-dir s3://bucket/prefix,
  * base/s3.h), one table of operations on paths relative to the root. Every write is whole or
- * nothing (fs: temporary name, fsync, rename; S3: one PUT); a store with other guarantees
+ * nothing (fs: temporary name, fsync, rename; S3: one PUT, or a
+ * multipart upload completed only when every part is in: base/s3.h); a store with other guarantees
  * (a fault-injecting one in tests) comes in as another table. */
 typedef struct ck_store_ops {
   int (*write)(const ck_store_t *s, const char *rel, const void *data, size_t n, ck_error_t *err);
