@@ -47,6 +47,9 @@ typedef int (*ck_store_name_fn)(void *ctx, const char *name);
  * (a fault-injecting one in tests) comes in as another table. */
 typedef struct ck_store_ops {
   int (*write)(const ck_store_t *s, const char *rel, const void *data, size_t n, ck_error_t *err);
+  /* write, exactly once: CK_EEXISTS, and nothing changed, when rel exists (fs: link() of the
+   * temporary file; S3: PUT with If-None-Match: *) — how markers are written */
+  int (*create)(const ck_store_t *s, const char *rel, const void *data, size_t n, ck_error_t *err);
   /* CK_ENOTFOUND (without a message) when rel does not exist */
   int (*read)(const ck_store_t *s, const char *rel, ck_buf_t *out, ck_error_t *err);
   bool (*exists)(const ck_store_t *s, const char *rel);
@@ -96,7 +99,8 @@ int ck_store_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, c
 bool ck_store_exists(const ck_store_t *store, const char *relpath);
 int ck_store_remove(const ck_store_t *store, const char *relpath);
 
-/* Markers: "completed" or "confirmed". */
+/* Markers: "completed" or "confirmed", each written once (ops->create): a second writer of the
+ * same id gets CK_EEXISTS naming the marker, and the first one's marker stays. */
 int ck_store_mark(const ck_store_t *store, const char *kind, int64_t id, ck_error_t *err);
 bool ck_store_marked(const ck_store_t *store, const char *kind, int64_t id);
 /* The highest checkpoint id with any durable record (marker, snapshot file or the id floor);
