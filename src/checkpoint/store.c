@@ -342,6 +342,59 @@ int ck_store_dir_names(const char *dir, ck_store_name_fn fn, void *ctx, ck_error
   return rc;
 }
 
+typedef struct fetch {
+  ck_s3_t *s3;
+  size_t skip;        /* the prefix's length: keys less it are paths under the copy */
+  const char *local;
+  ck_error_t *err;
+  int files;
+} fetch_t;
+
+static int fetch_key(void *ctx, const char *key, int64_t size) {
+  (void)size;
+  fetch_t *f = ctx;
+  const char *rel = key + f->skip;
+  /* only names a directory can hold: no empty, "." or ".." components */
+  for (const char *p = rel;;) {
+    size_t l = strcspn(p, "/");
+    if (!l || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.')) return 0;
+    if (!p[l]) break;
+    p += l + 1;
+  }
+  char path[4400];
+  snprintf(path, sizeof path, "%s/%s", f->local, rel);
+  char *slash = strrchr(path, '/');
+  *slash = 0;
+  if (ck_store_mkdirs(path))
+    return ck_error_set(f->err, CK_EIO, "could not create '%s': %s", path, strerror(errno));
+  *slash = '/';
+  ck_buf_t b;
+  ck_buf_init(&b);
+  int rc = ck_s3_get(f->s3, key, &b, f->err);
+  if (rc == CK_ENOTFOUND) rc = 0, ck_error_clear(f->err); /* pruned meanwhile: as a listing after */
+  else if (!rc) rc = put_file(path, b.data ? (const char *)b.data : "", b.len, 0644, false, f->err);
+  ck_buf_fini(&b);
+  if (!rc) f->files++;
+  return rc;
+}
+
+int ck_store_fetch(const char *url, const char *local, ck_error_t *err) {
+  char bucket[64], prefix[2048];
+  int rc = ck_s3_parse_url(url, bucket, sizeof bucket, prefix, sizeof prefix, err);
+  if (rc) return rc;
+  fetch_t f = {.local = local, .err = err};
+  if ((rc = ck_s3_open(NULL, bucket, &f.s3, err))) return rc;
+  char key[2100];
+  snprintf(key, sizeof key, "%s%s", prefix, *prefix ? "/" : "");
+  f.skip = strlen(key);
+  rc = ck_s3_list(f.s3, key, fetch_key, &f, err);
+  if (rc) ck_error_detail(err, "while copying %s to '%s'", url, local);
+  else if (!f.files)
+    rc = ck_error_set(err, CK_ENOTFOUND, "could not read %s: it holds nothing", url);
+  ck_s3_close(f.s3);
+  return rc;
+}
+
 int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err) {
   memset(store, 0, sizeof *store);
   store->health = ck_calloc(1, sizeof *store->health);

@@ -73,6 +73,13 @@ struct ck_store {
 int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err);
 /* Whether dir names an S3 store (s3://…). */
 bool ck_store_is_remote(const char *dir);
+/* Copies every object under an S3 store's URL (s3://bucket/prefix: its v1/, or a
+ * coordinator's job-<id>/ stores) into the local directory `local` (which exists), keys less
+ * the prefix as paths — so the tools that read a checkpoint directory (state-*,
+ * checkpoint-verify, incident collect) read an S3 store through the same code. An object
+ * deleted between the LIST and its GET (retention of a running job) is left out, as a later
+ * listing would; CK_ENOTFOUND when the prefix holds nothing. */
+int ck_store_fetch(const char *url, const char *local, ck_error_t *err);
 /* The names directly under dir itself (not under its v1/): a coordinator's job-<id> stores.
  * A directory that does not exist has none. */
 int ck_store_dir_names(const char *dir, ck_store_name_fn fn, void *ctx, ck_error_t *err);
