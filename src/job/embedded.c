@@ -62,6 +62,7 @@ int ck_job_embedded_run(const ck_job_embedded_t *o, ck_buf_t *errors) {
   local.eopts.ckpt.interval_ms = o->checkpoint_interval_ms;
   local.eopts.ckpt.timeout_ms = o->checkpoint_timeout_ms;
   local.eopts.ckpt.retain = o->checkpoints_retained;
+  local.eopts.ckpt.tolerable_failed = o->tolerable_failed_checkpoints;
   local.eopts.ckpt.fingerprint = ck_lineage_fingerprint(desc.data);
   ck_job_t job = {
       .dir = o->checkpoint_dir,

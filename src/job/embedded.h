@@ -32,6 +32,8 @@ typedef struct ck_job_embedded {
   int64_t checkpoint_interval_ms;
   int64_t checkpoint_timeout_ms; /* 0: checkpoint/coord.c's default */
   int checkpoints_retained;      /* completed checkpoints kept (0: checkpoint/coord.c's 3) */
+  int tolerable_failed_checkpoints; /* checkpoints in a row that could not be stored, aborted
+                                       while the job runs on (0: the first fails the job) */
   int64_t max_memory;          /* 0: no limit */
   const char *capture_dir;     /* --capture-dir (capture/capture.h); NULL: off */
   int64_t capture_records;     /* --capture-records */
