@@ -50,7 +50,7 @@ static void open_store(bool s3, char *dir, size_t cap, ck_store_t *st) {
 
 static void cleanup(bool s3, const char *dir) {
   if (s3) return; /* a few empty objects under a prefix of their own */
-  char cmd[256];
+  char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd)) fail_msg("%s", cmd);
 }
