@@ -174,6 +174,11 @@ typedef struct clink_options {
                                     per checkpoint interval under it (clink replay) */
   int64_t capture_records;       /* records each subtask keeps per interval (0: 10000) */
   int64_t progress_interval_ms;  /* log a progress line this often (0: never) */
+  int tolerable_failed_checkpoints; /* checkpoints in a row that could not be stored (the
+                                    store unreachable, a PUT refused) which are aborted while
+                                    the job runs on; one more fails the job, and a restart
+                                    rewinds (Flink's execution.checkpointing.
+                                    tolerable-failed-checkpoints; 0: none, the first fails) */
 } clink_options_t;
 
 /* Fills o with the defaults and sets o->size. It is a macro over clink_options_init_size,

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -27,6 +28,9 @@ struct ck_s3 {
   char *region;
   char *access_key, *secret_key, *session_token;
   long timeout_ms;
+  size_t part_size;
+  int (*on_part)(void *ctx, int part);
+  void *on_part_ctx;
   CURLSH *share;
   pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
 };
@@ -119,6 +123,10 @@ int ck_s3_open(const ck_s3_config_t *cfg, const char *bucket, ck_s3_t **out, ck_
   s->secret_key = ck_strdup(sk);
   s->session_token = tok ? ck_strdup(tok) : NULL;
   s->timeout_ms = c.timeout_ms > 0 ? c.timeout_ms : 30000;
+  s->part_size = c.part_size ? c.part_size : CK_S3_PART_SIZE_DEFAULT;
+  if (s->part_size < CK_S3_PART_SIZE_MIN) s->part_size = CK_S3_PART_SIZE_MIN;
+  s->on_part = c.on_part;
+  s->on_part_ctx = c.on_part_ctx;
   for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&s->locks[i], NULL);
   s->share = curl_share_init();
   curl_share_setopt(s->share, CURLSHOPT_LOCKFUNC, share_lock);
@@ -227,7 +235,22 @@ typedef struct req {
   size_t n;
   const char *if_none_match;       /* NULL or "*" */
   bool head;                       /* no body in the answer */
+  char *etag;                      /* not NULL: the answer's ETag header, quotes kept (cap 128) */
 } req_t;
+
+static size_t on_header(char *p, size_t size, size_t n, void *u) {
+  size_t k = size * n;
+  if (k > 5 && !strncasecmp(p, "etag:", 5)) {
+    const char *v = p + 5;
+    size_t l = k - 5;
+    while (l && (*v == ' ' || *v == '\t')) v++, l--;
+    while (l && (v[l - 1] == '\r' || v[l - 1] == '\n' || v[l - 1] == ' ')) l--;
+    if (l > 127) l = 127;
+    memcpy(u, v, l);
+    ((char *)u)[l] = 0;
+  }
+  return k;
+}
 
 static int http_error(const ck_s3_t *s, const char *op, const char *key, long status,
                       const ck_buf_t *body, ck_error_t *err) {
@@ -325,7 +348,16 @@ static int request(ck_s3_t *s, const req_t *r, ck_buf_t *out, long *status, cons
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s->timeout_ms < 10000 ? s->timeout_ms : 10000L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);
-  if (!strcmp(r->method, "PUT")) {
+  if (r->etag) {
+    r->etag[0] = 0;
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, r->etag);
+  }
+  if (!strcmp(r->method, "POST")) {
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body ? (const char *)r->body : "");
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(r->body ? r->n : 0));
+  } else if (!strcmp(r->method, "PUT")) {
     curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
     curl_easy_setopt(c, CURLOPT_READDATA, &in);
@@ -369,15 +401,144 @@ static int simple(ck_s3_t *s, const req_t *r, ck_buf_t *out, const char *op, ck_
   return rc;
 }
 
+/* ---------------------------------------------------------------- multipart upload */
+
+/* Gives up the upload (its parts are freed); the caller's error is the one that matters, so a
+ * failure here is dropped: ck_s3_list_uploads (or the bucket's lifecycle rule) finds a
+ * leftover. */
+static void mp_abort(ck_s3_t *s, const char *key, const char *upload_id) {
+  ck_error_t e;
+  ck_error_clear(&e);
+  (void)ck_s3_abort_upload(s, key, upload_id, &e);
+}
+
+/* An object of more than one part: CreateMultipartUpload, UploadPart for each part_size piece
+ * in turn, then CompleteMultipartUpload naming every part's ETag — the object appears only
+ * then, whole; any failure before aborts the upload, so nothing of it is ever visible. */
+static int put_multipart(ck_s3_t *s, const char *key, const uint8_t *data, size_t n,
+                         const char *if_none_match, ck_error_t *err) {
+  size_t nparts = (n + s->part_size - 1) / s->part_size;
+  if (nparts > CK_S3_MAX_PARTS)
+    return ck_error_set(err, CK_EUNSUPPORTED,
+                        "could not write s3://%s/%s: %zu bytes are more than %d parts of %zu "
+                        "bytes (S3's limit on the parts of one object)",
+                        s->bucket, key, n, CK_S3_MAX_PARTS, s->part_size);
+  ck_buf_t body, id, done;
+  ck_buf_init(&body);
+  ck_buf_init(&id);
+  ck_buf_init(&done);
+  ck_sigv4_param_t cq[1] = {{"uploads", ""}};
+  req_t cr = {.method = "POST", .key = key, .query = cq, .nquery = 1};
+  int rc = simple(s, &cr, &body, "start a multipart upload of", err);
+  size_t pos = 0;
+  if (!rc && (!xml_next(&body, &pos, "UploadId", &id) || !id.len))
+    rc = ck_error_set(err, CK_EREMOTE, "could not start a multipart upload of s3://%s/%s: the "
+                      "answer has no UploadId", s->bucket, key);
+  if (rc) goto out;
+  ck_buf_puts(&done, "<CompleteMultipartUpload>");
+  for (size_t i = 0; i < nparts && !rc; i++) {
+    char num[16], etag[128];
+    snprintf(num, sizeof num, "%zu", i + 1);
+    if (s->on_part && s->on_part(s->on_part_ctx, (int)i + 1)) {
+      rc = ck_error_set(err, CK_EIO, "could not write part %zu of s3://%s/%s: the test's fault",
+                        i + 1, s->bucket, key);
+      break;
+    }
+    size_t off = i * s->part_size, len = n - off < s->part_size ? n - off : s->part_size;
+    ck_sigv4_param_t pq[2] = {{"partNumber", num}, {"uploadId", (char *)id.data}};
+    req_t pr = {.method = "PUT", .key = key, .query = pq, .nquery = 2, .body = data + off,
+                .n = len, .etag = etag};
+    rc = simple(s, &pr, NULL, "write a part of", err);
+    if (!rc && !etag[0])
+      rc = ck_error_set(err, CK_EREMOTE, "could not write part %zu of s3://%s/%s: the answer "
+                        "has no ETag", i + 1, s->bucket, key);
+    if (!rc) ck_buf_printf(&done, "<Part><PartNumber>%zu</PartNumber><ETag>%s</ETag></Part>",
+                           i + 1, etag);
+  }
+  if (!rc) {
+    ck_buf_puts(&done, "</CompleteMultipartUpload>");
+    ck_sigv4_param_t fq[1] = {{"uploadId", (char *)id.data}};
+    req_t fr = {.method = "POST", .key = key, .query = fq, .nquery = 1, .body = done.data,
+                .n = done.len, .if_none_match = if_none_match};
+    ck_buf_reset(&body);
+    rc = simple(s, &fr, &body, "complete the upload of", err);
+    /* S3 may answer 200 and still fail: the error is then the body */
+    ck_buf_t code;
+    ck_buf_init(&code);
+    pos = 0;
+    if (!rc && body.len && memmem(body.data, body.len, "<Error>", 7) &&
+        xml_next(&body, &pos, "Code", &code))
+      rc = http_error(s, "complete the upload of", key, 200, &body, err);
+    ck_buf_fini(&code);
+  }
+  if (rc) mp_abort(s, key, (char *)id.data);
+out:
+  ck_buf_fini(&body);
+  ck_buf_fini(&id);
+  ck_buf_fini(&done);
+  return rc;
+}
+
 int ck_s3_put(ck_s3_t *s, const char *key, const void *data, size_t n, int flags,
               ck_error_t *err) {
-  if (n > CK_S3_MAX_PUT)
-    return ck_error_set(err, CK_EUNSUPPORTED,
-                        "could not write s3://%s/%s: %zu bytes is more than one PUT takes (5 GiB)",
-                        s->bucket, key, n);
-  req_t r = {.method = "PUT", .key = key, .body = data ? data : "", .n = n,
-             .if_none_match = (flags & CK_S3_IF_NONE_MATCH) ? "*" : NULL};
+  const char *inm = (flags & CK_S3_IF_NONE_MATCH) ? "*" : NULL;
+  if (n > s->part_size) return put_multipart(s, key, data, n, inm, err);
+  req_t r = {.method = "PUT", .key = key, .body = data ? data : "", .n = n, .if_none_match = inm};
   return simple(s, &r, NULL, "write", err);
+}
+
+int ck_s3_list_uploads(ck_s3_t *s, const char *prefix, ck_s3_upload_fn fn, void *ctx,
+                       ck_error_t *err) {
+  ck_buf_t body, up, key, id, trunc, km, im;
+  ck_buf_init(&body);
+  ck_buf_init(&up);
+  ck_buf_init(&key);
+  ck_buf_init(&id);
+  ck_buf_init(&trunc);
+  ck_buf_init(&km);
+  ck_buf_init(&im);
+  int rc = 0;
+  for (;;) {
+    ck_sigv4_param_t q[4];
+    int nq = 0;
+    q[nq++] = (ck_sigv4_param_t){"uploads", ""};
+    q[nq++] = (ck_sigv4_param_t){"prefix", prefix ? prefix : ""};
+    if (km.len) q[nq++] = (ck_sigv4_param_t){"key-marker", (char *)km.data};
+    if (im.len) q[nq++] = (ck_sigv4_param_t){"upload-id-marker", (char *)im.data};
+    req_t r = {.method = "GET", .query = q, .nquery = nq};
+    ck_buf_reset(&body);
+    if ((rc = simple(s, &r, &body, "list the uploads of", err))) break;
+    size_t pos = 0;
+    while (xml_next(&body, &pos, "Upload", &up)) {
+      ck_buf_t elem = {.data = up.data, .len = up.len};
+      size_t p2 = 0;
+      bool ok = xml_next(&elem, &p2, "Key", &key);
+      p2 = 0;
+      ok = ok && xml_next(&elem, &p2, "UploadId", &id);
+      if (ok && fn && (rc = fn(ctx, (char *)key.data, (char *)id.data))) goto done;
+    }
+    pos = 0;
+    bool more = xml_next(&body, &pos, "IsTruncated", &trunc) && !strcmp((char *)trunc.data, "true");
+    size_t p3 = 0, p4 = 0;
+    if (!more || !xml_next(&body, &p3, "NextKeyMarker", &km) ||
+        !xml_next(&body, &p4, "NextUploadIdMarker", &im))
+      break;
+  }
+done:
+  ck_buf_fini(&body);
+  ck_buf_fini(&up);
+  ck_buf_fini(&key);
+  ck_buf_fini(&id);
+  ck_buf_fini(&trunc);
+  ck_buf_fini(&km);
+  ck_buf_fini(&im);
+  return rc;
+}
+
+int ck_s3_abort_upload(ck_s3_t *s, const char *key, const char *upload_id, ck_error_t *err) {
+  ck_sigv4_param_t q[1] = {{"uploadId", upload_id}};
+  req_t r = {.method = "DELETE", .key = key, .query = q, .nquery = 1};
+  return simple(s, &r, NULL, "abort the upload of", err);
 }
 
 int ck_s3_get(ck_s3_t *s, const char *key, ck_buf_t *out, ck_error_t *err) {

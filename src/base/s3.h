@@ -5,8 +5,12 @@
  * Operations: PUT of a whole object (optionally conditional: If-None-Match: * writes a key
  * exactly once, 412 → CK_EEXISTS), GET (404 → CK_ENOTFOUND), HEAD, DELETE (a missing key is
  * not an error, as S3 itself says), and LIST (ListObjectsV2, every page, in key order).
- * An object is visible whole or not at all: S3 makes a single PUT atomic; objects are at most
- * CK_S3_MAX_PUT bytes (S3's single-PUT limit).
+ * An object is visible whole or not at all: one of at most part_size bytes (default 64 MiB) is
+ * one PUT, which S3 makes atomic; a larger one a multipart upload (created, its parts put in
+ * turn, completed only when every part is in — the object appears then, whole — and aborted
+ * on any failure before, so no part of it is ever visible). Parts are part_size bytes, the
+ * last one less; at most CK_S3_MAX_PARTS of them (S3's limit). S3 refuses parts under 5 MiB
+ * but the last (EntityTooSmall), so a smaller part_size is raised to CK_S3_PART_SIZE_MIN.
  *
  * Where it connects: an endpoint URL ("http://127.0.0.1:8333"; default
  * https://s3.<region>.amazonaws.com), path-style addressing (endpoint/bucket/key — what
@@ -32,7 +36,9 @@
 #include "base/buf.h"
 #include "base/error.h"
 
-#define CK_S3_MAX_PUT ((size_t)5 << 30) /* 5 GiB: S3's limit for one PUT */
+#define CK_S3_PART_SIZE_DEFAULT ((size_t)64 << 20) /* objects above go multipart */
+#define CK_S3_PART_SIZE_MIN ((size_t)5 << 20)      /* S3's smallest part but the last */
+#define CK_S3_MAX_PARTS 10000                        /* S3's limit on one upload's parts */
 
 typedef struct ck_s3_config {
   const char *endpoint;      /* NULL: the environment, else AWS's regional endpoint */
@@ -43,6 +49,11 @@ typedef struct ck_s3_config {
   const char *secret_key;
   const char *session_token;
   long timeout_ms;           /* per request; 0: 30 s */
+  size_t part_size;          /* 0: CK_S3_PART_SIZE_DEFAULT; larger objects go multipart */
+  /* tests: called before each part of a multipart upload is put (part from 1); non-zero
+   * fails the upload there, as a connection lost midway would */
+  int (*on_part)(void *ctx, int part);
+  void *on_part_ctx;
 } ck_s3_config_t;
 
 typedef struct ck_s3 ck_s3_t;
@@ -62,6 +73,12 @@ enum { CK_S3_IF_NONE_MATCH = 1 };
 
 int ck_s3_put(ck_s3_t *s3, const char *key, const void *data, size_t n, int flags,
               ck_error_t *err);
+/* Calls fn with the key and id of every multipart upload under prefix not yet completed or
+ * aborted (a writer that died midway leaves one: its parts are stored, not visible). */
+typedef int (*ck_s3_upload_fn)(void *ctx, const char *key, const char *upload_id);
+int ck_s3_list_uploads(ck_s3_t *s3, const char *prefix, ck_s3_upload_fn fn, void *ctx,
+                       ck_error_t *err);
+int ck_s3_abort_upload(ck_s3_t *s3, const char *key, const char *upload_id, ck_error_t *err);
 int ck_s3_get(ck_s3_t *s3, const char *key, ck_buf_t *out, ck_error_t *err);
 /* 0 and the object's size, CK_ENOTFOUND, or an error. */
 int ck_s3_head(ck_s3_t *s3, const char *key, int64_t *size, ck_error_t *err);

@@ -69,14 +69,41 @@ void ck_ckpt_coord_source_done(ck_ckpt_coord_t *c) {
   CK_TRACE("sources_done", "dir=%s count=%d of=%d", c->store->root, c->sources_at_end, c->nsources);
 }
 
+/* CONFIRMED-N: a store that cannot take it now costs nothing but the marker — without it a
+ * restore of N takes N as completed and perhaps not committed, and the sinks redo N's commit,
+ * which they can — so the failure is logged and the job runs on (1, err untouched). A second
+ * writer of the marker is an error (CK_EEXISTS). */
+static int mark_confirmed(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
+  ck_error_t merr;
+  ck_error_clear(&merr);
+  int rc = ck_store_mark(c->store, "confirmed", id, &merr);
+  if (rc == CK_EEXISTS) {
+    *err = merr;
+    return rc;
+  }
+  if (rc) {
+    CK_LOG_WARN("checkpoint", "checkpoint %lld: its CONFIRMED marker could not be stored (%s); "
+                "a restore of it redoes its commit", (long long)id, merr.message);
+    return 1;
+  }
+  return 0;
+}
+
 int ck_ckpt_coord_ack(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
   CK_TRACE("ack", "dir=%s ckpt=%lld pending=%lld acks=%d of=%d", c->store->root, (long long)id, (long long)c->pending, c->acks + (c->pending == id), c->ntasks);
   if (c->pending != id || ++c->acks < c->ntasks) return 0;
   ck_fault(CK_FAULT_BEFORE_COMPLETED);
-  int rc = ck_store_mark(c->store, "completed", id, err);
+  ck_error_t merr;
+  ck_error_clear(&merr);
+  int rc = ck_store_mark(c->store, "completed", id, &merr);
   if (rc) CK_TRACE("marker_failed", "dir=%s kind=completed ckpt=%lld", c->store->root, (long long)id);
-  if (rc) return rc;
+  if (rc == CK_EEXISTS) { /* another writer has this id: not a store outage */
+    *err = merr;
+    return rc;
+  }
+  if (rc) return ck_ckpt_coord_store_failed(c, id, &merr, ck_mono_ms(), err);
   ck_fault(CK_FAULT_AFTER_COMPLETED);
+  c->failed_in_a_row = 0;
   c->last_completed = id;
   c->completed_count++;
   c->pending = 0;
@@ -86,12 +113,31 @@ int ck_ckpt_coord_ack(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
   CK_LOG_DEBUG("checkpoint", "checkpoint %lld completed at_us=%lld", (long long)id,
                (long long)(ck_mono_ns() / 1000));
   c->prune_due = id; /* after the sinks are told (ck_ckpt_coord_prune) */
-  if (c->nsinks == 0) {
-    rc = ck_store_mark(c->store, "confirmed", id, err);
-    if (rc) return rc;
-    c->last_confirmed = id;
-  }
+  if (c->nsinks == 0 && !mark_confirmed(c, id, err)) c->last_confirmed = id;
   return 1;
+}
+
+int ck_ckpt_coord_store_failed(ck_ckpt_coord_t *c, int64_t id, const ck_error_t *why,
+                               int64_t now, ck_error_t *err) {
+  if (c->pending != id) return 0; /* already abandoned, or another subtask's failure of it */
+  c->pending = 0;
+  c->next_at = now + c->interval_ms;
+  if (id == c->final_id) c->final_abandoned = id;
+  c->failed_in_a_row++;
+  /* to the protocol, an abandonment like a timeout's (formal/check-trace) */
+  CK_TRACE("abandoned", "dir=%s ckpt=%lld", c->store->root, (long long)id);
+  if (c->failed_in_a_row <= c->tolerable_failed) {
+    CK_LOG_WARN("checkpoint", "checkpoint %lld aborted: it could not be stored (%d in a row, "
+                "%d tolerated): %s", (long long)id, c->failed_in_a_row, c->tolerable_failed,
+                why->message);
+    return 0;
+  }
+  *err = *why;
+  ck_error_detail(err, "%d checkpoint%s in a row could not be stored in %s (--tolerable-failed-"
+                  "checkpoints is %d)", c->failed_in_a_row, c->failed_in_a_row == 1 ? "" : "s",
+                  c->store->root, c->tolerable_failed);
+  err->retriable = true; /* a restart rewinds to the last completed checkpoint */
+  return why->code ? why->code : CK_EIO;
 }
 
 void ck_ckpt_coord_prune(ck_ckpt_coord_t *c) {
@@ -114,9 +160,9 @@ void ck_ckpt_coord_prune(ck_ckpt_coord_t *c) {
 int ck_ckpt_coord_committed(ck_ckpt_coord_t *c, int64_t id, ck_error_t *err) {
   CK_TRACE("commit_counted", "dir=%s ckpt=%lld confirm=%lld commits=%d of=%d", c->store->root, (long long)id, (long long)c->confirm_id, c->commits + (c->confirm_id == id), c->nsinks);
   if (c->confirm_id != id || ++c->commits != c->nsinks) return 0;
-  int rc = ck_store_mark(c->store, "confirmed", id, err);
-  if (rc) return rc;
-  if (id > c->last_confirmed) c->last_confirmed = id;
+  int rc = mark_confirmed(c, id, err);
+  if (rc < 0) return rc;
+  if (!rc && id > c->last_confirmed) c->last_confirmed = id;
   return 1;
 }
 

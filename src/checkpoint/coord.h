@@ -51,7 +51,16 @@ typedef struct ck_ckpt_coord {
   int64_t final_id;        /* the checkpoint taken once every source is done, 0 until then */
   int64_t final_abandoned; /* final_id, once it was abandoned: the deployment cannot finish */
   int64_t prune_due;       /* completed, its older checkpoints not yet pruned; 0: none */
+  int tolerable_failed;    /* checkpoints in a row that could not be stored, tolerated */
+  int failed_in_a_row;     /* such checkpoints since the last completed one */
 } ck_ckpt_coord_t;
+
+/* Checkpoint id could not be stored (a snapshot or its COMPLETED marker: why says what): it is
+ * aborted at once — no marker, the next one triggered after an interval — and 0 returned while
+ * no more than tolerable_failed checkpoints in a row failed so; past that, CK_EIO (retriable:
+ * a restart rewinds) naming the count and why. A checkpoint no longer pending is ignored. */
+int ck_ckpt_coord_store_failed(ck_ckpt_coord_t *c, int64_t id, const ck_error_t *why,
+                               int64_t now, ck_error_t *err);
 
 /* restore_id: the checkpoint the job restored (completed and confirmed as far as it knows). */
 void ck_ckpt_coord_init(ck_ckpt_coord_t *c, const ck_store_t *store, int ntasks, int nsinks,

@@ -56,13 +56,21 @@ static int fsync_dir(const char *dir) {
   return rc;
 }
 
-int ck_store_replace(const char *path, const void *data, size_t n, int mode, ck_error_t *err) {
+/* ck_store_replace, or with exclusive a write-once: the temporary file is linked into place
+ * (link() fails on an existing name, atomically), CK_EEXISTS when path exists already. */
+static int put_file(const char *path, const void *data, size_t n, int mode, bool exclusive,
+                    ck_error_t *err) {
   char tmp[4200], dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
   else snprintf(dir, sizeof dir, ".");
-  snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
+  /* a write-once may race other threads of this process for the same path: a name per call */
+  static _Atomic unsigned seq;
+  if (exclusive)
+    snprintf(tmp, sizeof tmp, "%s.tmp-%d-%u", path, (int)getpid(), atomic_fetch_add(&seq, 1));
+  else
+    snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
   (void)unlink(tmp); /* a leftover would keep its old mode through O_TRUNC: start afresh */
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
   if (fd < 0) return ck_error_set(err, CK_EIO, "could not create '%s': %s", tmp, strerror(errno));
@@ -85,7 +93,13 @@ int ck_store_replace(const char *path, const void *data, size_t n, int mode, ck_
     unlink(tmp);
     return ck_error_set(err, CK_EIO, "could not sync '%s': %s", tmp, strerror(e));
   }
-  if (rename(tmp, path)) {
+  if (exclusive) {
+    int lr = link(tmp, path), e = errno;
+    unlink(tmp);
+    if (lr && e == EEXIST)
+      return ck_error_set(err, CK_EEXISTS, "could not create '%s': it exists already", path);
+    if (lr) return ck_error_set(err, CK_EIO, "could not link '%s' into place: %s", tmp, strerror(e));
+  } else if (rename(tmp, path)) {
     int e = errno;
     unlink(tmp);
     return ck_error_set(err, CK_EIO, "could not rename '%s' into place: %s", tmp, strerror(e));
@@ -95,8 +109,12 @@ int ck_store_replace(const char *path, const void *data, size_t n, int mode, ck_
   return 0;
 }
 
-static int fs_write(const ck_store_t *store, const char *relpath, const void *data, size_t n,
-                    ck_error_t *err) {
+int ck_store_replace(const char *path, const void *data, size_t n, int mode, ck_error_t *err) {
+  return put_file(path, data, n, mode, false, err);
+}
+
+static int fs_put(const ck_store_t *store, const char *relpath, const void *data, size_t n,
+                  bool exclusive, ck_error_t *err) {
   char path[4096], dir[4096];
   full(store, relpath, path, sizeof path);
   snprintf(dir, sizeof dir, "%s", path);
@@ -104,7 +122,17 @@ static int fs_write(const ck_store_t *store, const char *relpath, const void *da
   *slash = 0;
   if (ck_store_mkdirs(dir))
     return ck_error_set(err, CK_EIO, "could not create '%s': %s", dir, strerror(errno));
-  return ck_store_replace(path, data, n, 0644, err);
+  return put_file(path, data, n, 0644, exclusive, err);
+}
+
+static int fs_write(const ck_store_t *store, const char *relpath, const void *data, size_t n,
+                    ck_error_t *err) {
+  return fs_put(store, relpath, data, n, false, err);
+}
+
+static int fs_create(const ck_store_t *store, const char *relpath, const void *data, size_t n,
+                     ck_error_t *err) {
+  return fs_put(store, relpath, data, n, true, err);
 }
 
 static int fs_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, ck_error_t *err) {
@@ -172,7 +200,7 @@ static int fs_list(const ck_store_t *store, const char *reldir, ck_store_name_fn
 }
 
 static const ck_store_ops_t fs_ops = {
-    .write = fs_write, .read = fs_read, .exists = fs_exists, .remove = fs_remove, .list = fs_list};
+    .write = fs_write, .create = fs_create, .read = fs_read, .exists = fs_exists, .remove = fs_remove, .list = fs_list};
 
 /* ---------------------------------------------------------------- S3 */
 
@@ -185,6 +213,13 @@ static int s3_write(const ck_store_t *s, const char *rel, const void *data, size
   char key[4096];
   s3_key(s, rel, key, sizeof key);
   return ck_s3_put(s->s3, key, data, n, 0, err);
+}
+
+static int s3_create(const ck_store_t *s, const char *rel, const void *data, size_t n,
+                     ck_error_t *err) {
+  char key[4096];
+  s3_key(s, rel, key, sizeof key);
+  return ck_s3_put(s->s3, key, data, n, CK_S3_IF_NONE_MATCH, err);
 }
 
 static int s3_read(const ck_store_t *s, const char *rel, ck_buf_t *out, ck_error_t *err) {
@@ -255,7 +290,7 @@ static int s3_list(const ck_store_t *s, const char *reldir, ck_store_name_fn fn,
 #define OPS(s) ((s)->ops ? (s)->ops : &fs_ops)
 
 static const ck_store_ops_t s3_ops = {
-    .write = s3_write, .read = s3_read, .exists = s3_exists, .remove = s3_remove, .list = s3_list};
+    .write = s3_write, .create = s3_create, .read = s3_read, .exists = s3_exists, .remove = s3_remove, .list = s3_list};
 
 bool ck_store_is_remote(const char *dir) { return ck_s3_is_url(dir); }
 
@@ -304,6 +339,59 @@ int ck_store_dir_names(const char *dir, ck_store_name_fn fn, void *ctx, ck_error
   s3_names_t x = {.skip = strlen(key), .fn = fn, .ctx = ctx};
   rc = ck_s3_list(s3, key, s3_name, &x, err);
   ck_s3_close(s3);
+  return rc;
+}
+
+typedef struct fetch {
+  ck_s3_t *s3;
+  size_t skip;        /* the prefix's length: keys less it are paths under the copy */
+  const char *local;
+  ck_error_t *err;
+  int files;
+} fetch_t;
+
+static int fetch_key(void *ctx, const char *key, int64_t size) {
+  (void)size;
+  fetch_t *f = ctx;
+  const char *rel = key + f->skip;
+  /* only names a directory can hold: no empty, "." or ".." components */
+  for (const char *p = rel;;) {
+    size_t l = strcspn(p, "/");
+    if (!l || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.')) return 0;
+    if (!p[l]) break;
+    p += l + 1;
+  }
+  char path[4400];
+  snprintf(path, sizeof path, "%s/%s", f->local, rel);
+  char *slash = strrchr(path, '/');
+  *slash = 0;
+  if (ck_store_mkdirs(path))
+    return ck_error_set(f->err, CK_EIO, "could not create '%s': %s", path, strerror(errno));
+  *slash = '/';
+  ck_buf_t b;
+  ck_buf_init(&b);
+  int rc = ck_s3_get(f->s3, key, &b, f->err);
+  if (rc == CK_ENOTFOUND) rc = 0, ck_error_clear(f->err); /* pruned meanwhile: as a listing after */
+  else if (!rc) rc = put_file(path, b.data ? (const char *)b.data : "", b.len, 0644, false, f->err);
+  ck_buf_fini(&b);
+  if (!rc) f->files++;
+  return rc;
+}
+
+int ck_store_fetch(const char *url, const char *local, ck_error_t *err) {
+  char bucket[64], prefix[2048];
+  int rc = ck_s3_parse_url(url, bucket, sizeof bucket, prefix, sizeof prefix, err);
+  if (rc) return rc;
+  fetch_t f = {.local = local, .err = err};
+  if ((rc = ck_s3_open(NULL, bucket, &f.s3, err))) return rc;
+  char key[2100];
+  snprintf(key, sizeof key, "%s%s", prefix, *prefix ? "/" : "");
+  f.skip = strlen(key);
+  rc = ck_s3_list(f.s3, key, fetch_key, &f, err);
+  if (rc) ck_error_detail(err, "while copying %s to '%s'", url, local);
+  else if (!f.files)
+    rc = ck_error_set(err, CK_ENOTFOUND, "could not read %s: it holds nothing", url);
+  ck_s3_close(f.s3);
   return rc;
 }
 
@@ -371,7 +459,19 @@ int ck_store_remove(const ck_store_t *store, const char *relpath) {
 int ck_store_mark(const ck_store_t *store, const char *kind, int64_t id, ck_error_t *err) {
   char rel[128];
   snprintf(rel, sizeof rel, "_meta/%s-%lld", kind, (long long)id);
-  int rc = ck_store_write(store, rel, "", 0, err);
+  ck_error_t e;
+  ck_error_clear(&e);
+  int rc = OPS(store)->create(store, rel, "", 0, &e);
+  if (rc == CK_EEXISTS) {
+    rc = ck_error_set(err, CK_EEXISTS, "could not mark checkpoint %lld %s in %s: it is marked "
+                      "already", (long long)id, kind, store->root);
+    ck_error_detail(err, "another writer took checkpoint id %lld in this store (a second job, or "
+                    "a coordinator that was replaced and kept running); its marker stays as it "
+                    "was", (long long)id);
+    ck_error_hint(err, "give each job a checkpoint directory of its own");
+  } else if (rc) {
+    *err = e;
+  }
   if (!rc) CK_TRACE("marker", "dir=%s kind=%s ckpt=%lld", store->root, kind, (long long)id);
   return rc;
 }

@@ -42,10 +42,14 @@ typedef int (*ck_store_name_fn)(void *ctx, const char *name);
 
 /* Where the files live: the filesystem, or an S3 bucket (--checkpoint-dir s3://bucket/prefix,
  * base/s3.h), one table of operations on paths relative to the root. Every write is whole or
- * nothing (fs: temporary name, fsync, rename; S3: one PUT); a store with other guarantees
+ * nothing (fs: temporary name, fsync, rename; S3: one PUT, or a
+ * multipart upload completed only when every part is in: base/s3.h); a store with other guarantees
  * (a fault-injecting one in tests) comes in as another table. */
 typedef struct ck_store_ops {
   int (*write)(const ck_store_t *s, const char *rel, const void *data, size_t n, ck_error_t *err);
+  /* write, exactly once: CK_EEXISTS, and nothing changed, when rel exists (fs: link() of the
+   * temporary file; S3: PUT with If-None-Match: *) — how markers are written */
+  int (*create)(const ck_store_t *s, const char *rel, const void *data, size_t n, ck_error_t *err);
   /* CK_ENOTFOUND (without a message) when rel does not exist */
   int (*read)(const ck_store_t *s, const char *rel, ck_buf_t *out, ck_error_t *err);
   bool (*exists)(const ck_store_t *s, const char *rel);
@@ -69,6 +73,13 @@ struct ck_store {
 int ck_store_open(const char *dir, ck_store_t *store, ck_error_t *err);
 /* Whether dir names an S3 store (s3://…). */
 bool ck_store_is_remote(const char *dir);
+/* Copies every object under an S3 store's URL (s3://bucket/prefix: its v1/, or a
+ * coordinator's job-<id>/ stores) into the local directory `local` (which exists), keys less
+ * the prefix as paths — so the tools that read a checkpoint directory (state-*,
+ * checkpoint-verify, incident collect) read an S3 store through the same code. An object
+ * deleted between the LIST and its GET (retention of a running job) is left out, as a later
+ * listing would; CK_ENOTFOUND when the prefix holds nothing. */
+int ck_store_fetch(const char *url, const char *local, ck_error_t *err);
 /* The names directly under dir itself (not under its v1/): a coordinator's job-<id> stores.
  * A directory that does not exist has none. */
 int ck_store_dir_names(const char *dir, ck_store_name_fn fn, void *ctx, ck_error_t *err);
@@ -95,7 +106,8 @@ int ck_store_read(const ck_store_t *store, const char *relpath, ck_buf_t *out, c
 bool ck_store_exists(const ck_store_t *store, const char *relpath);
 int ck_store_remove(const ck_store_t *store, const char *relpath);
 
-/* Markers: "completed" or "confirmed". */
+/* Markers: "completed" or "confirmed", each written once (ops->create): a second writer of the
+ * same id gets CK_EEXISTS naming the marker, and the first one's marker stays. */
 int ck_store_mark(const ck_store_t *store, const char *kind, int64_t id, ck_error_t *err);
 bool ck_store_marked(const ck_store_t *store, const char *kind, int64_t id);
 /* The highest checkpoint id with any durable record (marker, snapshot file or the id floor);

@@ -25,6 +25,7 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "cli/cli.h"
+#include "cli/cmd_state.h"
 #include "connectors/connectors.h"
 #include "incident/bundle.h"
 #include "incident/bundle_int.h"
@@ -92,7 +93,11 @@ static int collect_main(int argc, char **argv) {
   ck_connectors_register_all(); /* op.json's graphs name their connectors */
   ck_error_t err;
   ck_error_clear(&err);
-  rc = ck_bundle_collect(&o, &err);
+  /* an S3 store is read through a local copy of it (cmd_state.h) */
+  const char *ckdir = o.checkpoint_dir;
+  o.checkpoint_dir = ck_state_local_dir(ckdir, &err);
+  if (o.checkpoint_dir != ckdir) o.checkpoint_url = ckdir;
+  rc = o.checkpoint_dir ? ck_bundle_collect(&o, &err) : CK_EIO;
   if (rc) {
     char msg[2048];
     ck_error_format(&err, msg, sizeof msg);

@@ -35,6 +35,10 @@ static const ck_cli_opt_t opts[] = {
     CK_CLI_SHARED("checkpoint-interval-ms"),
     CK_CLI_SHARED("checkpoint-timeout-ms"),
     CK_CLI_SHARED("checkpoints-retained"),
+    {"tolerable-failed-checkpoints", "N", "checkpoints in a row that could not be stored (the "
+     "store unreachable, a write refused) that are aborted while the job runs on; one more "
+     "fails the job, which restarts from its last checkpoint (Flink's "
+     "execution.checkpointing.tolerable-failed-checkpoints)", 0, 1000000, 10, false},
     {"fresh", NULL, "ignore the checkpoints in --checkpoint-dir and start the job over", 0, 0, 0, false},
     CK_CLI_SHARED("max-memory"),
     CK_CLI_SHARED("max-restarts"),
@@ -64,12 +68,14 @@ static int usage(const char *msg) {
 /* Everything but the script: into o (the library's options), or 2 after printing why. */
 static int parse_run_opts(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args,
                           clink_options_t *o) {
-  long par, maxpar, interval, ckpt_timeout, retained, restarts, progress, capture_records;
+  long par, maxpar, interval, ckpt_timeout, retained, restarts, progress, capture_records,
+      tolerable;
   if (ck_cli_int(cmd, args, "parallelism", &par) ||
       ck_cli_int(cmd, args, "max-parallelism", &maxpar) ||
       ck_cli_int(cmd, args, "checkpoint-interval-ms", &interval) ||
       ck_cli_int(cmd, args, "checkpoint-timeout-ms", &ckpt_timeout) ||
       ck_cli_int(cmd, args, "checkpoints-retained", &retained) ||
+      ck_cli_int(cmd, args, "tolerable-failed-checkpoints", &tolerable) ||
       ck_cli_int(cmd, args, "max-restarts", &restarts) ||
       ck_cli_int(cmd, args, "progress-interval-ms", &progress) ||
       ck_cli_int(cmd, args, "capture-records", &capture_records) ||
@@ -82,6 +88,7 @@ static int parse_run_opts(const ck_cli_cmd_t *cmd, const ck_cli_args_t *args,
   o->checkpoint_interval_ms = interval;
   o->checkpoint_timeout_ms = ckpt_timeout;
   o->checkpoints_retained = (int)retained;
+  o->tolerable_failed_checkpoints = (int)tolerable;
   o->max_restarts = (int)restarts;
   o->progress_interval_ms = progress;
   o->checkpoint_dir = ck_cli_get(cmd, args, "checkpoint-dir");

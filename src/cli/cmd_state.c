@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/arrow_ipc.h"
@@ -177,6 +179,43 @@ done:
   return rc;
 }
 
+/* The local copies ck_state_local_dir made, removed at exit. */
+static char *fetched[8];
+static int nfetched;
+
+static void remove_fetched(void) {
+  for (int i = 0; i < nfetched; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      execlp("rm", "rm", "-rf", "--", fetched[i], (char *)NULL);
+      _exit(127);
+    }
+    if (pid > 0) waitpid(pid, NULL, 0);
+    ck_free(fetched[i]);
+  }
+  nfetched = 0;
+}
+
+const char *ck_state_local_dir(const char *dir, ck_error_t *err) {
+  if (!dir || !ck_store_is_remote(dir)) return dir;
+  if (nfetched == (int)(sizeof fetched / sizeof fetched[0])) {
+    ck_error_set(err, CK_EUNSUPPORTED, "could not read %s: too many S3 stores in one command", dir);
+    return NULL;
+  }
+  const char *tmp = getenv("TMPDIR");
+  char local[4096];
+  snprintf(local, sizeof local, "%s/clink-s3-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(local)) {
+    ck_error_set(err, CK_EIO, "could not create a directory for a copy of %s: %s", dir,
+                 strerror(errno));
+    return NULL;
+  }
+  if (!nfetched) atexit(remove_fetched);
+  fetched[nfetched++] = ck_strdup(local);
+  if (ck_store_fetch(dir, local, err)) return NULL;
+  return fetched[nfetched - 1];
+}
+
 void ck_state_root(const char *dir, char *root, size_t n) {
   char meta[4200];
   struct stat st;
@@ -257,6 +296,8 @@ static int load_spec(const char *prog, const char *from, const char *dir, const 
   int rc;
   if (from) {
     rc = ck_state_load_file(from, set, &err);
+  } else if (!(dir = ck_state_local_dir(dir, &err))) {
+    rc = CK_EIO;
   } else {
     char root[4096];
     ck_state_root(dir, root, sizeof root);
@@ -368,6 +409,13 @@ static int load_arg(const char *arg, ck_state_set_t *set) {
   snprintf(path, sizeof path, "%s", arg);
   const char *id = NULL;
   char *at = strrchr(path, '@');
+  if (ck_store_is_remote(path)) { /* an S3 store: "@N" when N is a number */
+    if (at && at[1] && strspn(at + 1, "0123456789") == strlen(at + 1)) {
+      *at = 0;
+      id = at + 1;
+    }
+    return load_spec("state-diff", NULL, path, id, set);
+  }
   struct stat st;
   if (at && stat(path, &st) != 0) {
     *at = 0;

@@ -43,6 +43,10 @@ int ck_state_load_file(const char *path, ck_state_set_t *set, ck_error_t *err);
 /* The v1 directory of a checkpoint directory given as DIR, DIR/v1 or a cluster job's
  * DIR/job-<id>/v1 (or job-<id>): into root. */
 void ck_state_root(const char *dir, char *root, size_t n);
+/* dir itself, or for an S3 store (s3://bucket/prefix) a local copy of what it holds
+ * (ck_store_fetch; removed at exit) that every reader of a checkpoint directory reads as it
+ * reads one on disk. NULL with err set when the copy could not be made. */
+const char *ck_state_local_dir(const char *dir, ck_error_t *err);
 /* The newest completed checkpoint of root (0: none). */
 int64_t ck_state_newest(const char *root);
 /* Appends the entries of every subtask's file of checkpoint id under root. */

@@ -252,13 +252,14 @@ static int load(const char *from, const char *dir, const char *idtext, ck_state_
                 char *where, size_t wn) {
   ck_error_t err;
   ck_error_clear(&err);
+  const char *local = NULL; /* dir, or a local copy of the S3 store it names */
   if (from) {
     snprintf(where, wn, "%s", from);
     if (!ck_state_load_file(from, set, &err)) return 0;
-  } else {
+  } else if ((local = ck_state_local_dir(dir, &err))) {
     char root[4096];
-    ck_state_root(dir, root, sizeof root);
-    snprintf(where, wn, "%s", root);
+    ck_state_root(local, root, sizeof root);
+    snprintf(where, wn, "%s", ck_store_is_remote(dir) ? dir : root);
     int64_t id = 0;
     if (idtext) {
       char *end;

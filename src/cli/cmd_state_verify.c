@@ -90,6 +90,18 @@ static int verify_main(int argc, char **argv) {
   report_t r = {.json = ck_cli_flag(cmd, &args, "json")};
   ck_buf_init(&r.problems);
   ck_buf_init(&r.checked);
+  ck_error_t ferr;
+  ck_error_clear(&ferr);
+  const char *url = dir;
+  if (!(dir = ck_state_local_dir(dir, &ferr))) {
+    char text[4096];
+    ck_error_format(&ferr, text, sizeof text);
+    fprintf(stderr, "clink checkpoint-verify: %s\n", text);
+    ck_buf_fini(&r.problems);
+    ck_buf_fini(&r.checked);
+    return 1;
+  }
+  if (dir != url) fprintf(stderr, "checkpoint-verify: %s, copied to '%s'\n", url, dir);
   char root[4096];
   ck_state_root(dir, root, sizeof root);
   ck_store_t store = {root};

@@ -77,7 +77,8 @@ void ck_cli_print_help(const ck_cli_cmd_t *cmd) {
     ck_buf_t h;
     ck_buf_init(&h);
     help_text(r, &h);
-    printf("  %-28s %s\n", left, h.data);
+    /* a name longer than the column still leaves two spaces before its help */
+    printf("  %-28s%s%s\n", left, strlen(left) >= 28 ? "  " : " ", h.data);
     ck_buf_fini(&h);
   }
   printf("  %-28s %s\n", "--help", "show this help and exit");

@@ -118,6 +118,8 @@ enum {
 
 typedef struct ck_bundle_collect_opts {
   const char *checkpoint_dir; /* the job's: embedded DIR, or a coordinator's (with job_id) */
+  const char *checkpoint_url; /* NULL, or the s3:// store checkpoint_dir is a local copy of:
+                               * what the manifest names */
   const char *capture_dir;    /* --capture-dir of the run (a cluster: <dir>/job-<id> if there) */
   const char *trace_dir;      /* CLINK_PROTOCOL_TRACE_DIR of the run, or NULL */
   int64_t job_id;             /* a cluster job: its checkpoints are <checkpoint_dir>/job-<id>;

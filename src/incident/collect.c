@@ -401,7 +401,14 @@ static void manifest_json(collector_t *c, ck_buf_t *b) {
   else ck_buf_puts(b, "null");
   ck_buf_printf(b, ",\"shape\":\"%s\",\"manifest\":%s},\"collected\":{\"checkpoint_dir\":",
                 o->job_id ? "cluster" : "embedded", c->have_job ? "\"" CK_BUNDLE_JOB "\"" : "null");
-  put_str(b, c->ckdir);
+  if (o->checkpoint_url) {
+    char url[4200];
+    if (o->job_id) snprintf(url, sizeof url, "%s/job-%lld", o->checkpoint_url, (long long)o->job_id);
+    else snprintf(url, sizeof url, "%s", o->checkpoint_url);
+    put_str(b, url);
+  } else {
+    put_str(b, c->ckdir);
+  }
   ck_buf_puts(b, ",\"capture_dir\":");
   put_str(b, o->capture_dir ? c->capdir : NULL);
   ck_buf_puts(b, ",\"trace_dir\":");

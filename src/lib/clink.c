@@ -513,6 +513,7 @@ static int job_start(clink_engine_t *e, clink_job_t *j) {
   j->local.eopts.capture = (ck_capture_opts_t){e->o.capture_dir, e->o.capture_records};
   j->local.eopts.ckpt.timeout_ms = e->o.checkpoint_timeout_ms;
   j->local.eopts.ckpt.retain = e->o.checkpoints_retained;
+  j->local.eopts.ckpt.tolerable_failed = e->o.tolerable_failed_checkpoints;
   j->local.progress_ms = e->o.progress_interval_ms;
   j->local.on_exec = e->on_exec;
   j->local.on_exec_ctx = e->on_exec_ctx;

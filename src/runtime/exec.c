@@ -695,6 +695,7 @@ static int write_snapshot(write_job_t *job, ck_error_t *err) {
   char rel[128];
   ck_snap_path(t->index, job->id, rel, sizeof rel);
   int rc = ck_fault_err(CK_FAULT_BEFORE_SNAPSHOT_WRITE, err);
+  bool injected = rc != 0; /* the fault point's "fail": the job rewinds (fault.h), always */
   if (!rc)
     ck_snap_encode(job->id, ex->opts.ckpt.fingerprint, t->index, job->sections, job->nsections,
                    &job->file);
@@ -704,7 +705,16 @@ static int write_snapshot(write_job_t *job, ck_error_t *err) {
     ck_error_detail(err, "subtask %d could not write its snapshot for checkpoint %lld", t->index,
                     (long long)job->id);
     CK_TRACE("snapshot_failed", "dir=%s task=%d ckpt=%lld", ex->store.root, t->index, (long long)job->id);
-    return rc;
+    if (ex->remote_coord || injected) return rc; /* a cluster's worker: the job fails, as before */
+    /* the checkpoint aborts and the job runs on, as long as such failures are tolerated */
+    ck_error_t ferr;
+    ck_error_clear(&ferr);
+    ck_mutex_lock(&ex->ckpt_mu);
+    int frc = ck_ckpt_coord_store_failed(&ex->coord, job->id, err, ck_mono_ms(), &ferr);
+    ck_cond_broadcast(&ex->ckpt_cv);
+    ck_mutex_unlock(&ex->ckpt_mu);
+    if (frc) *err = ferr;
+    return frc;
   }
   CK_TRACE("snapshot_durable", "dir=%s task=%d ckpt=%lld", ex->store.root, t->index, (long long)job->id);
   if (job->ev_path) { /* the sink's interval evidence: before the acknowledgement, or none */
@@ -1525,6 +1535,8 @@ int ck_exec_new(const ck_graph_t *graph, const ck_exec_opts_t *opts, ck_exec_t *
     ck_ckpt_coord_init(&ex->coord, &ex->store, ex->ntasks, total_sinks, total_sources,
                        ex->opts.ckpt.ids_above, ex->opts.ckpt.restore_id, ex->opts.ckpt.interval_ms,
                        ex->opts.ckpt.timeout_ms, ex->opts.ckpt.retain, ck_mono_ms());
+  if (ex->checkpointing && !ex->remote_coord)
+    ex->coord.tolerable_failed = ex->opts.ckpt.tolerable_failed;
   int rc = ck_capture_open(&ex->opts.capture, graph, plan, ex->opts.ckpt.fingerprint,
                            ex->checkpointing ? ex->opts.ckpt.restore_id : 0, &ex->capture, err);
   if (rc) {

@@ -41,6 +41,8 @@ typedef struct ck_exec_ckpt {
   int64_t restore_id;     /* restore every subtask from this completed checkpoint; 0: fresh */
   uint64_t fingerprint;   /* the job graph's, written into every snapshot */
   int retain;             /* completed checkpoints kept on disk (default 3) */
+  int tolerable_failed;   /* checkpoints in a row that could not be stored, aborted while the
+                             job runs on (one more fails it); 0: the first fails the job */
 } ck_exec_ckpt_t;
 
 /* A worker of a cluster: the checkpoint events of this process's subtasks go to a

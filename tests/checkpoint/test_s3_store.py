@@ -7,6 +7,7 @@ conftest's Python recomputation of the generator. What the bucket holds is read 
 curl's own SigV4 signing (not clink's) and must be the documented layout. Bad stores fail
 with a message that names the store and what is wrong.
 """
+import json
 import os
 import re
 import subprocess
@@ -185,3 +186,62 @@ def test_bad_url_is_refused(tmp_path):
                        env=dict(os.environ, **s3_env()))
     assert r.returncode != 0
     assert "lowercase" in r.stderr, r.stderr[-2000:]
+
+
+def fetch_with_curl(j, dest):
+    """The store's objects copied to a local directory by curl (not by clink)."""
+    base = j.prefix + "/"
+    for k in j.keys():
+        p = dest / k[len(base):]
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(curl_s3("GET", f"/{j.bucket}/{k}"))
+
+
+def clink_tool(env, *args):
+    return subprocess.run([CLINK, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_state_tools_read_an_s3_store_as_they_read_a_local_one(tmp_path, bucket):
+    """state-cat/diff/export/query, checkpoint-verify and incident collect given s3://… answer
+    what they answer for the same objects copied to disk by curl."""
+    j = S3Job(tmp_path, bucket, rate=4000, rows=8000)
+    r = j.run()
+    assert r.returncode == 0, r.stderr[-3000:]
+    local = tmp_path / "copy"
+    fetch_with_curl(j, local)
+    ids = sorted(int(p.name.split("-")[1]) for p in (local / "v1/_meta").glob("completed-*"))
+    assert len(ids) >= 2, ids
+    env = j.env()
+    for args in (["state-cat", "--dir={}"], ["state-cat", "--dir={}", f"--id={ids[-2]}"],
+                 ["state-diff", "{}@%d" % ids[-2], "{}"],
+                 ["state-query", "--checkpoint-dir={}",
+                  "--sql=SELECT operator, count(*) AS n FROM state GROUP BY operator"],
+                 ["checkpoint-verify", "--dir={}", "--json"]):
+        on_s3 = clink_tool(env, *[a.replace("{}", j.ckpt) for a in args])
+        on_disk = clink_tool(env, *[a.replace("{}", str(local)) for a in args])
+        ok = (0, 1) if args[0] == "state-diff" else (0,)  # 1: the two differ
+        assert on_s3.returncode == on_disk.returncode and on_s3.returncode in ok, \
+            (args, on_s3.stderr[-2000:], on_disk.stderr[-2000:])
+        out_s3 = on_s3.stdout.replace(j.ckpt, "DIR")
+        out_disk = on_disk.stdout.replace(str(local), "DIR")
+        if args[0] == "checkpoint-verify":  # names the directory it read: a copy for S3
+            out_s3 = re.sub(r'"dir":"[^"]*"', "", out_s3)
+            out_disk = re.sub(r'"dir":"[^"]*"', "", out_disk)
+        assert out_s3 == out_disk, (args, out_s3[:500], out_disk[:500])
+        assert out_s3.strip(), args
+    for fmt in ("arrow", "parquet"):
+        a, b = tmp_path / f"s3.{fmt}", tmp_path / f"disk.{fmt}"
+        assert clink_tool(env, "state-export", f"--dir={j.ckpt}", f"--out={a}",
+                          f"--format={fmt}").returncode == 0
+        assert clink_tool(env, "state-export", f"--dir={local}", f"--out={b}",
+                          f"--format={fmt}").returncode == 0
+        assert a.read_bytes() == b.read_bytes() and a.stat().st_size > 0
+    bundle = tmp_path / "bundle"
+    r = clink_tool(env, "incident", "collect", "--checkpoint-dir", j.ckpt, "--out", str(bundle))
+    assert r.returncode == 0, r.stderr[-2000:]
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["collected"]["checkpoint_dir"] == j.ckpt, manifest["collected"]
+    assert any((bundle / "checkpoints").rglob("completed-*")), list(bundle.rglob("*"))[:20]
+    # a store that holds nothing is named
+    r = clink_tool(env, "state-cat", f"--dir=s3://{bucket}/nothing-{uuid.uuid4().hex[:8]}")
+    assert r.returncode != 0 and "holds nothing" in r.stderr, r.stderr

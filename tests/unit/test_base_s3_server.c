@@ -9,7 +9,8 @@
  * fine; LIST returns every key under a prefix in order across pages (more keys than one page
  * holds) and none outside it; a wrong secret is refused by the server with its error code
  * and the secret nowhere in the message; a closed port is CK_ECONNECT; several threads share
- * one client.
+ * one client; an object above the part size goes up as a multipart upload that reads back
+ * whole, is conditional like a PUT, and leaves neither object nor upload when it fails midway.
  * Threads: the main thread, plus workers in the sharing test.
  */
 #include <stdarg.h>
@@ -53,13 +54,17 @@ static const char *K(const char *k) {
   return b;
 }
 
+static ck_s3_config_t extra; /* part_size / on_part for the multipart tests */
+
 static ck_s3_t *open_bucket(const char *secret, char *bucket, size_t cap) {
   new_prefix();
   snprintf(bucket, cap, "%s", env("CLINK_S3_BUCKET"));
   ck_s3_config_t c = {.endpoint = env("CLINK_S3_ENDPOINT"), .path_style = 1,
                       .access_key = env("CLINK_S3_ACCESS_KEY"),
                       .secret_key = secret ? secret : env("CLINK_S3_SECRET_KEY"),
-                      .timeout_ms = 60000};
+                      .timeout_ms = 60000, .part_size = extra.part_size,
+                      .on_part = extra.on_part, .on_part_ctx = extra.on_part_ctx};
+  extra = (ck_s3_config_t){0};
   ck_s3_t *s = NULL;
   ck_error_t err;
   ck_error_clear(&err);
@@ -123,6 +128,78 @@ static void test_conditional_put_writes_once(void **state) {
   assert_int_equal(out.len, 5);
   assert_memory_equal(out.data, "first", 5);
   ck_buf_fini(&out);
+  ck_s3_close(s);
+}
+
+/* Multipart: an object above the part size goes up in parts (here 3: two of 5 MiB, S3's
+ * smallest, and a short last one) and reads back byte for byte; conditional on a key that exists, the completion
+ * is refused and the old object stays; a failure after two parts leaves no object and no
+ * upload behind (aborted). */
+static int uploads_under(void *ctx, const char *key, const char *id) {
+  (void)key, (void)id;
+  ++*(int *)ctx;
+  return 0;
+}
+
+static int fail_at_part;
+static int parts_seen;
+static ck_s3_t *mp_client;
+static int uploads_midway = -1; /* the uploads under the prefix when the fault fires */
+static int on_part(void *ctx, int part) {
+  (void)ctx;
+  parts_seen = part;
+  if (!fail_at_part || part != fail_at_part) return 0;
+  ck_error_t err;
+  ck_error_clear(&err);
+  uploads_midway = 0;
+  if (ck_s3_list_uploads(mp_client, prefix, uploads_under, &uploads_midway, &err))
+    uploads_midway = -1;
+  return 1;
+}
+
+static void test_multipart_upload(void **state) {
+  (void)state;
+  char bucket[64];
+  extra.part_size = CK_S3_PART_SIZE_MIN;
+  extra.on_part = on_part;
+  ck_s3_t *s = fresh(bucket, sizeof bucket);
+  mp_client = s;
+  ck_error_t err;
+  ck_error_clear(&err);
+  size_t n = 2 * CK_S3_PART_SIZE_MIN + 12345;
+  uint8_t *data = malloc(n);
+  for (size_t i = 0; i < n; i++) data[i] = (uint8_t)(i * 31 + (i >> 12));
+  fail_at_part = 0;
+  if (ck_s3_put(s, K("big.snap"), data, n, 0, &err)) fail_msg("%s", err.message);
+  assert_int_equal(parts_seen, 3); /* it did go in parts */
+  ck_buf_t out;
+  ck_buf_init(&out);
+  assert_int_equal(ck_s3_get(s, K("big.snap"), &out, &err), 0);
+  assert_int_equal(out.len, n);
+  assert_memory_equal(out.data, data, n);
+  /* written once: a second multipart write of the key is refused and changes nothing */
+  data[0] ^= 0xff;
+  ck_error_clear(&err);
+  assert_int_equal(ck_s3_put(s, K("big.snap"), data, n, CK_S3_IF_NONE_MATCH, &err), CK_EEXISTS);
+  ck_buf_reset(&out);
+  assert_int_equal(ck_s3_get(s, K("big.snap"), &out, &err), 0);
+  assert_int_equal(out.len, n);
+  assert_int_not_equal(out.data[0], data[0]);
+  /* a failure midway: no object, no upload left */
+  fail_at_part = 3;
+  ck_error_clear(&err);
+  assert_int_not_equal(ck_s3_put(s, K("half.snap"), data, n, 0, &err), 0);
+  assert_int_equal(parts_seen, 3); /* two parts were in */
+  assert_int_equal(uploads_midway, 1); /* the upload was there, unfinished */
+  ck_error_clear(&err);
+  assert_int_equal(ck_s3_head(s, K("half.snap"), NULL, &err), CK_ENOTFOUND);
+  int left = 0;
+  ck_error_clear(&err);
+  if (ck_s3_list_uploads(s, prefix, uploads_under, &left, &err)) fail_msg("%s", err.message);
+  assert_int_equal(left, 0);
+  fail_at_part = 0;
+  ck_buf_fini(&out);
+  free(data);
   ck_s3_close(s);
 }
 
@@ -305,6 +382,7 @@ int main(void) {
       cmocka_unit_test(test_put_get_roundtrip),
       cmocka_unit_test(test_conditional_put_writes_once),
       cmocka_unit_test(test_missing_keys_and_delete),
+      cmocka_unit_test(test_multipart_upload),
       cmocka_unit_test(test_list_every_page),
       cmocka_unit_test(test_wrong_secret_is_refused_without_showing_it),
       cmocka_unit_test(test_threads_share_a_client),
