@@ -19,33 +19,14 @@ import sys
 import uuid
 from pathlib import Path
 
-import pytest
-from clickhouse_driver import Client
-
 from .conftest import REPO, run_clink
 
 sys.path.insert(0, str(REPO / "python" / "clink-reference"))
 from clink_reference import Scope, read_artifact, read_range, write_artifact  # noqa: E402
 
-LINES = {"18.16": "CLINK_CLICKHOUSE_PORT", "26.9": "CLINK_CLICKHOUSE26_PORT"}
 COLUMNS = [{"name": "id", "type": "Int64", "key": True}, {"name": "s", "type": "String"}]
-
-
-@pytest.fixture(scope="module", params=sorted(LINES))
-def line(request):
-    port = os.environ.get(LINES[request.param])
-    if not port or not os.environ.get("CLINK_KAFKA_BROKERS"):
-        pytest.fail("the services' settings are not exported: eval \"$(scripts/services.sh env)\" "
-                    "first", pytrace=False)
-    return {"line": request.param, "port": int(port)}
-
-
-@pytest.fixture
-def ch(line):
-    c = Client(host="127.0.0.1", port=line["port"], user="default", password="",
-               connect_timeout=5, send_receive_timeout=60)
-    yield c
-    c.disconnect()
+# the ClickHouse line fixtures and the table the reconcile tests use
+from .test_reconcile import ch, line, make_table  # noqa: E402,F401
 
 
 def produce(topic, n):
@@ -112,14 +93,9 @@ def check(doc, name):
     return [c for c in doc["checks"] if c["name"] == name][0]
 
 
-def table(ch, name):
-    ch.execute("DROP TABLE IF EXISTS default.%s" % name)
-    ch.execute("CREATE TABLE default.%s (id Int64, s String) ENGINE = MergeTree ORDER BY id" % name)
-
-
 def test_faithful_wrong_transformation_and_a_deleted_row(line, ch, tmp_path):
     name = "ref_audit_%s" % uuid.uuid4().hex[:10]
-    table(ch, name)
+    make_table(ch, name)
     try:
         produce(name, 60)
         bundle, n = run_job(tmp_path / "a", name, line["port"], name, "id % 5 <> 2")
@@ -171,7 +147,7 @@ def test_faithful_wrong_transformation_and_a_deleted_row(line, ch, tmp_path):
 
 def test_refusals_and_an_incomplete_reference(line, ch, tmp_path):
     name = "ref_refuse_%s" % uuid.uuid4().hex[:10]
-    table(ch, name)
+    make_table(ch, name)
     try:
         produce(name, 30)
         bundle, n = run_job(tmp_path / "a", name, line["port"], name, "id >= 0")
