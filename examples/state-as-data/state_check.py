@@ -51,8 +51,9 @@ def uvarint(b, at):
 def kafka_position(value):
     """The readings consumed: the next offsets of a kafka_source's raw value, summed (u8
     version, uvarint topic length, topic, uvarint n, per partition uvarint partition, uvarint
-    next offset)."""
-    assert value[0] == 1, value[:4]
+    next offset, and from version 2 uvarint run start + 1; then version 2's log identity,
+    which this does not need; docs/state.md)."""
+    assert value[0] in (1, 2), value[:4]
     n, at = uvarint(value, 1)
     at += n
     parts, at = uvarint(value, at)
@@ -60,6 +61,8 @@ def kafka_position(value):
     for _ in range(parts):
         _, at = uvarint(value, at)
         nxt, at = uvarint(value, at)
+        if value[0] >= 2:
+            _, at = uvarint(value, at)  # where the run began reading the partition
         total += nxt
     return total
 
