@@ -20,9 +20,9 @@ cd "$(dirname "$0")/.."
 # and coverage instrumentation into $CLINK_FUZZ_DIR/_libs (for targets that reach most of it).
 BASE="src/base/alloc.c src/base/arena.c src/base/buf.c src/base/hash.c src/base/error.c src/base/log.c src/base/redact.c src/base/thread.c src/base/time.c"
 TARGETS=(
-  "sql_frontend|src/sql/parser.c src/sql/planner.c src/runtime/graph.c src/runtime/expr.c src/runtime/expr_eval.c src/runtime/batch.c src/runtime/types.c src/runtime/decimal.c src/runtime/schema.c src/runtime/options.c src/runtime/connector.c src/base/digest.c $BASE|-licuuc -licui18n -lcrypto -lm|-DCK_FUZZ|65536"
+  "sql_frontend|src/sql/parser.c src/sql/planner.c src/runtime/graph.c src/runtime/expr.c src/runtime/expr_eval.c src/runtime/udf.c src/runtime/batch.c src/runtime/types.c src/runtime/decimal.c src/runtime/schema.c src/runtime/options.c src/runtime/connector.c src/base/digest.c $BASE|-licuuc -licui18n -lcrypto -ldl -lm|-DCK_FUZZ|65536"
   "clickhouse_reader|src/connectors/clickhouse/ch_reader.c src/connectors/clickhouse/ch_block.c src/connectors/clickhouse/ch_compress.c src/connectors/clickhouse/cityhash.c $BASE|-llz4 -lzstd|-DCK_FUZZ|65536"
-  "rest_request|@libs|-lmicrohttpd -lrdkafka -lpq -llz4 -lz -lzstd -lsnappy -licuuc -licui18n -lcurl -lcrypto -lm|-I include|8192"
+  "rest_request|@libs|-lmicrohttpd -lzookeeper_mt -lrdkafka -lpq -llz4 -lz -lzstd -lsnappy -licuuc -licui18n -lcurl -lcrypto -lm|-I include|8192"
   "capture_reader|src/capture/reader.c src/base/arrow_ipc.c src/runtime/batch.c src/runtime/types.c src/runtime/decimal.c $BASE|-licuuc -lm|-DCK_FUZZ|262144"
   "kafka_records|src/connectors/kafka/krecords.c src/base/alloc.c src/base/buf.c src/base/crc32c.c src/base/error.c src/base/redact.c src/base/thread.c|-lz -lsnappy -llz4 -lzstd|-DCK_KRECS_MAX_BATCH=((size_t)16<<20)|131072"
 )
@@ -72,7 +72,7 @@ build_one() {
   out="$DIR/$name/$name"
   # shellcheck disable=SC2086  # word splitting of the lists is intended
   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -D_GNU_SOURCE -I src "$flags" "fuzz/$name.c" $srcs $libs -lpthread -o "$out"
+    -D_GNU_SOURCE -I src -I include "$flags" "fuzz/$name.c" $srcs $libs -lpthread -o "$out"
   echo "$out"
 }
 
