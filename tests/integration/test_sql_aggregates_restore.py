@@ -15,6 +15,28 @@ from .test_kafka_connector import (BASE_TS, CLINK, DEADLINE_S, SENSORS, create_t
                                    read_topic, reading)
 
 
+def completed_ids(ckpt):
+    """The completed checkpoint ids of an embedded run's checkpoint directory, ascending."""
+    meta = ckpt / "v1" / "_meta"
+    return sorted(int(f.name.split("-")[1]) for f in meta.glob("completed-*")
+                  if f.name.split("-")[1].isdigit()) if meta.is_dir() else []
+
+
+def kill_after_two_checkpoints(cmd, env, ckpt):
+    """Runs the unbounded job until two checkpoints completed, SIGKILLs it; the last id."""
+    first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env=env)
+    try:
+        wait_until("two completed checkpoints", lambda: len(completed_ids(ckpt)) >= 2
+                   or first.poll() is not None, timeout=DEADLINE_S)
+        assert first.poll() is None, "the unbounded job ended: %s" % first.stderr.read()
+    finally:
+        first.kill()
+        first.communicate()
+    assert first.returncode == -9
+    return completed_ids(ckpt)[-1]
+
+
 def test_reduced_aggregates_restore_after_kill(kafka_brokers, unique, tmp_path):
     src, dst = unique("agg_in"), unique("agg_out")
     create_topic(kafka_brokers, src, 4)
@@ -45,22 +67,7 @@ def test_reduced_aggregates_restore_after_kill(kafka_brokers, unique, tmp_path):
            "--checkpoint-interval-ms", "100", "-e", sql]
     env = dict(os.environ, CLINK_LOG_LEVEL="info")
 
-    def completed():
-        meta = ckpt / "v1" / "_meta"
-        return sorted(int(f.name.split("-")[1]) for f in meta.glob("completed-*")
-                      if f.name.split("-")[1].isdigit()) if meta.is_dir() else []
-
-    first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             env=env)
-    try:
-        wait_until("two completed checkpoints", lambda: len(completed()) >= 2
-                   or first.poll() is not None, timeout=DEADLINE_S)
-        assert first.poll() is None, "the unbounded job ended: %s" % first.stderr.read()
-    finally:
-        first.kill()
-        first.communicate()
-    assert first.returncode == -9
-    before = completed()[-1]
+    before = kill_after_two_checkpoints(cmd, env, ckpt)
 
     sentinels = [(p, None, json.dumps({"sensor_id": "zz", "ts": BASE_TS + 10 ** 7, "temp": 0}))
                  for p in range(4)]

@@ -10,6 +10,7 @@ import subprocess
 from collections import defaultdict
 
 from .conftest import wait_until
+from .test_sql_aggregates_restore import kill_after_two_checkpoints
 from .test_kafka_connector import (BASE_TS, CLINK, DEADLINE_S, SENSORS, create_topic, produce,
                                    read_topic, reading)
 
@@ -43,22 +44,7 @@ def test_order_aggregates_restore_after_kill(kafka_brokers, unique, tmp_path):
            "--checkpoint-interval-ms", "100", "-e", sql]
     env = dict(os.environ, CLINK_LOG_LEVEL="info")
 
-    def completed():
-        meta = ckpt / "v1" / "_meta"
-        return sorted(int(f.name.split("-")[1]) for f in meta.glob("completed-*")
-                      if f.name.split("-")[1].isdigit()) if meta.is_dir() else []
-
-    first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             env=env)
-    try:
-        wait_until("two completed checkpoints", lambda: len(completed()) >= 2
-                   or first.poll() is not None, timeout=DEADLINE_S)
-        assert first.poll() is None, "the unbounded job ended: %s" % first.stderr.read()
-    finally:
-        first.kill()
-        first.communicate()
-    assert first.returncode == -9
-    before = completed()[-1]
+    before = kill_after_two_checkpoints(cmd, env, ckpt)
 
     # the state tools decode the new accumulators
     cat = subprocess.run([CLINK, "state-cat", "--dir", str(ckpt), "--id", str(before)],
